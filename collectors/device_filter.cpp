@@ -1,0 +1,46 @@
+#include "collectors/device_filter.hpp"
+
+#include <algorithm>
+
+namespace rdma_exporter {
+namespace {
+
+Result<std::regex> compile(const std::string& pattern) {
+  try {
+    return std::regex(pattern, std::regex::ECMAScript | std::regex::optimize);
+  } catch (const std::regex_error& e) {
+    return Error{EINVAL, "invalid device pattern \"" + pattern + "\": " + e.what()};
+  }
+}
+
+}  // namespace
+
+Status check_device_pattern(const std::string& pattern) {
+  auto r = compile(pattern);
+  if (!r) return r.error();
+  return ok_status();
+}
+
+Result<DeviceFilter> DeviceFilter::make(const std::vector<std::string>& include,
+                                        const std::vector<std::string>& exclude) {
+  DeviceFilter f;
+  for (const auto& p : include) {
+    auto r = compile(p);
+    if (!r) return r.error();
+    f.include_.push_back(std::move(r).value());
+  }
+  for (const auto& p : exclude) {
+    auto r = compile(p);
+    if (!r) return r.error();
+    f.exclude_.push_back(std::move(r).value());
+  }
+  return f;
+}
+
+bool DeviceFilter::allows(const std::string& device) const {
+  auto matches = [&](const std::regex& re) { return std::regex_match(device, re); };
+  if (!include_.empty() && std::none_of(include_.begin(), include_.end(), matches)) return false;
+  return std::none_of(exclude_.begin(), exclude_.end(), matches);
+}
+
+}  // namespace rdma_exporter

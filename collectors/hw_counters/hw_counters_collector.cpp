@@ -1,0 +1,38 @@
+#include "collectors/hw_counters/hw_counters_collector.hpp"
+
+namespace rdma_exporter {
+
+std::string port_hw_counter_metric(std::string_view kernel_name) {
+  return "rdma_port_hw_" + sanitize_metric_fragment(kernel_name) + "_total";
+}
+
+std::vector<std::string> HwCountersCollector::collect(Scrape& scrape, MetricSink& sink) {
+  const auto& topology = scrape.topology();
+  if (!topology) {
+    if (scrape.netlink_absent()) return {};
+    return {"list devices: " + topology.error().message};
+  }
+  std::vector<std::string> errors;
+  for (const auto& entry : topology->devices) {
+    if (!entry.ports) continue;  // reported by the devices collector
+    for (const auto& port : *entry.ports) {
+      auto counters = scrape.netlink().port_counters(entry.device.index, port.index);
+      if (!counters) {
+        // Drivers without port counters answer EOPNOTSUPP: nothing to export.
+        if (counters.error().code == EOPNOTSUPP) continue;
+        errors.push_back(entry.device.name + " port " + std::to_string(port.index) + ": " +
+                         counters.error().message);
+        continue;
+      }
+      const Labels labels{{"device", entry.device.name}, {"port", std::to_string(port.index)}};
+      for (const auto& c : counters->counters) {
+        sink.counter(port_hw_counter_metric(c.name),
+                     "Port hw counter \"" + c.name + "\" of the driver, from rdma netlink.", labels,
+                     static_cast<double>(c.value));
+      }
+    }
+  }
+  return errors;
+}
+
+}  // namespace rdma_exporter

@@ -1,0 +1,48 @@
+#pragma once
+
+#include <prometheus/metric_family.h>
+
+#include <string>
+#include <string_view>
+#include <unordered_map>
+#include <utility>
+#include <vector>
+
+namespace rdma_exporter {
+
+using Labels = std::vector<std::pair<std::string, std::string>>;
+
+// Collects samples into prometheus::MetricFamily values. Samples with the same
+// metric name land in one family, in the order they were first added. A name
+// added again with another type is rejected and counted, so one collector's
+// mistake can never produce an invalid exposition.
+class MetricSink {
+ public:
+  void counter(std::string_view name, std::string_view help, Labels labels, double value);
+  void gauge(std::string_view name, std::string_view help, Labels labels, double value);
+  // An info metric: a gauge of value 1 whose labels carry the information.
+  void info(std::string_view name, std::string_view help, Labels labels) {
+    gauge(name, help, std::move(labels), 1.0);
+  }
+
+  // Adds a prepared family (for example a histogram); merged by name.
+  void family(prometheus::MetricFamily family);
+
+  std::size_t rejected() const { return rejected_; }
+  bool empty() const { return families_.empty(); }
+  std::vector<prometheus::MetricFamily> take();
+
+ private:
+  prometheus::MetricFamily* find_or_add(std::string_view name, std::string_view help,
+                                        prometheus::MetricType type);
+
+  std::vector<prometheus::MetricFamily> families_;
+  std::unordered_map<std::string, std::size_t> index_;
+  std::size_t rejected_ = 0;
+};
+
+// Turns a kernel counter name into a valid metric name fragment: every byte
+// outside [A-Za-z0-9_] becomes '_', and a leading digit gets a '_' prefix.
+std::string sanitize_metric_fragment(std::string_view raw);
+
+}  // namespace rdma_exporter

@@ -1,0 +1,29 @@
+#pragma once
+
+#include <vector>
+
+#include "collectors/netlink/model.hpp"
+#include "collectors/netlink/transport.hpp"
+#include "collectors/result.hpp"
+
+namespace rdma_exporter::nldev {
+
+// The nldev queries the collectors need: build the request, exchange it, and
+// decode the reply. A dump that raced a change is retried a few times.
+class Client {
+ public:
+  explicit Client(Transport& transport) : transport_(transport) {}
+
+  Result<std::vector<Device>> devices();
+  Result<std::vector<Port>> ports(uint32_t dev_index);
+  Result<PortCounters> port_counters(uint32_t dev_index, uint32_t port);
+  Result<std::vector<ResourceSummary>> resource_summaries();
+
+ private:
+  template <typename T>
+  Result<T> query(const Bytes& request, Result<T> (*decode)(const Reply&));
+
+  Transport& transport_;
+};
+
+}  // namespace rdma_exporter::nldev

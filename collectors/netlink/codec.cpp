@@ -1,0 +1,381 @@
+#include "collectors/netlink/codec.hpp"
+
+#include <libmnl/libmnl.h>
+#include <rdma/rdma_netlink.h>
+
+#include <array>
+#include <cstdio>
+
+namespace rdma_exporter::nldev {
+namespace {
+
+constexpr std::size_t kMaxAttr = RDMA_NLDEV_ATTR_MAX;
+using AttrTable = std::array<const nlattr*, kMaxAttr>;
+
+Error malformed(const std::string& what) { return Error{EBADMSG, "malformed nldev reply: " + what}; }
+
+// Calls fn for every attribute in [data, data + len). Fails when the bytes do
+// not hold whole attributes: a truncated message must never look complete.
+template <typename Fn>
+Status for_each_attr(const void* data, std::size_t len, const char* where, Fn&& fn) {
+  const auto* attr = static_cast<const nlattr*>(data);
+  auto remaining = static_cast<int>(len);
+  while (mnl_attr_ok(attr, remaining)) {
+    if (Status s = fn(attr); !s) return s;
+    remaining -= static_cast<int>(MNL_ALIGN(attr->nla_len));
+    attr = mnl_attr_next(attr);
+  }
+  if (remaining > 0) {
+    return malformed(std::string("truncated attribute in ") + where + " (" +
+                     std::to_string(remaining) + " bytes left)");
+  }
+  return ok_status();
+}
+
+// Indexes the attributes by type; unknown types (newer kernels) are ignored.
+Result<AttrTable> table_of(const void* data, std::size_t len, const char* where) {
+  AttrTable table{};
+  Status s = for_each_attr(data, len, where, [&](const nlattr* a) -> Status {
+    const uint16_t type = mnl_attr_get_type(a);
+    if (type < kMaxAttr) table[type] = a;
+    return ok_status();
+  });
+  if (!s) return s.error();
+  return table;
+}
+
+Result<AttrTable> table_of_message(const nlmsghdr& msg, const char* where) {
+  return table_of(mnl_nlmsg_get_payload(&msg), mnl_nlmsg_get_payload_len(&msg), where);
+}
+
+Result<AttrTable> table_of_nest(const nlattr* nest, const char* where) {
+  return table_of(mnl_attr_get_payload(nest), mnl_attr_get_payload_len(nest), where);
+}
+
+Status check_type(const nlattr* a, mnl_attr_data_type type, const char* name) {
+  if (mnl_attr_validate(a, type) < 0) {
+    return malformed(std::string("attribute ") + name + " has a bad length (" +
+                     std::to_string(mnl_attr_get_payload_len(a)) + " bytes)");
+  }
+  return ok_status();
+}
+
+Result<uint64_t> get_u64(const nlattr* a, const char* name) {
+  if (Status s = check_type(a, MNL_TYPE_U64, name); !s) return s.error();
+  return mnl_attr_get_u64(a);
+}
+Result<uint32_t> get_u32(const nlattr* a, const char* name) {
+  if (Status s = check_type(a, MNL_TYPE_U32, name); !s) return s.error();
+  return mnl_attr_get_u32(a);
+}
+Result<uint8_t> get_u8(const nlattr* a, const char* name) {
+  if (Status s = check_type(a, MNL_TYPE_U8, name); !s) return s.error();
+  return mnl_attr_get_u8(a);
+}
+Result<std::string> get_str(const nlattr* a, const char* name) {
+  if (Status s = check_type(a, MNL_TYPE_NUL_STRING, name); !s) return s.error();
+  return std::string(mnl_attr_get_str(a));
+}
+
+// Reads a required attribute into `out`.
+template <typename T, typename Getter>
+Status required(const AttrTable& t, int type, const char* name, Getter get, T& out) {
+  if (t[type] == nullptr) return malformed(std::string("missing attribute ") + name);
+  auto r = get(t[type], name);
+  if (!r) return r.error();
+  out = std::move(r).value();
+  return ok_status();
+}
+
+// Reads an optional attribute into `out`; absent is fine, malformed is not.
+template <typename T, typename Getter>
+Status optional(const AttrTable& t, int type, const char* name, Getter get, std::optional<T>& out) {
+  if (t[type] == nullptr) return ok_status();
+  auto r = get(t[type], name);
+  if (!r) return r.error();
+  out = std::move(r).value();
+  return ok_status();
+}
+
+// Runs a chain of attribute reads, stopping at the first failure.
+template <typename... S>
+Status all(S&&... statuses) {
+  Status result = ok_status();
+  ((result = result ? std::forward<S>(statuses) : result), ...);
+  return result;
+}
+
+Bytes build(uint16_t cmd, uint16_t flags, const std::function<void(nlmsghdr*)>& add_attrs) {
+  Bytes buf(256);
+  nlmsghdr* nlh = mnl_nlmsg_put_header(buf.data());
+  nlh->nlmsg_type = message_type(cmd);
+  nlh->nlmsg_flags = NLM_F_REQUEST | flags;
+  if (add_attrs) add_attrs(nlh);
+  buf.resize(nlh->nlmsg_len);
+  return buf;
+}
+
+// The text of an extended ack (NLMSGERR_ATTR_MSG), if the kernel sent one.
+std::string extack_message(const nlmsghdr& msg, std::size_t tlv_offset) {
+  if ((msg.nlmsg_flags & NLM_F_ACK_TLVS) == 0) return {};
+  const std::size_t payload_len = mnl_nlmsg_get_payload_len(&msg);
+  tlv_offset = MNL_ALIGN(tlv_offset);
+  if (tlv_offset >= payload_len) return {};
+  const auto* base = static_cast<const uint8_t*>(mnl_nlmsg_get_payload(&msg)) + tlv_offset;
+  std::string text;
+  (void)for_each_attr(base, payload_len - tlv_offset, "extended ack", [&](const nlattr* a) -> Status {
+    if (mnl_attr_get_type(a) == NLMSGERR_ATTR_MSG && mnl_attr_validate(a, MNL_TYPE_NUL_STRING) == 0) {
+      text = mnl_attr_get_str(a);
+    }
+    return ok_status();
+  });
+  return text;
+}
+
+Error kernel_error(uint16_t cmd, int err, const std::string& extack) {
+  std::string text = command_name(cmd) + ": " + std::strerror(err);
+  if (!extack.empty()) text += " (" + extack + ")";
+  return Error{err, text};
+}
+
+// Decodes a dump whose every message parses into one T.
+template <typename T>
+Result<std::vector<T>> decode_all(const Reply& reply, uint16_t cmd,
+                                  Result<T> (*parse)(const nlmsghdr&)) {
+  std::vector<T> out;
+  Status s = walk_reply(reply, cmd, [&](const nlmsghdr& m) -> Status {
+    auto item = parse(m);
+    if (!item) return item.error();
+    out.push_back(std::move(item).value());
+    return ok_status();
+  });
+  if (!s) return s.error();
+  return out;
+}
+
+}  // namespace
+
+uint16_t message_type(uint16_t cmd) { return RDMA_NL_GET_TYPE(RDMA_NL_NLDEV, cmd); }
+
+std::string command_name(uint16_t cmd) {
+  switch (cmd) {
+    case RDMA_NLDEV_CMD_GET: return "RDMA_NLDEV_CMD_GET";
+    case RDMA_NLDEV_CMD_PORT_GET: return "RDMA_NLDEV_CMD_PORT_GET";
+    case RDMA_NLDEV_CMD_RES_GET: return "RDMA_NLDEV_CMD_RES_GET";
+    case RDMA_NLDEV_CMD_RES_QP_GET: return "RDMA_NLDEV_CMD_RES_QP_GET";
+    case RDMA_NLDEV_CMD_STAT_SET: return "RDMA_NLDEV_CMD_STAT_SET";
+    case RDMA_NLDEV_CMD_STAT_GET: return "RDMA_NLDEV_CMD_STAT_GET";
+    case RDMA_NLDEV_CMD_STAT_DEL: return "RDMA_NLDEV_CMD_STAT_DEL";
+    case RDMA_NLDEV_CMD_STAT_GET_STATUS: return "RDMA_NLDEV_CMD_STAT_GET_STATUS";
+    default: return "RDMA_NLDEV command " + std::to_string(cmd);
+  }
+}
+
+Bytes build_device_dump() { return build(RDMA_NLDEV_CMD_GET, NLM_F_DUMP, nullptr); }
+
+Bytes build_port_dump(uint32_t dev_index) {
+  return build(RDMA_NLDEV_CMD_PORT_GET, NLM_F_DUMP,
+               [&](nlmsghdr* n) { mnl_attr_put_u32(n, RDMA_NLDEV_ATTR_DEV_INDEX, dev_index); });
+}
+
+Bytes build_port_counters_get(uint32_t dev_index, uint32_t port) {
+  return build(RDMA_NLDEV_CMD_STAT_GET, NLM_F_ACK, [&](nlmsghdr* n) {
+    mnl_attr_put_u32(n, RDMA_NLDEV_ATTR_DEV_INDEX, dev_index);
+    mnl_attr_put_u32(n, RDMA_NLDEV_ATTR_PORT_INDEX, port);
+  });
+}
+
+Bytes build_resource_summary_dump() { return build(RDMA_NLDEV_CMD_RES_GET, NLM_F_DUMP, nullptr); }
+
+bool ends_exchange(std::span<const uint8_t> datagram) {
+  const auto* msg = reinterpret_cast<const nlmsghdr*>(datagram.data());
+  auto len = static_cast<int>(datagram.size());
+  while (mnl_nlmsg_ok(msg, len)) {
+    if (msg->nlmsg_type == NLMSG_DONE || msg->nlmsg_type == NLMSG_ERROR) return true;
+    msg = mnl_nlmsg_next(msg, &len);
+  }
+  return false;
+}
+
+Status walk_reply(const Reply& reply, uint16_t cmd,
+                  const std::function<Status(const nlmsghdr&)>& on_message) {
+  const uint16_t expected = message_type(cmd);
+  bool ended = false;
+  for (const Bytes& dgram : reply.datagrams) {
+    const auto* msg = reinterpret_cast<const nlmsghdr*>(dgram.data());
+    auto len = static_cast<int>(dgram.size());
+    while (!ended && mnl_nlmsg_ok(msg, len)) {
+      if ((msg->nlmsg_flags & NLM_F_DUMP_INTR) != 0) {
+        return Error{kDumpInterrupted, command_name(cmd) + ": dump interrupted by a concurrent change"};
+      }
+      const std::size_t payload_len = mnl_nlmsg_get_payload_len(msg);
+      switch (msg->nlmsg_type) {
+        case NLMSG_NOOP:
+          break;
+        case NLMSG_OVERRUN:
+          return Error{ENOBUFS, command_name(cmd) + ": netlink overrun, reply lost"};
+        case NLMSG_ERROR: {
+          if (payload_len < sizeof(nlmsgerr)) return malformed("truncated NLMSG_ERROR");
+          const auto* err = static_cast<const nlmsgerr*>(mnl_nlmsg_get_payload(msg));
+          if (err->error == 0) {
+            ended = true;  // the ACK of a request
+            break;
+          }
+          std::size_t tlv = sizeof(nlmsgerr);
+          if ((msg->nlmsg_flags & NLM_F_CAPPED) == 0 && err->msg.nlmsg_len >= sizeof(nlmsghdr)) {
+            tlv += err->msg.nlmsg_len - sizeof(nlmsghdr);
+          }
+          return kernel_error(cmd, -err->error, extack_message(*msg, tlv));
+        }
+        case NLMSG_DONE: {
+          if (payload_len >= sizeof(int)) {
+            int code = 0;
+            std::memcpy(&code, mnl_nlmsg_get_payload(msg), sizeof code);
+            if (code < 0) return kernel_error(cmd, -code, extack_message(*msg, sizeof(int)));
+          }
+          ended = true;
+          break;
+        }
+        default:
+          if (msg->nlmsg_type != expected) {
+            return malformed("unexpected message type " + std::to_string(msg->nlmsg_type) +
+                             " in reply to " + command_name(cmd));
+          }
+          if (Status s = on_message(*msg); !s) return s;
+      }
+      msg = mnl_nlmsg_next(msg, &len);
+    }
+    if (!ended && len > 0) {
+      return malformed("truncated netlink message (" + std::to_string(len) +
+                       " stray bytes in a datagram)");
+    }
+  }
+  if (!ended) return malformed("reply to " + command_name(cmd) + " ended before its end marker");
+  return ok_status();
+}
+
+Result<Device> parse_device(const nlmsghdr& msg) {
+  auto t = table_of_message(msg, "device");
+  if (!t) return t.error();
+  Device d;
+  std::optional<uint32_t> ports;
+  Status s = all(required(*t, RDMA_NLDEV_ATTR_DEV_INDEX, "DEV_INDEX", get_u32, d.index),
+                 required(*t, RDMA_NLDEV_ATTR_DEV_NAME, "DEV_NAME", get_str, d.name),
+                 optional(*t, RDMA_NLDEV_ATTR_PORT_INDEX, "PORT_INDEX", get_u32, ports),
+                 optional(*t, RDMA_NLDEV_ATTR_FW_VERSION, "FW_VERSION", get_str, d.fw_version),
+                 optional(*t, RDMA_NLDEV_ATTR_NODE_GUID, "NODE_GUID", get_u64, d.node_guid),
+                 optional(*t, RDMA_NLDEV_ATTR_SYS_IMAGE_GUID, "SYS_IMAGE_GUID", get_u64,
+                          d.sys_image_guid),
+                 optional(*t, RDMA_NLDEV_ATTR_DEV_NODE_TYPE, "DEV_NODE_TYPE", get_u8, d.node_type),
+                 optional(*t, RDMA_NLDEV_ATTR_DEV_PROTOCOL, "DEV_PROTOCOL", get_str, d.protocol));
+  if (!s) return s.error();
+  d.port_count = ports.value_or(0);
+  return d;
+}
+
+Result<Port> parse_port(const nlmsghdr& msg) {
+  auto t = table_of_message(msg, "port");
+  if (!t) return t.error();
+  Port p;
+  Status s = all(required(*t, RDMA_NLDEV_ATTR_DEV_INDEX, "DEV_INDEX", get_u32, p.dev_index),
+                 required(*t, RDMA_NLDEV_ATTR_DEV_NAME, "DEV_NAME", get_str, p.dev_name),
+                 required(*t, RDMA_NLDEV_ATTR_PORT_INDEX, "PORT_INDEX", get_u32, p.index),
+                 optional(*t, RDMA_NLDEV_ATTR_PORT_STATE, "PORT_STATE", get_u8, p.state),
+                 optional(*t, RDMA_NLDEV_ATTR_PORT_PHYS_STATE, "PORT_PHYS_STATE", get_u8,
+                          p.phys_state),
+                 optional(*t, RDMA_NLDEV_ATTR_NDEV_INDEX, "NDEV_INDEX", get_u32, p.netdev_index),
+                 optional(*t, RDMA_NLDEV_ATTR_NDEV_NAME, "NDEV_NAME", get_str, p.netdev_name),
+                 optional(*t, RDMA_NLDEV_ATTR_LID, "LID", get_u32, p.lid),
+                 optional(*t, RDMA_NLDEV_ATTR_SM_LID, "SM_LID", get_u32, p.sm_lid),
+                 optional(*t, RDMA_NLDEV_ATTR_LMC, "LMC", get_u8, p.lmc));
+  if (!s) return s.error();
+  return p;
+}
+
+Result<PortCounters> parse_port_counters(const nlmsghdr& msg) {
+  auto t = table_of_message(msg, "port counters");
+  if (!t) return t.error();
+  PortCounters pc;
+  Status s = all(required(*t, RDMA_NLDEV_ATTR_DEV_INDEX, "DEV_INDEX", get_u32, pc.dev_index),
+                 required(*t, RDMA_NLDEV_ATTR_PORT_INDEX, "PORT_INDEX", get_u32, pc.port));
+  if (!s) return s.error();
+  const nlattr* nest = (*t)[RDMA_NLDEV_ATTR_STAT_HWCOUNTERS];
+  if (nest == nullptr) return malformed("missing attribute STAT_HWCOUNTERS");
+  s = for_each_attr(
+      mnl_attr_get_payload(nest), mnl_attr_get_payload_len(nest), "STAT_HWCOUNTERS",
+      [&](const nlattr* entry) -> Status {
+        if (mnl_attr_get_type(entry) != RDMA_NLDEV_ATTR_STAT_HWCOUNTER_ENTRY) return ok_status();
+        auto e = table_of_nest(entry, "STAT_HWCOUNTER_ENTRY");
+        if (!e) return e.error();
+        HwCounter c;
+        Status es = all(required(*e, RDMA_NLDEV_ATTR_STAT_HWCOUNTER_ENTRY_NAME,
+                                 "STAT_HWCOUNTER_ENTRY_NAME", get_str, c.name),
+                        required(*e, RDMA_NLDEV_ATTR_STAT_HWCOUNTER_ENTRY_VALUE,
+                                 "STAT_HWCOUNTER_ENTRY_VALUE", get_u64, c.value));
+        if (!es) return es;
+        pc.counters.push_back(std::move(c));
+        return ok_status();
+      });
+  if (!s) return s.error();
+  return pc;
+}
+
+Result<ResourceSummary> parse_resource_summary(const nlmsghdr& msg) {
+  auto t = table_of_message(msg, "resource summary");
+  if (!t) return t.error();
+  ResourceSummary rs;
+  Status s = all(required(*t, RDMA_NLDEV_ATTR_DEV_INDEX, "DEV_INDEX", get_u32, rs.dev_index),
+                 required(*t, RDMA_NLDEV_ATTR_DEV_NAME, "DEV_NAME", get_str, rs.dev_name));
+  if (!s) return s.error();
+  const nlattr* nest = (*t)[RDMA_NLDEV_ATTR_RES_SUMMARY];
+  if (nest == nullptr) return malformed("missing attribute RES_SUMMARY");
+  s = for_each_attr(
+      mnl_attr_get_payload(nest), mnl_attr_get_payload_len(nest), "RES_SUMMARY",
+      [&](const nlattr* entry) -> Status {
+        if (mnl_attr_get_type(entry) != RDMA_NLDEV_ATTR_RES_SUMMARY_ENTRY) return ok_status();
+        auto e = table_of_nest(entry, "RES_SUMMARY_ENTRY");
+        if (!e) return e.error();
+        std::string name;
+        uint64_t curr = 0;
+        Status es = all(required(*e, RDMA_NLDEV_ATTR_RES_SUMMARY_ENTRY_NAME,
+                                 "RES_SUMMARY_ENTRY_NAME", get_str, name),
+                        required(*e, RDMA_NLDEV_ATTR_RES_SUMMARY_ENTRY_CURR,
+                                 "RES_SUMMARY_ENTRY_CURR", get_u64, curr));
+        if (!es) return es;
+        rs.entries.emplace_back(std::move(name), curr);
+        return ok_status();
+      });
+  if (!s) return s.error();
+  return rs;
+}
+
+Result<std::vector<Device>> decode_devices(const Reply& reply) {
+  return decode_all<Device>(reply, RDMA_NLDEV_CMD_GET, parse_device);
+}
+
+Result<std::vector<Port>> decode_ports(const Reply& reply) {
+  return decode_all<Port>(reply, RDMA_NLDEV_CMD_PORT_GET, parse_port);
+}
+
+Result<PortCounters> decode_port_counters(const Reply& reply) {
+  auto all_counters = decode_all<PortCounters>(reply, RDMA_NLDEV_CMD_STAT_GET, parse_port_counters);
+  if (!all_counters) return all_counters.error();
+  if (all_counters->size() != 1) {
+    return malformed("expected one STAT_GET message, got " + std::to_string(all_counters->size()));
+  }
+  return std::move(all_counters->front());
+}
+
+Result<std::vector<ResourceSummary>> decode_resource_summaries(const Reply& reply) {
+  return decode_all<ResourceSummary>(reply, RDMA_NLDEV_CMD_RES_GET, parse_resource_summary);
+}
+
+std::string format_guid(uint64_t guid) {
+  char buf[20];
+  std::snprintf(buf, sizeof buf, "%04x:%04x:%04x:%04x", static_cast<unsigned>(guid >> 48) & 0xffff,
+                static_cast<unsigned>(guid >> 32) & 0xffff,
+                static_cast<unsigned>(guid >> 16) & 0xffff, static_cast<unsigned>(guid) & 0xffff);
+  return buf;
+}
+
+}  // namespace rdma_exporter::nldev

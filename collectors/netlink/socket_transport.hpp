@@ -1,0 +1,40 @@
+#pragma once
+
+#include <chrono>
+#include <memory>
+
+#include "collectors/netlink/transport.hpp"
+
+struct mnl_socket;
+
+namespace rdma_exporter::nldev {
+
+// The real kernel: a NETLINK_RDMA socket through libmnl. The socket opens on
+// first use and is reopened after any failure, so a lost or stale reply can
+// never be read as the answer to a later request.
+class SocketTransport final : public Transport {
+ public:
+  explicit SocketTransport(std::chrono::milliseconds receive_timeout = std::chrono::seconds(5));
+  ~SocketTransport() override;
+  SocketTransport(const SocketTransport&) = delete;
+  SocketTransport& operator=(const SocketTransport&) = delete;
+
+  Result<Reply> exchange(std::span<const uint8_t> request) override;
+
+  // Opens a socket only to learn whether this kernel has rdma netlink.
+  static Status probe();
+
+ private:
+  struct SocketDeleter {
+    void operator()(mnl_socket* s) const;
+  };
+  using SocketPtr = std::unique_ptr<mnl_socket, SocketDeleter>;
+
+  static Result<SocketPtr> open(std::chrono::milliseconds receive_timeout);
+
+  std::chrono::milliseconds receive_timeout_;
+  SocketPtr socket_;
+  uint32_t seq_ = 0;
+};
+
+}  // namespace rdma_exporter::nldev

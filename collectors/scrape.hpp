@@ -1,0 +1,49 @@
+#pragma once
+
+#include <optional>
+#include <vector>
+
+#include "collectors/device_filter.hpp"
+#include "collectors/netlink/client.hpp"
+#include "collectors/result.hpp"
+
+namespace rdma_exporter {
+
+// A device as rdma netlink reports it, with its ports (or why they could
+// not be read).
+struct TopologyDevice {
+  nldev::Device device;
+  Result<std::vector<nldev::Port>> ports;
+};
+
+struct Topology {
+  std::vector<TopologyDevice> devices;  // only the devices the filter allows
+};
+
+// What the collectors of one collection share: the device filter, the nldev
+// client, and the device/port list, which is read from the kernel at most
+// once per collection however many collectors ask for it.
+class Scrape {
+ public:
+  Scrape(nldev::Client& netlink, const DeviceFilter& filter) : netlink_(netlink), filter_(filter) {}
+
+  const DeviceFilter& filter() const { return filter_; }
+  nldev::Client& netlink() { return netlink_; }
+
+  // The filtered device and port list from rdma netlink.
+  const Result<Topology>& topology();
+
+  // True when this kernel has no rdma netlink at all (no RDMA support loaded):
+  // netlink collectors then have nothing to read, which is not a failure.
+  bool netlink_absent();
+
+ private:
+  nldev::Client& netlink_;
+  const DeviceFilter& filter_;
+  std::optional<Result<Topology>> topology_;
+};
+
+// True for the errors with which socket() says the protocol does not exist.
+bool is_protocol_absent(const Error& e);
+
+}  // namespace rdma_exporter

@@ -1,0 +1,80 @@
+#include "collectors/sysfs/sysfs_collector.hpp"
+
+namespace rdma_exporter {
+namespace {
+
+// PMA data counters (PortXmitData, PortRcvData and their extended forms)
+// count octets divided by 4.
+bool is_pma_data_counter(std::string_view name) {
+  return name == "port_xmit_data" || name == "port_rcv_data" || name == "port_xmit_data_64" ||
+         name == "port_rcv_data_64";
+}
+
+}  // namespace
+
+std::string pma_counter_metric(std::string_view file_name) {
+  return "rdma_port_pma_" + sanitize_metric_fragment(file_name) +
+         (is_pma_data_counter(file_name) ? "_bytes_total" : "_total");
+}
+
+double pma_counter_scale(std::string_view file_name) {
+  return is_pma_data_counter(file_name) ? 4.0 : 1.0;
+}
+
+std::vector<std::string> SysfsCollector::collect(Scrape& scrape, MetricSink& sink) {
+  auto names = reader_.device_names();
+  if (!names) return {names.error().message};
+  std::vector<std::string> errors;
+  std::size_t unavailable = 0;
+  for (const auto& name : *names) {
+    if (!scrape.filter().allows(name)) continue;
+    sysfs::ReadNotes notes;
+    const std::optional<sysfs::Device> device = reader_.read_device(name, notes);
+    unavailable += notes.unavailable;
+    errors.insert(errors.end(), notes.problems.begin(), notes.problems.end());
+    if (!device) continue;
+    const sysfs::Device& d = *device;
+
+    sink.info("rdma_device_hardware_info",
+              "RDMA device identity files from sysfs; the value is always 1.",
+              {{"device", d.name},
+               {"fw_version", d.fw_ver.value_or("")},
+               {"board_id", d.board_id.value_or("")},
+               {"hca_type", d.hca_type.value_or("")},
+               {"node_desc", d.node_desc.value_or("")}});
+    for (const auto& c : d.hw_counters) {
+      sink.counter("rdma_device_hw_" + sanitize_metric_fragment(c.name) + "_total",
+                   "Device-level hw counter \"" + c.name + "\" of the driver, from sysfs.",
+                   {{"device", d.name}}, static_cast<double>(c.value));
+    }
+    for (const auto& p : d.ports) {
+      const Labels base{{"device", d.name}, {"port", std::to_string(p.index)}};
+      if (p.rate_bytes_per_second) {
+        sink.gauge("rdma_port_rate_bytes_per_second",
+                   "Port data rate the link trained to, in bytes per second.", base,
+                   *p.rate_bytes_per_second);
+      }
+      if (p.link_layer) {
+        Labels info = base;
+        info.emplace_back("link_layer", *p.link_layer);
+        sink.info("rdma_port_link_layer_info",
+                  "Link layer of the port (InfiniBand or Ethernet); the value is always 1.",
+                  std::move(info));
+      }
+      for (const auto& c : p.pma_counters) {
+        sink.counter(pma_counter_metric(c.name),
+                     "InfiniBand PMA port counter \"" + c.name + "\" from sysfs" +
+                         (is_pma_data_counter(c.name) ? ", in bytes (the kernel counts 4-byte words)."
+                                                      : "."),
+                     base, static_cast<double>(c.value) * pma_counter_scale(c.name));
+      }
+    }
+  }
+  sink.gauge("rdma_exporter_sysfs_unavailable_values",
+             "sysfs values skipped in the last collection because the kernel declined to give "
+             "them (EINVAL, EOPNOTSUPP, \"N/A (no PMA)\").",
+             {}, static_cast<double>(unavailable));
+  return errors;
+}
+
+}  // namespace rdma_exporter

@@ -1,0 +1,31 @@
+#pragma once
+
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "exporter/config.hpp"
+
+namespace rdma_exporter {
+
+// What the command line asked for. Flags override the configuration file.
+struct CommandLine {
+  bool help = false;
+  bool version = false;
+  bool once = false;
+  std::string help_text;
+  std::optional<std::string> config_file;
+  std::optional<std::string> check_file;
+  std::optional<std::string> listen_address;
+  std::optional<std::string> sysfs_root;
+  std::optional<std::string> log_level;
+  std::vector<std::string> devices_include;
+  std::vector<std::string> devices_exclude;
+};
+
+// Returns one line per problem; empty on success.
+std::vector<std::string> parse_command_line(int argc, const char* const* argv, CommandLine& out);
+
+void apply_overrides(const CommandLine& cli, Config& config);
+
+}  // namespace rdma_exporter

@@ -1,0 +1,144 @@
+#include "exporter/collection.hpp"
+
+#include "collectors/devices/devices_collector.hpp"
+#include "collectors/hw_counters/hw_counters_collector.hpp"
+#include "collectors/netlink/socket_transport.hpp"
+#include "collectors/resources/resources_collector.hpp"
+#include "collectors/sysfs/sysfs_collector.hpp"
+#include "exporter/exposition.hpp"
+#include "exporter/log.hpp"
+
+#ifndef RDMA_EXPORTER_VERSION
+#define RDMA_EXPORTER_VERSION "unknown"
+#endif
+#ifndef RDMA_EXPORTER_REVISION
+#define RDMA_EXPORTER_REVISION "unknown"
+#endif
+
+namespace rdma_exporter {
+
+const char* exporter_version() { return RDMA_EXPORTER_VERSION; }
+const char* exporter_revision() { return RDMA_EXPORTER_REVISION; }
+
+bool Snapshot::all_succeeded() const {
+  for (const auto& o : outcomes) {
+    if (!o.errors.empty()) return false;
+  }
+  return true;
+}
+
+Collection::Collection(const Config& config)
+    : Collection(config, std::make_unique<nldev::SocketTransport>(config.collection.netlink_timeout)) {}
+
+Collection::Collection(const Config& config, std::unique_ptr<nldev::Transport> transport)
+    : config_(config), transport_(std::move(transport)), client_(*transport_) {
+  // The configuration was validated before it got here.
+  auto filter = DeviceFilter::make(config.devices.include, config.devices.exclude);
+  if (filter) filter_ = std::move(filter).value();
+  if (config.collectors.devices) collectors_.push_back(std::make_unique<DevicesCollector>());
+  if (config.collectors.hw_counters) collectors_.push_back(std::make_unique<HwCountersCollector>());
+  if (config.collectors.resources) collectors_.push_back(std::make_unique<ResourcesCollector>());
+  if (config.collectors.sysfs) {
+    collectors_.push_back(std::make_unique<SysfsCollector>(config.sysfs.root));
+  }
+}
+
+std::vector<std::string> Collection::collector_names() const {
+  std::vector<std::string> names;
+  for (const auto& c : collectors_) names.emplace_back(c->name());
+  return names;
+}
+
+void Collection::log_changes(const CollectorOutcome& o) {
+  auto& last = last_errors_[o.name];
+  if (last == o.errors) return;
+  if (o.errors.empty()) {
+    log::info("collector " + o.name + " recovered");
+  } else {
+    std::string msg = "collector " + o.name + " failed: " + o.errors.front();
+    if (o.errors.size() > 1) msg += " (and " + std::to_string(o.errors.size() - 1) + " more)";
+    log::warn(msg);
+  }
+  last = o.errors;
+}
+
+std::shared_ptr<const Snapshot> Collection::collect() {
+  using clock = std::chrono::steady_clock;
+  auto snap = std::make_shared<Snapshot>();
+  const auto start = clock::now();
+  MetricSink sink;
+  Scrape scrape(client_, filter_);
+  ++collections_;
+
+  for (const auto& collector : collectors_) {
+    CollectorOutcome outcome;
+    outcome.name = std::string(collector->name());
+    const auto t0 = clock::now();
+    try {
+      outcome.errors = collector->collect(scrape, sink);
+    } catch (const std::exception& e) {
+      outcome.errors.push_back(std::string("internal error: ") + e.what());
+    }
+    outcome.duration_seconds = std::chrono::duration<double>(clock::now() - t0).count();
+    if (!outcome.errors.empty()) ++failures_[outcome.name];
+    log_changes(outcome);
+    snap->outcomes.push_back(std::move(outcome));
+  }
+
+  const bool uses_netlink =
+      config_.collectors.devices || config_.collectors.hw_counters || config_.collectors.resources;
+  if (uses_netlink) {
+    const int present = scrape.netlink_absent() ? 0 : 1;
+    // The first state is reported at start-up; changes are logged here.
+    if (last_netlink_present_ != -1 && present != last_netlink_present_) {
+      if (present == 0) {
+        log::warn("rdma netlink went away (" + scrape.topology().error().message + ")");
+      } else {
+        log::info("rdma netlink is available");
+      }
+    }
+    last_netlink_present_ = present;
+    sink.gauge("rdma_exporter_netlink_available",
+               "1 when the kernel answers on rdma netlink (NETLINK_RDMA), 0 when it has no RDMA "
+               "support loaded.",
+               {}, present);
+  }
+
+  for (const auto& o : snap->outcomes) {
+    sink.gauge("rdma_exporter_collector_success",
+               "1 when the collector's last run succeeded, 0 when it met errors.",
+               {{"collector", o.name}}, o.errors.empty() ? 1 : 0);
+  }
+  for (const auto& o : snap->outcomes) {
+    sink.gauge("rdma_exporter_collector_duration_seconds",
+               "Wall time of the collector's last run, in seconds.", {{"collector", o.name}},
+               o.duration_seconds);
+  }
+  for (const auto& o : snap->outcomes) {
+    sink.counter("rdma_exporter_collector_failures_total",
+                 "Collections in which the collector met errors, since the exporter started.",
+                 {{"collector", o.name}}, static_cast<double>(failures_[o.name]));
+  }
+  sink.counter("rdma_exporter_collections_total",
+               "Collections run since the exporter started (cached results served again are "
+               "not counted).",
+               {}, static_cast<double>(collections_));
+  sink.info("rdma_exporter_build_info", "Version and source revision of the exporter.",
+            {{"version", exporter_version()}, {"revision", exporter_revision()}});
+  for (const auto& source : sources_) source(sink);
+  sink.gauge("rdma_exporter_collection_duration_seconds",
+             "Wall time of the whole last collection, in seconds.", {},
+             std::chrono::duration<double>(clock::now() - start).count());
+
+  snap->families = sink.take();
+  snap->taken = clock::now();
+  try {
+    snap->text = render_text(snap->families);
+    snap->gzip = gzip_compress(snap->text);
+  } catch (const std::exception& e) {
+    log::error(std::string("rendering the exposition failed: ") + e.what());
+  }
+  return snap;
+}
+
+}  // namespace rdma_exporter

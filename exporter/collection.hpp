@@ -1,0 +1,79 @@
+#pragma once
+
+#include <prometheus/metric_family.h>
+
+#include <chrono>
+#include <functional>
+#include <map>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "collectors/collector.hpp"
+#include "collectors/device_filter.hpp"
+#include "collectors/netlink/client.hpp"
+#include "collectors/netlink/transport.hpp"
+#include "exporter/config.hpp"
+
+namespace rdma_exporter {
+
+struct CollectorOutcome {
+  std::string name;
+  std::vector<std::string> errors;  // empty: success
+  double duration_seconds = 0;
+};
+
+// The result of one collection: the metric families, how every collector
+// fared, and the rendered exposition (plain and gzip), made once and shared by
+// every response that serves it.
+struct Snapshot {
+  std::vector<prometheus::MetricFamily> families;
+  std::vector<CollectorOutcome> outcomes;
+  std::chrono::steady_clock::time_point taken;
+  std::string text;
+  std::string gzip;
+
+  bool all_succeeded() const;
+};
+
+// Runs every enabled collector and adds the exporter's own metrics. Not
+// thread-safe: one collection at a time (the SnapshotCache sees to that).
+class Collection {
+ public:
+  // Self-metric sources (the HTTP server's counters, ...) called at the end
+  // of every collection, from the collecting thread.
+  using MetricSource = std::function<void(MetricSink&)>;
+
+  Collection(const Config& config, std::unique_ptr<nldev::Transport> transport);
+  // With the real kernel behind rdma netlink.
+  explicit Collection(const Config& config);
+
+  void add_self_metrics(MetricSource source) { sources_.push_back(std::move(source)); }
+
+  std::shared_ptr<const Snapshot> collect();
+
+  // Names of the collectors in use, in collection order.
+  std::vector<std::string> collector_names() const;
+
+ private:
+  void log_changes(const CollectorOutcome& outcome);
+
+  Config config_;
+  DeviceFilter filter_;
+  std::unique_ptr<nldev::Transport> transport_;
+  nldev::Client client_;
+  std::vector<std::unique_ptr<Collector>> collectors_;
+  std::vector<MetricSource> sources_;
+
+  // Process-lifetime state for self metrics and change-only logging.
+  uint64_t collections_ = 0;
+  std::map<std::string, uint64_t> failures_;
+  std::map<std::string, std::vector<std::string>> last_errors_;
+  int last_netlink_present_ = -1;
+};
+
+// Builds info: the version and the revision it was built from.
+const char* exporter_version();
+const char* exporter_revision();
+
+}  // namespace rdma_exporter

@@ -1,0 +1,288 @@
+#include "exporter/config.hpp"
+
+#include <yaml-cpp/yaml.h>
+
+#include <charconv>
+#include <fstream>
+#include <functional>
+#include <map>
+#include <sstream>
+
+#include "collectors/device_filter.hpp"
+
+namespace rdma_exporter {
+namespace {
+
+// Walks a YAML document against the expected shape, collecting one message
+// per problem instead of stopping at the first.
+class Walker {
+ public:
+  explicit Walker(std::string source) : source_(std::move(source)) {}
+
+  using Field = std::function<void(const YAML::Node&, const std::string&)>;
+
+  void error(const YAML::Mark& mark, const std::string& key, const std::string& what) {
+    std::ostringstream line;
+    line << source_;
+    if (mark.line >= 0) line << ':' << mark.line + 1 << ':' << mark.column + 1;
+    line << ": " << key << ": " << what;
+    errors_.push_back(line.str());
+  }
+
+  void mapping(const YAML::Node& node, const std::string& path,
+               const std::map<std::string, Field>& fields) {
+    if (node.IsNull()) return;  // "web:" with nothing below keeps the defaults
+    if (!node.IsMap()) {
+      error(node.Mark(), path.empty() ? "(top level)" : path, "expected a mapping of keys");
+      return;
+    }
+    for (const auto& kv : node) {
+      const std::string key = kv.first.Scalar();
+      const std::string full = path.empty() ? key : path + "." + key;
+      auto it = fields.find(key);
+      if (it == fields.end()) {
+        std::string known;
+        for (const auto& f : fields) known += (known.empty() ? "" : ", ") + f.first;
+        error(kv.first.Mark(), full, "unknown key (expected one of: " + known + ")");
+        continue;
+      }
+      it->second(kv.second, full);
+    }
+  }
+
+  Field string(std::string& out) {
+    return [this, &out](const YAML::Node& n, const std::string& key) {
+      if (!n.IsScalar()) return error(n.Mark(), key, "expected a string");
+      out = n.Scalar();
+    };
+  }
+
+  Field integer(int& out, int min, int max) {
+    return [this, &out, min, max](const YAML::Node& n, const std::string& key) {
+      const std::string expected =
+          "expected an integer from " + std::to_string(min) + " to " + std::to_string(max);
+      if (!n.IsScalar()) return error(n.Mark(), key, expected);
+      const std::string& s = n.Scalar();
+      int v = 0;
+      auto [p, ec] = std::from_chars(s.data(), s.data() + s.size(), v);
+      if (ec != std::errc() || p != s.data() + s.size() || v < min || v > max) {
+        return error(n.Mark(), key, expected + ", got \"" + s + "\"");
+      }
+      out = v;
+    };
+  }
+
+  Field size(std::size_t& out, int min, int max) {
+    return [this, &out, min, max](const YAML::Node& n, const std::string& key) {
+      int v = 0;
+      const auto before = errors_.size();
+      integer(v, min, max)(n, key);
+      if (errors_.size() == before) out = static_cast<std::size_t>(v);
+    };
+  }
+
+  Field boolean(bool& out) {
+    return [this, &out](const YAML::Node& n, const std::string& key) {
+      if (!n.IsScalar() || !YAML::convert<bool>::decode(n, out)) {
+        error(n.Mark(), key, "expected true or false");
+      }
+    };
+  }
+
+  Field duration(Duration& out) {
+    return [this, &out](const YAML::Node& n, const std::string& key) {
+      if (!n.IsScalar() || !parse_duration(n.Scalar(), out)) {
+        error(n.Mark(), key,
+              "expected a duration such as 500ms, 10s, 1m30s, got \"" +
+                  (n.IsScalar() ? n.Scalar() : std::string("(not a scalar)")) + "\"");
+      }
+    };
+  }
+
+  Field string_list(std::vector<std::string>& out,
+                    const std::function<std::string(const std::string&)>& check = nullptr) {
+    return [this, &out, check](const YAML::Node& n, const std::string& key) {
+      if (n.IsNull()) {
+        out.clear();
+        return;
+      }
+      if (!n.IsSequence()) return error(n.Mark(), key, "expected a list of strings");
+      out.clear();
+      for (const auto& item : n) {
+        if (!item.IsScalar()) {
+          error(item.Mark(), key, "expected a string in the list");
+          continue;
+        }
+        if (check) {
+          if (std::string problem = check(item.Scalar()); !problem.empty()) {
+            error(item.Mark(), key, problem);
+            continue;
+          }
+        }
+        out.push_back(item.Scalar());
+      }
+    };
+  }
+
+  std::vector<std::string> take() { return std::move(errors_); }
+
+ private:
+  std::string source_;
+  std::vector<std::string> errors_;
+};
+
+std::string pattern_problem(const std::string& pattern) {
+  Status s = check_device_pattern(pattern);
+  return s ? std::string() : s.error().message;
+}
+
+}  // namespace
+
+bool parse_duration(const std::string& text, Duration& out) {
+  if (text.empty()) return false;
+  long long total_ms = 0;
+  std::size_t i = 0;
+  while (i < text.size()) {
+    long long number = 0;
+    auto [p, ec] = std::from_chars(text.data() + i, text.data() + text.size(), number);
+    if (ec != std::errc() || number < 0) return false;
+    i = static_cast<std::size_t>(p - text.data());
+    std::size_t unit_end = i;
+    while (unit_end < text.size() && std::isalpha(static_cast<unsigned char>(text[unit_end]))) {
+      ++unit_end;
+    }
+    const std::string unit = text.substr(i, unit_end - i);
+    long long scale = 0;
+    if (unit == "ms") scale = 1;
+    else if (unit == "s") scale = 1000;
+    else if (unit == "m") scale = 60'000;
+    else if (unit == "h") scale = 3'600'000;
+    else return false;
+    if (number > (1LL << 40)) return false;
+    total_ms += number * scale;
+    i = unit_end;
+  }
+  out = Duration(total_ms);
+  return true;
+}
+
+bool parse_listen_address(const std::string& text, ListenAddress& out) {
+  std::string host;
+  std::string port;
+  if (!text.empty() && text.front() == '[') {
+    const auto close = text.find(']');
+    if (close == std::string::npos || close + 1 >= text.size() || text[close + 1] != ':') return false;
+    host = text.substr(1, close - 1);
+    port = text.substr(close + 2);
+  } else {
+    const auto colon = text.rfind(':');
+    if (colon == std::string::npos) return false;
+    host = text.substr(0, colon);
+    if (host.find(':') != std::string::npos) return false;  // IPv6 needs brackets
+    port = text.substr(colon + 1);
+  }
+  unsigned value = 0;
+  auto [p, ec] = std::from_chars(port.data(), port.data() + port.size(), value);
+  if (port.empty() || ec != std::errc() || p != port.data() + port.size() || value > 65535) {
+    return false;
+  }
+  out.host = host;
+  out.port = static_cast<unsigned short>(value);
+  return true;
+}
+
+std::vector<std::string> parse_config(const std::string& yaml_text, const std::string& source,
+                                      Config& c) {
+  YAML::Node root;
+  try {
+    root = YAML::Load(yaml_text);
+  } catch (const YAML::Exception& e) {
+    Walker w(source);
+    w.error(e.mark, "(syntax)", e.msg);
+    return w.take();
+  }
+  Walker w(source);
+  w.mapping(root, "",
+            {
+                {"web",
+                 [&](const YAML::Node& n, const std::string& p) {
+                   w.mapping(n, p,
+                             {{"listen_address", w.string(c.web.listen_address)},
+                              {"max_connections", w.integer(c.web.max_connections, 1, 100000)},
+                              {"read_timeout", w.duration(c.web.read_timeout)},
+                              {"idle_timeout", w.duration(c.web.idle_timeout)},
+                              {"write_timeout", w.duration(c.web.write_timeout)},
+                              {"max_request_bytes", w.size(c.web.max_request_bytes, 1024, 1 << 20)}});
+                 }},
+                {"collection",
+                 [&](const YAML::Node& n, const std::string& p) {
+                   w.mapping(n, p,
+                             {{"max_age", w.duration(c.collection.max_age)},
+                              {"netlink_timeout", w.duration(c.collection.netlink_timeout)}});
+                 }},
+                {"devices",
+                 [&](const YAML::Node& n, const std::string& p) {
+                   w.mapping(n, p,
+                             {{"include", w.string_list(c.devices.include, pattern_problem)},
+                              {"exclude", w.string_list(c.devices.exclude, pattern_problem)}});
+                 }},
+                {"sysfs",
+                 [&](const YAML::Node& n, const std::string& p) {
+                   w.mapping(n, p, {{"root", w.string(c.sysfs.root)}});
+                 }},
+                {"collectors",
+                 [&](const YAML::Node& n, const std::string& p) {
+                   w.mapping(n, p,
+                             {{"devices", w.boolean(c.collectors.devices)},
+                              {"hw_counters", w.boolean(c.collectors.hw_counters)},
+                              {"resources", w.boolean(c.collectors.resources)},
+                              {"sysfs", w.boolean(c.collectors.sysfs)}});
+                 }},
+                {"log",
+                 [&](const YAML::Node& n, const std::string& p) {
+                   w.mapping(n, p, {{"level", w.string(c.log.level)}});
+                 }},
+            });
+  auto errors = w.take();
+  for (auto& e : validate_config(c)) errors.push_back(source + ": " + e);
+  return errors;
+}
+
+std::vector<std::string> validate_config(const Config& c) {
+  std::vector<std::string> errors;
+  ListenAddress addr;
+  if (!parse_listen_address(c.web.listen_address, addr)) {
+    errors.push_back("web.listen_address: expected host:port, :port or [v6]:port, got \"" +
+                     c.web.listen_address + "\"");
+  }
+  if (c.web.read_timeout.count() <= 0) errors.push_back("web.read_timeout: must be positive");
+  if (c.web.idle_timeout.count() <= 0) errors.push_back("web.idle_timeout: must be positive");
+  if (c.web.write_timeout.count() <= 0) errors.push_back("web.write_timeout: must be positive");
+  if (c.collection.netlink_timeout.count() <= 0) {
+    errors.push_back("collection.netlink_timeout: must be positive");
+  }
+  if (c.sysfs.root.empty()) errors.push_back("sysfs.root: must not be empty");
+  static const char* kLevels[] = {"debug", "info", "warn", "error"};
+  if (std::find(std::begin(kLevels), std::end(kLevels), c.log.level) == std::end(kLevels)) {
+    errors.push_back("log.level: expected debug, info, warn or error, got \"" + c.log.level + "\"");
+  }
+  for (const auto* list : {&c.devices.include, &c.devices.exclude}) {
+    for (const auto& p : *list) {
+      if (std::string problem = pattern_problem(p); !problem.empty()) {
+        errors.push_back("devices: " + problem);
+      }
+    }
+  }
+  return errors;
+}
+
+std::vector<std::string> load_config_file(const std::string& path, Config& out) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in) return {path + ": cannot read configuration file: " + std::strerror(errno)};
+  std::ostringstream text;
+  text << in.rdbuf();
+  if (in.bad()) return {path + ": cannot read configuration file"};
+  return parse_config(text.str(), path, out);
+}
+
+}  // namespace rdma_exporter

@@ -1,0 +1,74 @@
+#pragma once
+
+#include <chrono>
+#include <cstddef>
+#include <string>
+#include <vector>
+
+namespace rdma_exporter {
+
+using Duration = std::chrono::milliseconds;
+
+inline constexpr const char* kDefaultListenAddress = ":10910";
+
+// The whole configuration. Every field has a default, so the exporter runs
+// with no file at all. docs/configuration.md documents each key.
+struct Config {
+  struct Web {
+    std::string listen_address = kDefaultListenAddress;
+    int max_connections = 64;
+    Duration read_timeout{std::chrono::seconds(10)};   // a whole request must arrive within
+    Duration idle_timeout{std::chrono::seconds(60)};   // keep-alive between requests
+    Duration write_timeout{std::chrono::seconds(30)};  // a whole response must be taken within
+    std::size_t max_request_bytes = 8192;              // request line and headers
+  } web;
+
+  struct Collection {
+    Duration max_age{std::chrono::seconds(1)};  // a result this young is served again
+    Duration netlink_timeout{std::chrono::seconds(5)};
+  } collection;
+
+  struct Devices {
+    std::vector<std::string> include;
+    std::vector<std::string> exclude;
+  } devices;
+
+  struct Sysfs {
+    std::string root = "/sys";
+  } sysfs;
+
+  struct Collectors {
+    bool devices = true;
+    bool hw_counters = true;
+    bool resources = true;
+    bool sysfs = true;
+  } collectors;
+
+  struct Log {
+    std::string level = "info";
+  } log;
+};
+
+// Parses YAML text into `out` (which holds the defaults on entry). Returns one
+// line per problem, naming the source, line, column, key and what was
+// expected; an empty list means `out` is valid.
+std::vector<std::string> parse_config(const std::string& yaml_text, const std::string& source,
+                                      Config& out);
+
+// Reads and parses a file; a missing or unreadable file is one problem.
+std::vector<std::string> load_config_file(const std::string& path, Config& out);
+
+// Checks the values that command-line flags may also set.
+std::vector<std::string> validate_config(const Config& config);
+
+// "10s", "500ms", "1m30s", "2h" -> milliseconds; false when malformed.
+bool parse_duration(const std::string& text, Duration& out);
+
+struct ListenAddress {
+  std::string host;  // empty: all addresses
+  unsigned short port = 0;
+};
+// "host:port", ":port", "[v6]:port"; false when malformed.
+bool parse_listen_address(const std::string& text, ListenAddress& out);
+
+}  // namespace rdma_exporter

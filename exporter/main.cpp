@@ -1,0 +1,155 @@
+// rdma_exporter: Prometheus exporter for the Linux RDMA stack.
+
+#include <boost/asio/io_context.hpp>
+#include <boost/asio/signal_set.hpp>
+#include <boost/asio/steady_timer.hpp>
+#include <csignal>
+#include <cstdio>
+#include <iostream>
+
+#include "collectors/netlink/socket_transport.hpp"
+#include "collectors/sysfs/reader.hpp"
+#include "exporter/cli.hpp"
+#include "exporter/collection.hpp"
+#include "exporter/http_server.hpp"
+#include "exporter/log.hpp"
+#include "exporter/snapshot_cache.hpp"
+
+namespace rdma_exporter {
+namespace {
+
+constexpr int kExitOk = 0;
+constexpr int kExitFailure = 1;
+constexpr int kExitUsage = 2;
+
+// Says once, at start-up, when this host has no RDMA (or no rdma netlink).
+// Later changes are logged by the collection when they happen.
+void report_rdma_presence(const Config& config) {
+  const Status netlink = nldev::SocketTransport::probe();
+  const sysfs::Reader reader(config.sysfs.root);
+  if (netlink) return;
+  if (!reader.class_dir_exists()) {
+    log::warn("no RDMA on this host: " + netlink.error().message + ", and " +
+              reader.class_dir().string() + " does not exist; serving the exporter's own metrics only");
+  } else {
+    log::warn("rdma netlink unavailable (" + netlink.error().message +
+              "); exporting what sysfs has");
+  }
+}
+
+int run_once(const Config& config) {
+  Collection collection(config);
+  auto snapshot = collection.collect();
+  std::fwrite(snapshot->text.data(), 1, snapshot->text.size(), stdout);
+  std::fflush(stdout);
+  for (const auto& o : snapshot->outcomes) {
+    for (const auto& e : o.errors) std::fprintf(stderr, "collector %s: %s\n", o.name.c_str(), e.c_str());
+  }
+  if (std::ferror(stdout)) {
+    std::fprintf(stderr, "writing the metrics to stdout failed\n");
+    return kExitFailure;
+  }
+  return snapshot->all_succeeded() && !snapshot->text.empty() ? kExitOk : kExitFailure;
+}
+
+int serve(const Config& config) {
+  Collection collection(config);
+  boost::asio::io_context io;
+  SnapshotCache cache(io, collection, config.collection.max_age);
+  HttpServer server(io, config.web, cache);
+  collection.add_self_metrics([stats = server.stats()](MetricSink& sink) { stats->add_metrics(sink); });
+
+  if (Status s = server.start(); !s) {
+    log::error(s.error().message);
+    return kExitFailure;
+  }
+  const auto ep = server.local_endpoint();
+  log::info("rdma_exporter " + std::string(exporter_version()) + " listening on " +
+            ep.address().to_string() + ":" + std::to_string(ep.port()));
+
+  boost::asio::signal_set signals(io, SIGINT, SIGTERM, SIGHUP);
+  boost::asio::steady_timer deadline(io);
+  std::function<void()> wait_signal = [&] {
+    signals.async_wait([&](const boost::system::error_code& ec, int sig) {
+      if (ec) return;
+      if (sig == SIGHUP) {
+        log::warn("SIGHUP: configuration reload is not supported by this version; restart to apply changes");
+        wait_signal();
+        return;
+      }
+      log::info(std::string("received ") + (sig == SIGTERM ? "SIGTERM" : "SIGINT") +
+                ", finishing responses in flight");
+      server.stop();
+      signals.cancel();
+      // Responses still in flight get a bounded time to finish.
+      deadline.expires_after(config.web.write_timeout);
+      deadline.async_wait([&](const boost::system::error_code& tec) {
+        if (!tec) {
+          log::warn("shutdown deadline reached; closing remaining connections");
+          io.stop();
+        }
+      });
+    });
+  };
+  wait_signal();
+
+  io.run();
+  log::info("stopped");
+  return kExitOk;
+}
+
+}  // namespace
+}  // namespace rdma_exporter
+
+int main(int argc, char** argv) {
+  using namespace rdma_exporter;
+  std::signal(SIGPIPE, SIG_IGN);
+  CommandLine cli;
+  std::vector<std::string> errors = parse_command_line(argc, argv, cli);
+  if (!errors.empty()) {
+    for (const auto& e : errors) std::fprintf(stderr, "rdma_exporter: %s\n", e.c_str());
+    std::fprintf(stderr, "Try 'rdma_exporter --help'.\n");
+    return kExitUsage;
+  }
+  if (cli.help) {
+    std::cout << cli.help_text;
+    return kExitOk;
+  }
+  if (cli.version) {
+    std::cout << "rdma_exporter " << exporter_version() << " (revision " << exporter_revision()
+              << ")\n";
+    return kExitOk;
+  }
+  if (cli.check_file) {
+    Config config;
+    auto problems = load_config_file(*cli.check_file, config);
+    for (const auto& p : problems) std::fprintf(stderr, "%s\n", p.c_str());
+    if (!problems.empty()) return kExitUsage;
+    std::printf("%s: configuration is valid\n", cli.check_file->c_str());
+    return kExitOk;
+  }
+
+  Config config;
+  if (cli.config_file) {
+    errors = load_config_file(*cli.config_file, config);
+  }
+  if (errors.empty()) {
+    apply_overrides(cli, config);
+    errors = validate_config(config);
+  }
+  if (!errors.empty()) {
+    for (const auto& e : errors) std::fprintf(stderr, "rdma_exporter: %s\n", e.c_str());
+    return kExitUsage;
+  }
+  log::Level level = log::Level::info;
+  log::parse_level(config.log.level, level);
+  log::set_level(level);
+  report_rdma_presence(config);
+
+  try {
+    return cli.once ? run_once(config) : serve(config);
+  } catch (const std::exception& e) {
+    log::error(std::string("fatal: ") + e.what());
+    return kExitFailure;
+  }
+}
