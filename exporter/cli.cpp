@@ -35,7 +35,9 @@ std::vector<std::string> parse_command_line(int argc, const char* const* argv, C
 
   po::variables_map vm;
   try {
-    po::store(po::command_line_parser(argc, argv).options(desc).run(), vm);
+    const po::positional_options_description no_positionals;
+    po::store(po::command_line_parser(argc, argv).options(desc).positional(no_positionals).run(),
+              vm);
     po::notify(vm);
   } catch (const po::error& e) {
     return {e.what()};

@@ -29,7 +29,11 @@ bool is_not_available_text(const std::string& text) {
 void read_text(const fs::path& file, std::optional<std::string>& out, ReadNotes& notes) {
   auto r = read_attribute(file);
   if (r) {
-    if (!is_not_available_text(*r)) out = std::move(r).value();
+    if (r->rfind("N/A", 0) == 0) {
+      ++notes.unavailable;
+    } else if (!r->empty()) {
+      out = std::move(r).value();
+    }
     return;
   }
   if (r.error().code == ENOENT) return;

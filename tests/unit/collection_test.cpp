@@ -1,0 +1,242 @@
+// Whole collections against the fake nldev kernel and sysfs fixture trees.
+
+#include <gtest/gtest.h>
+
+#include <rdma/rdma_netlink.h>
+
+#include <algorithm>
+#include <cmath>
+
+#include "exporter/collection.hpp"
+#include "exporter/exposition.hpp"
+#include "tests/fake_kernel/fake_nldev.hpp"
+#include "tests/unit/fixtures.hpp"
+
+namespace rdma_exporter {
+namespace {
+
+using testing::FakeDevice;
+using testing::FakeNldev;
+using testing::FakePort;
+
+// The value tests/fixtures/sysfs_tree.py writes for a counter file.
+double fixture_value(const std::string& name, int dev, int port) {
+  long sum = 0;
+  for (char c : name) sum += static_cast<unsigned char>(c);
+  return static_cast<double>((sum * 1000 + dev * 100 + port * 10) % (1L << 32));
+}
+
+// Finds the value of one sample; NaN when absent.
+double sample(const Snapshot& s, const std::string& name, const Labels& labels = {}) {
+  for (const auto& f : s.families) {
+    if (f.name != name) continue;
+    for (const auto& m : f.metric) {
+      bool match = std::all_of(labels.begin(), labels.end(), [&](const auto& want) {
+        return std::any_of(m.label.begin(), m.label.end(), [&](const auto& l) {
+          return l.name == want.first && l.value == want.second;
+        });
+      });
+      if (match) return f.type == prometheus::MetricType::Counter ? m.counter.value : m.gauge.value;
+    }
+  }
+  return std::nan("");
+}
+
+bool has_family(const Snapshot& s, const std::string& name) {
+  return std::any_of(s.families.begin(), s.families.end(),
+                     [&](const auto& f) { return f.name == name; });
+}
+
+const CollectorOutcome& outcome(const Snapshot& s, const std::string& name) {
+  return *std::find_if(s.outcomes.begin(), s.outcomes.end(),
+                       [&](const auto& o) { return o.name == name; });
+}
+
+class CollectionTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    FakeDevice mlx{.index = 1,
+                   .name = "mlx5_0",
+                   .fw_version = "16.35.2000",
+                   .node_guid = 0x98039b0300345a1eULL,
+                   .sys_image_guid = 0x98039b0300345a1eULL,
+                   .node_type = 1,
+                   .protocol = "roce"};
+    mlx.ports.push_back(FakePort{.index = 1,
+                                 .netdev = "ens1f0",
+                                 .netdev_index = 4,
+                                 .counters = {{"out_of_sequence", 17}, {"np_cnp_sent", 99}}});
+    mlx.ports.push_back(FakePort{.index = 2, .state = 1, .phys_state = 3, .counters = {{"out_of_sequence", 3}}});
+    mlx.resources = {{"qp", 12}, {"cq", 4}};
+    FakeDevice ib{.index = 5, .name = "mlx5_1", .protocol = "ib"};
+    ib.ports.push_back(FakePort{.index = 1, .lid = 7, .sm_lid = 1, .lmc = 0, .counters = {{"rx_write_requests", 1ULL << 40}}});
+    kernel_->devices = {mlx, ib};
+    config_.sysfs.root = "/nonexistent";
+  }
+
+  std::shared_ptr<const Snapshot> collect() {
+    if (!collection_) {
+      auto kernel = std::make_unique<FakeNldev>(std::move(*kernel_));
+      kernel_ptr_ = kernel.get();
+      collection_ = std::make_unique<Collection>(config_, std::move(kernel));
+    }
+    return collection_->collect();
+  }
+  FakeNldev& kernel() { return kernel_ptr_ != nullptr ? *kernel_ptr_ : *kernel_; }
+
+  Config config_;
+  std::unique_ptr<FakeNldev> kernel_ = std::make_unique<FakeNldev>();
+  FakeNldev* kernel_ptr_ = nullptr;
+  std::unique_ptr<Collection> collection_;
+};
+
+TEST_F(CollectionTest, ExportsDevicesPortsCountersAndResources) {
+  auto s = collect();
+  EXPECT_TRUE(s->all_succeeded());
+  EXPECT_EQ(sample(*s, "rdma_device_info",
+                   {{"device", "mlx5_0"},
+                    {"fw_version", "16.35.2000"},
+                    {"node_guid", "9803:9b03:0034:5a1e"},
+                    {"node_type", "ca"},
+                    {"protocol", "roce"}}),
+            1.0);
+  EXPECT_EQ(sample(*s, "rdma_device_ports", {{"device", "mlx5_0"}}), 2.0);
+  EXPECT_EQ(sample(*s, "rdma_port_state", {{"device", "mlx5_0"}, {"port", "1"}}), 4.0);
+  EXPECT_EQ(sample(*s, "rdma_port_state", {{"device", "mlx5_0"}, {"port", "2"}}), 1.0);
+  EXPECT_EQ(sample(*s, "rdma_port_info",
+                   {{"device", "mlx5_0"}, {"port", "1"}, {"state", "ACTIVE"},
+                    {"phys_state", "LINK_UP"}, {"netdev", "ens1f0"}}),
+            1.0);
+  EXPECT_EQ(sample(*s, "rdma_port_info",
+                   {{"device", "mlx5_0"}, {"port", "2"}, {"state", "DOWN"}, {"phys_state", "DISABLED"}}),
+            1.0);
+  EXPECT_EQ(sample(*s, "rdma_port_lid", {{"device", "mlx5_1"}}), 7.0);
+  EXPECT_TRUE(std::isnan(sample(*s, "rdma_port_lid", {{"device", "mlx5_0"}})));
+  EXPECT_EQ(sample(*s, "rdma_port_hw_out_of_sequence_total", {{"device", "mlx5_0"}, {"port", "1"}}), 17.0);
+  EXPECT_EQ(sample(*s, "rdma_port_hw_out_of_sequence_total", {{"device", "mlx5_0"}, {"port", "2"}}), 3.0);
+  EXPECT_EQ(sample(*s, "rdma_port_hw_np_cnp_sent_total", {{"device", "mlx5_0"}}), 99.0);
+  EXPECT_EQ(sample(*s, "rdma_port_hw_rx_write_requests_total", {{"device", "mlx5_1"}}),
+            static_cast<double>(1ULL << 40));
+  EXPECT_EQ(sample(*s, "rdma_device_resources", {{"device", "mlx5_0"}, {"resource", "qp"}}), 12.0);
+  EXPECT_EQ(sample(*s, "rdma_exporter_netlink_available"), 1.0);
+  EXPECT_EQ(sample(*s, "rdma_exporter_collector_success", {{"collector", "hw_counters"}}), 1.0);
+}
+
+TEST_F(CollectionTest, CountersFollowTheKernel) {
+  auto first = collect();
+  kernel().devices[0].ports[0].counters[0].second = 1000;
+  auto second = collect();
+  EXPECT_EQ(sample(*first, "rdma_port_hw_out_of_sequence_total", {{"device", "mlx5_0"}, {"port", "1"}}), 17.0);
+  EXPECT_EQ(sample(*second, "rdma_port_hw_out_of_sequence_total", {{"device", "mlx5_0"}, {"port", "1"}}), 1000.0);
+  EXPECT_EQ(sample(*second, "rdma_exporter_collections_total"), 2.0);
+}
+
+TEST_F(CollectionTest, ExcludedDeviceIsNeverRead) {
+  config_.devices.exclude = {"mlx5_1"};
+  auto s = collect();
+  EXPECT_TRUE(s->all_succeeded());
+  EXPECT_EQ(kernel().requests_for(5), 0U);  // no PORT_GET, no STAT_GET for mlx5_1
+  EXPECT_GT(kernel().requests_for(1), 0U);
+  EXPECT_TRUE(std::isnan(sample(*s, "rdma_device_info", {{"device", "mlx5_1"}})));
+  EXPECT_TRUE(std::isnan(sample(*s, "rdma_device_resources", {{"device", "mlx5_1"}})));
+}
+
+TEST_F(CollectionTest, IncludeListSelectsDevices) {
+  config_.devices.include = {"mlx5_1"};
+  auto s = collect();
+  EXPECT_EQ(kernel().requests_for(1), 0U);
+  EXPECT_EQ(sample(*s, "rdma_port_hw_rx_write_requests_total", {{"device", "mlx5_1"}}),
+            static_cast<double>(1ULL << 40));
+}
+
+TEST_F(CollectionTest, OneFailingPortDoesNotHideTheOthers) {
+  kernel_->devices[0].ports[1].stat_error = EPERM;
+  auto s = collect();
+  const auto& o = outcome(*s, "hw_counters");
+  ASSERT_EQ(o.errors.size(), 1U);
+  EXPECT_NE(o.errors[0].find("mlx5_0 port 2"), std::string::npos);
+  EXPECT_NE(o.errors[0].find("Operation not permitted"), std::string::npos);
+  EXPECT_EQ(sample(*s, "rdma_port_hw_out_of_sequence_total", {{"device", "mlx5_0"}, {"port", "1"}}), 17.0);
+  EXPECT_EQ(sample(*s, "rdma_exporter_collector_success", {{"collector", "hw_counters"}}), 0.0);
+  EXPECT_EQ(sample(*s, "rdma_exporter_collector_success", {{"collector", "devices"}}), 1.0);
+  EXPECT_EQ(sample(*s, "rdma_exporter_collector_failures_total", {{"collector", "hw_counters"}}), 1.0);
+}
+
+TEST_F(CollectionTest, DriverWithoutPortCountersIsNotAFailure) {
+  kernel_->devices[1].ports[0].stat_error = EOPNOTSUPP;
+  auto s = collect();
+  EXPECT_TRUE(s->all_succeeded());
+  EXPECT_TRUE(std::isnan(sample(*s, "rdma_port_hw_rx_write_requests_total")));
+}
+
+TEST_F(CollectionTest, MalformedReplyFailsOnlyItsCollector) {
+  kernel_->tamper = [](nldev::Reply& r) {
+    // Corrupt every resource summary reply: cut the datagram short.
+    const auto* nlh = reinterpret_cast<const nlmsghdr*>(r.datagrams.front().data());
+    if (RDMA_NL_GET_OP(nlh->nlmsg_type) == RDMA_NLDEV_CMD_RES_GET) r.datagrams.front().resize(30);
+  };
+  auto s = collect();
+  EXPECT_FALSE(outcome(*s, "resources").errors.empty());
+  EXPECT_TRUE(outcome(*s, "devices").errors.empty());
+  EXPECT_TRUE(outcome(*s, "hw_counters").errors.empty());
+  EXPECT_FALSE(has_family(*s, "rdma_device_resources"));
+}
+
+TEST_F(CollectionTest, NoRdmaKernelIsNotAFailure) {
+  kernel_->absent = true;
+  auto s = collect();
+  EXPECT_TRUE(s->all_succeeded());
+  EXPECT_EQ(sample(*s, "rdma_exporter_netlink_available"), 0.0);
+  EXPECT_FALSE(has_family(*s, "rdma_device_info"));
+  EXPECT_TRUE(has_family(*s, "rdma_exporter_build_info"));
+  EXPECT_FALSE(s->text.empty());
+}
+
+TEST_F(CollectionTest, DisabledCollectorsDoNotRun) {
+  config_.collectors.hw_counters = false;
+  config_.collectors.resources = false;
+  auto s = collect();
+  EXPECT_EQ(s->outcomes.size(), 2U);
+  EXPECT_FALSE(has_family(*s, "rdma_port_hw_out_of_sequence_total"));
+  EXPECT_TRUE(std::none_of(kernel().requests.begin(), kernel().requests.end(), [](const auto& r) {
+    return r.cmd == RDMA_NLDEV_CMD_STAT_GET || r.cmd == RDMA_NLDEV_CMD_RES_GET;
+  }));
+}
+
+TEST_F(CollectionTest, SysfsFixtureAlongsideNetlink) {
+  config_.sysfs.root = testing::make_sysfs_fixture("mlx5:1:1 efa broken");
+  config_.devices.exclude = {"broken.*"};
+  auto s = collect();
+  EXPECT_TRUE(s->all_succeeded()) << (s->outcomes.back().errors.empty() ? "" : s->outcomes.back().errors[0]);
+  EXPECT_EQ(sample(*s, "rdma_port_pma_port_xmit_data_bytes_total", {{"device", "mlx5_0"}, {"port", "1"}}),
+            4.0 * fixture_value("port_xmit_data", 0, 1));  // the file counts 4-byte words
+  EXPECT_EQ(sample(*s, "rdma_port_rate_bytes_per_second", {{"device", "mlx5_0"}}), 12.5e9);
+  EXPECT_EQ(sample(*s, "rdma_port_pma_symbol_error_total", {{"device", "mlx5_0"}, {"port", "1"}}),
+            fixture_value("symbol_error", 0, 1));
+  EXPECT_EQ(sample(*s, "rdma_device_hw_submitted_cmds_total", {{"device", "efa_0"}}),
+            fixture_value("submitted_cmds", 0, 0));
+  EXPECT_EQ(sample(*s, "rdma_device_hardware_info", {{"device", "mlx5_0"}, {"hca_type", "MT4119"}}), 1.0);
+  EXPECT_FALSE(has_family(*s, "rdma_device_hw_lifespan_total"));
+}
+
+TEST_F(CollectionTest, BrokenSysfsFailsTheSysfsCollectorButKeepsGoodValues) {
+  config_.sysfs.root = testing::make_sysfs_fixture("mlx5 broken");
+  auto s = collect();
+  EXPECT_EQ(outcome(*s, "sysfs").errors.size(), 5U);
+  EXPECT_EQ(sample(*s, "rdma_port_pma_port_xmit_packets_total", {{"device", "broken0"}}), 12.0);
+  EXPECT_EQ(sample(*s, "rdma_exporter_sysfs_unavailable_values"), 4.0);
+  EXPECT_FALSE(std::isnan(sample(*s, "rdma_port_pma_symbol_error_total", {{"device", "mlx5_0"}})));
+}
+
+TEST_F(CollectionTest, RenderedTextAndGzipAgree) {
+  auto s = collect();
+  EXPECT_NE(s->text.find("# TYPE rdma_port_hw_out_of_sequence_total counter\n"), std::string::npos);
+  EXPECT_NE(s->text.find("rdma_port_hw_out_of_sequence_total{device=\"mlx5_0\",port=\"1\"} 17\n"),
+            std::string::npos);
+  ASSERT_GE(s->gzip.size(), 18U);
+  EXPECT_EQ(static_cast<unsigned char>(s->gzip[0]), 0x1f);
+  EXPECT_EQ(static_cast<unsigned char>(s->gzip[1]), 0x8b);
+}
+
+}  // namespace
+}  // namespace rdma_exporter

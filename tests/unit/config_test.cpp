@@ -1,0 +1,165 @@
+#include <gtest/gtest.h>
+
+#include "exporter/cli.hpp"
+#include "exporter/config.hpp"
+
+namespace rdma_exporter {
+namespace {
+
+TEST(Config, ShippedExampleLoadsAndEqualsTheDefaults) {
+  Config c;
+  auto errors = load_config_file(RDMA_EXPORTER_SOURCE_DIR "/config/rdma_exporter.yml", c);
+  ASSERT_TRUE(errors.empty()) << errors.front();
+  const Config d;
+  EXPECT_EQ(c.web.listen_address, d.web.listen_address);
+  EXPECT_EQ(c.web.max_connections, d.web.max_connections);
+  EXPECT_EQ(c.web.read_timeout, d.web.read_timeout);
+  EXPECT_EQ(c.web.max_request_bytes, d.web.max_request_bytes);
+  EXPECT_EQ(c.collection.max_age, d.collection.max_age);
+  EXPECT_EQ(c.sysfs.root, d.sysfs.root);
+  EXPECT_EQ(c.log.level, d.log.level);
+}
+
+TEST(Config, EmptyDocumentKeepsDefaults) {
+  Config c;
+  EXPECT_TRUE(parse_config("", "t.yml", c).empty());
+  EXPECT_TRUE(parse_config("# only a comment\n", "t.yml", c).empty());
+  EXPECT_EQ(c.web.listen_address, kDefaultListenAddress);
+}
+
+TEST(Config, ValuesAreApplied) {
+  Config c;
+  auto errors = parse_config(R"(
+web:
+  listen_address: "127.0.0.1:9999"
+  max_connections: 3
+  read_timeout: 1m30s
+collection:
+  max_age: 500ms
+devices:
+  include: ["mlx5_.*"]
+  exclude: [mlx5_3]
+sysfs: {root: /host/sys}
+collectors: {resources: false}
+log: {level: debug}
+)",
+                             "t.yml", c);
+  ASSERT_TRUE(errors.empty()) << errors.front();
+  EXPECT_EQ(c.web.listen_address, "127.0.0.1:9999");
+  EXPECT_EQ(c.web.max_connections, 3);
+  EXPECT_EQ(c.web.read_timeout, std::chrono::seconds(90));
+  EXPECT_EQ(c.collection.max_age, std::chrono::milliseconds(500));
+  EXPECT_EQ(c.devices.include, std::vector<std::string>{"mlx5_.*"});
+  EXPECT_EQ(c.devices.exclude, std::vector<std::string>{"mlx5_3"});
+  EXPECT_EQ(c.sysfs.root, "/host/sys");
+  EXPECT_FALSE(c.collectors.resources);
+  EXPECT_TRUE(c.collectors.sysfs);
+  EXPECT_EQ(c.log.level, "debug");
+}
+
+TEST(Config, EveryProblemIsReportedWithLineColumnAndKey) {
+  Config c;
+  auto errors = parse_config(R"(web:
+  max_connections: lots
+  listen_adress: ":1"
+collection:
+  max_age: soon
+devices:
+  include: ["mlx5_[", ok]
+colectors: {}
+log: {level: chatty}
+)",
+                             "bad.yml", c);
+  ASSERT_EQ(errors.size(), 6U) << ::testing::PrintToString(errors);
+  EXPECT_EQ(errors[0].rfind("bad.yml:2:20: web.max_connections: expected an integer", 0), 0U)
+      << errors[0];
+  EXPECT_EQ(errors[1].rfind("bad.yml:3:3: web.listen_adress: unknown key (expected one of:", 0), 0U)
+      << errors[1];
+  EXPECT_EQ(errors[2].rfind("bad.yml:5:12: collection.max_age: expected a duration", 0), 0U)
+      << errors[2];
+  EXPECT_EQ(errors[3].rfind("bad.yml:7:13: devices.include: invalid device pattern", 0), 0U)
+      << errors[3];
+  EXPECT_EQ(errors[4].rfind("bad.yml:8:1: colectors: unknown key", 0), 0U) << errors[4];
+  EXPECT_EQ(errors[5], "bad.yml: log.level: expected debug, info, warn or error, got \"chatty\"");
+}
+
+TEST(Config, SyntaxErrorIsOneLineWithPosition) {
+  Config c;
+  auto errors = parse_config("web:\n  listen_address: [unclosed\n", "s.yml", c);
+  ASSERT_EQ(errors.size(), 1U);
+  EXPECT_EQ(errors[0].rfind("s.yml:", 0), 0U);
+  EXPECT_NE(errors[0].find("(syntax)"), std::string::npos);
+}
+
+TEST(Config, WrongShapesAreErrors) {
+  auto problems = [](const std::string& text) {
+    Config c;
+    return parse_config(text, "t", c).size();
+  };
+  EXPECT_EQ(problems("- a\n- b\n"), 1U);
+  EXPECT_EQ(problems("web: 5\n"), 1U);
+  EXPECT_EQ(problems("devices: {include: mlx5}\n"), 1U);
+  EXPECT_EQ(problems("collectors: {sysfs: maybe}\n"), 1U);
+  EXPECT_EQ(problems("web: {max_connections: 0}\n"), 1U);
+  EXPECT_EQ(problems("web: {listen_address: nope}\n"), 1U);
+  EXPECT_EQ(problems("web: {read_timeout: 0s}\n"), 1U);
+  EXPECT_EQ(problems("web: {max_request_bytes: 99999999999}\n"), 1U);
+}
+
+TEST(Config, MissingFileIsOneProblem) {
+  Config c;
+  auto errors = load_config_file("/nonexistent/rdma.yml", c);
+  ASSERT_EQ(errors.size(), 1U);
+  EXPECT_NE(errors[0].find("No such file"), std::string::npos);
+}
+
+TEST(Config, Durations) {
+  Duration d{};
+  EXPECT_TRUE(parse_duration("10s", d));
+  EXPECT_EQ(d, std::chrono::seconds(10));
+  EXPECT_TRUE(parse_duration("1h2m3s4ms", d));
+  EXPECT_EQ(d.count(), 3723004);
+  for (const char* bad : {"", "10", "s", "1x", "-1s", "1.5s", "10 s"}) {
+    EXPECT_FALSE(parse_duration(bad, d)) << bad;
+  }
+}
+
+TEST(Config, ListenAddresses) {
+  ListenAddress a;
+  EXPECT_TRUE(parse_listen_address(":10910", a));
+  EXPECT_EQ(a.host, "");
+  EXPECT_EQ(a.port, 10910);
+  EXPECT_TRUE(parse_listen_address("127.0.0.1:0", a));
+  EXPECT_EQ(a.host, "127.0.0.1");
+  EXPECT_TRUE(parse_listen_address("[::1]:80", a));
+  EXPECT_EQ(a.host, "::1");
+  for (const char* bad : {"", "10910", ":", ":65536", "::1:80", "[::1]", "[::1]80", "host:port"}) {
+    EXPECT_FALSE(parse_listen_address(bad, a)) << bad;
+  }
+}
+
+TEST(CommandLine, FlagsOverrideTheFile) {
+  const char* argv[] = {"rdma_exporter", "--web.listen-address", "127.0.0.1:1", "--path.sysfs",
+                        "/host/sys", "--devices.exclude", "a", "--devices.exclude", "b", "--once"};
+  CommandLine cli;
+  ASSERT_TRUE(parse_command_line(10, argv, cli).empty());
+  EXPECT_TRUE(cli.once);
+  Config c;
+  apply_overrides(cli, c);
+  EXPECT_EQ(c.web.listen_address, "127.0.0.1:1");
+  EXPECT_EQ(c.sysfs.root, "/host/sys");
+  EXPECT_EQ(c.devices.exclude, (std::vector<std::string>{"a", "b"}));
+}
+
+TEST(CommandLine, UnknownFlagsAndStrayArgumentsAreErrors) {
+  CommandLine cli;
+  const char* a1[] = {"rdma_exporter", "--nope"};
+  EXPECT_EQ(parse_command_line(2, a1, cli).size(), 1U);
+  const char* a2[] = {"rdma_exporter", "stray"};
+  EXPECT_EQ(parse_command_line(2, a2, cli).size(), 1U);
+  const char* a3[] = {"rdma_exporter", "--config.file"};
+  EXPECT_EQ(parse_command_line(2, a3, cli).size(), 1U);
+}
+
+}  // namespace
+}  // namespace rdma_exporter

@@ -1,0 +1,130 @@
+#include <gtest/gtest.h>
+
+#include <algorithm>
+
+#include "collectors/sysfs/reader.hpp"
+#include "tests/unit/fixtures.hpp"
+
+namespace rdma_exporter::sysfs {
+namespace {
+
+const Counter* find(const std::vector<Counter>& cs, const std::string& name) {
+  auto it = std::find_if(cs.begin(), cs.end(), [&](const Counter& c) { return c.name == name; });
+  return it == cs.end() ? nullptr : &*it;
+}
+
+TEST(SysfsReader, Mlx5LikeDevice) {
+  Reader reader(testing::make_sysfs_fixture("mlx5:1:2"));
+  auto names = reader.device_names();
+  ASSERT_TRUE(names);
+  ASSERT_EQ(*names, std::vector<std::string>{"mlx5_0"});
+  ReadNotes notes;
+  auto d = reader.read_device("mlx5_0", notes);
+  ASSERT_TRUE(d);
+  EXPECT_TRUE(notes.problems.empty());
+  EXPECT_EQ(notes.unavailable, 0U);
+  EXPECT_EQ(d->fw_ver, "16.35.2000");
+  EXPECT_EQ(d->board_id, "MT_0000000012");
+  EXPECT_EQ(d->hca_type, "MT4119");
+  EXPECT_EQ(d->node_desc, "host01 mlx5_0");
+  EXPECT_TRUE(d->hw_counters.empty());
+  ASSERT_EQ(d->ports.size(), 2U);
+  const Port& p = d->ports[0];
+  EXPECT_EQ(p.index, 1U);
+  EXPECT_DOUBLE_EQ(*p.rate_bytes_per_second, 100e9 / 8);
+  EXPECT_EQ(p.link_layer, "InfiniBand");
+  EXPECT_TRUE(p.has_pma);
+  EXPECT_EQ(p.pma_counters.size(), 21U);
+  ASSERT_NE(find(p.pma_counters, "VL15_dropped"), nullptr);
+  ASSERT_NE(find(p.pma_counters, "port_xmit_data"), nullptr);
+  EXPECT_EQ(d->ports[1].index, 2U);
+}
+
+TEST(SysfsReader, RxeLikeDeviceHasNoPmaAndNoLifespan) {
+  Reader reader(testing::make_sysfs_fixture("rxe"));
+  ReadNotes notes;
+  auto d = reader.read_device("rxe0", notes);
+  ASSERT_TRUE(d);
+  EXPECT_TRUE(notes.problems.empty());
+  EXPECT_FALSE(d->fw_ver);  // empty file: nothing to report
+  ASSERT_EQ(d->ports.size(), 1U);
+  EXPECT_FALSE(d->ports[0].has_pma);
+  EXPECT_TRUE(d->ports[0].pma_counters.empty());
+  EXPECT_EQ(d->ports[0].link_layer, "Ethernet");
+  EXPECT_DOUBLE_EQ(*d->ports[0].rate_bytes_per_second, 10e9 / 8);
+}
+
+TEST(SysfsReader, DeviceLevelHwCountersSkipLifespan) {
+  Reader reader(testing::make_sysfs_fixture("efa"));
+  ReadNotes notes;
+  auto d = reader.read_device("efa_0", notes);
+  ASSERT_TRUE(d);
+  EXPECT_EQ(d->hw_counters.size(), 12U);
+  EXPECT_EQ(find(d->hw_counters, "lifespan"), nullptr);
+  EXPECT_NE(find(d->hw_counters, "submitted_cmds"), nullptr);
+}
+
+TEST(SysfsReader, BrokenFilesAreSkippedAndDescribed) {
+  Reader reader(testing::make_sysfs_fixture("broken"));
+  ReadNotes notes;
+  auto d = reader.read_device("broken0", notes);
+  ASSERT_TRUE(d);
+  // The readable values survive.
+  EXPECT_EQ(d->hca_type, "MT4119");
+  EXPECT_FALSE(d->board_id);  // "N/A"
+  EXPECT_FALSE(d->fw_ver);    // a directory
+  ASSERT_EQ(d->ports.size(), 2U);  // "notaport" is not a port
+  const Port& p = d->ports[0];
+  EXPECT_FALSE(p.rate_bytes_per_second);
+  ASSERT_NE(find(p.pma_counters, "port_xmit_data"), nullptr);
+  EXPECT_EQ(find(p.pma_counters, "port_xmit_data")->value, 18446744073709551615ULL);
+  EXPECT_EQ(find(p.pma_counters, "port_xmit_packets")->value, 12U);
+  for (const char* bad : {"symbol_error", "port_rcv_errors", "port_xmit_discards", "link_downed",
+                          "port_rcv_packets", "port_xmit_wait"}) {
+    EXPECT_EQ(find(p.pma_counters, bad), nullptr) << bad;
+  }
+  // "N/A (no PMA)", the empty file and the FIFO are unavailable values...
+  EXPECT_EQ(notes.unavailable, 4U);  // board_id, symbol_error, link_downed, port_xmit_wait
+  // ...while the rest are problems, each naming its file.
+  ASSERT_EQ(notes.problems.size(), 5U);
+  auto mentions = [&](const std::string& what) {
+    return std::any_of(notes.problems.begin(), notes.problems.end(),
+                       [&](const std::string& problem) { return problem.find(what) != std::string::npos; });
+  };
+  EXPECT_TRUE(mentions("fw_ver: Is a directory"));
+  EXPECT_TRUE(mentions("rate: unrecognised rate \"fast\""));
+  EXPECT_TRUE(mentions("port_rcv_errors: not a counter value: \"garbage\""));
+  EXPECT_TRUE(mentions("port_xmit_discards"));
+  EXPECT_TRUE(mentions("port_rcv_packets"));
+  EXPECT_FALSE(d->ports[1].has_pma);
+}
+
+TEST(SysfsReader, VanishedDeviceIsSkipped) {
+  Reader reader(testing::make_sysfs_fixture("broken"));
+  ReadNotes notes;
+  EXPECT_FALSE(reader.read_device("gone0", notes));
+  EXPECT_FALSE(reader.read_device("never_existed", notes));
+  EXPECT_TRUE(notes.problems.empty());
+}
+
+TEST(SysfsReader, MissingClassDirectoryIsNoDevices) {
+  Reader reader("/nonexistent-root");
+  EXPECT_FALSE(reader.class_dir_exists());
+  auto names = reader.device_names();
+  ASSERT_TRUE(names);
+  EXPECT_TRUE(names->empty());
+}
+
+TEST(SysfsReader, RateText) {
+  EXPECT_DOUBLE_EQ(*parse_rate("100 Gb/sec (4X EDR)"), 12.5e9);
+  EXPECT_DOUBLE_EQ(*parse_rate("2.5 Gb/sec (1X SDR)"), 2.5e9 / 8);
+  EXPECT_DOUBLE_EQ(*parse_rate("400 Gb/sec (4X NDR)"), 50e9);
+  EXPECT_DOUBLE_EQ(*parse_rate("0 Gb/sec"), 0.0);
+  EXPECT_FALSE(parse_rate(""));
+  EXPECT_FALSE(parse_rate("fast"));
+  EXPECT_FALSE(parse_rate("100 furlongs"));
+  EXPECT_FALSE(parse_rate("-1 Gb/sec"));
+}
+
+}  // namespace
+}  // namespace rdma_exporter::sysfs
