@@ -41,8 +41,7 @@ void MetricSink::counter(std::string_view name, std::string_view help, Labels la
   }
 }
 
-void MetricSink::gauge(std::string_view name, std::string_view help, Labels labels,
-                       double value) {
+void MetricSink::gauge(std::string_view name, std::string_view help, Labels labels, double value) {
   if (auto* fam = find_or_add(name, help, prometheus::MetricType::Gauge)) {
     auto m = make_metric(std::move(labels));
     m.gauge.value = value;

@@ -24,8 +24,8 @@ struct Error {
 template <typename T>
 class [[nodiscard]] Result {
  public:
-  Result(T value) : v_(std::move(value)) {}          // NOLINT(google-explicit-constructor)
-  Result(Error error) : v_(std::move(error)) {}      // NOLINT(google-explicit-constructor)
+  Result(T value) : v_(std::move(value)) {}      // NOLINT(google-explicit-constructor)
+  Result(Error error) : v_(std::move(error)) {}  // NOLINT(google-explicit-constructor)
 
   bool ok() const { return std::holds_alternative<T>(v_); }
   explicit operator bool() const { return ok(); }
@@ -47,6 +47,8 @@ class [[nodiscard]] Result {
 // Result of an operation that yields nothing but may fail.
 struct Done {};
 using Status = Result<Done>;
-inline Status ok_status() { return Done{}; }
+inline Status ok_status() {
+  return Done{};
+}
 
 }  // namespace rdma_exporter

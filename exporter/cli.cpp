@@ -11,7 +11,8 @@ std::vector<std::string> parse_command_line(int argc, const char* const* argv, C
       "Usage: rdma_exporter [options]\n\n"
       "Exports the Linux RDMA stack's counters (rdma netlink and sysfs) for Prometheus.\n"
       "Flags override the configuration file; see docs/configuration.md.\n\nOptions");
-  std::string listen_help = std::string("address to listen on (default ") + kDefaultListenAddress + ")";
+  std::string listen_help =
+      std::string("address to listen on (default ") + kDefaultListenAddress + ")";
   // clang-format off
   desc.add_options()
       ("help,h", "print this help and exit")

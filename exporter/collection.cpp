@@ -17,8 +17,12 @@
 
 namespace rdma_exporter {
 
-const char* exporter_version() { return RDMA_EXPORTER_VERSION; }
-const char* exporter_revision() { return RDMA_EXPORTER_REVISION; }
+const char* exporter_version() {
+  return RDMA_EXPORTER_VERSION;
+}
+const char* exporter_revision() {
+  return RDMA_EXPORTER_REVISION;
+}
 
 bool Snapshot::all_succeeded() const {
   for (const auto& o : outcomes) {
@@ -28,7 +32,8 @@ bool Snapshot::all_succeeded() const {
 }
 
 Collection::Collection(const Config& config)
-    : Collection(config, std::make_unique<nldev::SocketTransport>(config.collection.netlink_timeout)) {}
+    : Collection(config,
+                 std::make_unique<nldev::SocketTransport>(config.collection.netlink_timeout)) {}
 
 Collection::Collection(const Config& config, std::unique_ptr<nldev::Transport> transport)
     : config_(config), transport_(std::move(transport)), client_(*transport_) {

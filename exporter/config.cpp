@@ -153,11 +153,16 @@ bool parse_duration(const std::string& text, Duration& out) {
     }
     const std::string unit = text.substr(i, unit_end - i);
     long long scale = 0;
-    if (unit == "ms") scale = 1;
-    else if (unit == "s") scale = 1000;
-    else if (unit == "m") scale = 60'000;
-    else if (unit == "h") scale = 3'600'000;
-    else return false;
+    if (unit == "ms")
+      scale = 1;
+    else if (unit == "s")
+      scale = 1000;
+    else if (unit == "m")
+      scale = 60'000;
+    else if (unit == "h")
+      scale = 3'600'000;
+    else
+      return false;
     if (number > (1LL << 40)) return false;
     total_ms += number * scale;
     i = unit_end;
@@ -171,7 +176,8 @@ bool parse_listen_address(const std::string& text, ListenAddress& out) {
   std::string port;
   if (!text.empty() && text.front() == '[') {
     const auto close = text.find(']');
-    if (close == std::string::npos || close + 1 >= text.size() || text[close + 1] != ':') return false;
+    if (close == std::string::npos || close + 1 >= text.size() || text[close + 1] != ':')
+      return false;
     host = text.substr(1, close - 1);
     port = text.substr(close + 2);
   } else {
@@ -206,13 +212,14 @@ std::vector<std::string> parse_config(const std::string& yaml_text, const std::s
             {
                 {"web",
                  [&](const YAML::Node& n, const std::string& p) {
-                   w.mapping(n, p,
-                             {{"listen_address", w.string(c.web.listen_address)},
-                              {"max_connections", w.integer(c.web.max_connections, 1, 100000)},
-                              {"read_timeout", w.duration(c.web.read_timeout)},
-                              {"idle_timeout", w.duration(c.web.idle_timeout)},
-                              {"write_timeout", w.duration(c.web.write_timeout)},
-                              {"max_request_bytes", w.size(c.web.max_request_bytes, 1024, 1 << 20)}});
+                   w.mapping(
+                       n, p,
+                       {{"listen_address", w.string(c.web.listen_address)},
+                        {"max_connections", w.integer(c.web.max_connections, 1, 100000)},
+                        {"read_timeout", w.duration(c.web.read_timeout)},
+                        {"idle_timeout", w.duration(c.web.idle_timeout)},
+                        {"write_timeout", w.duration(c.web.write_timeout)},
+                        {"max_request_bytes", w.size(c.web.max_request_bytes, 1024, 1 << 20)}});
                  }},
                 {"collection",
                  [&](const YAML::Node& n, const std::string& p) {

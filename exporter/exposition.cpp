@@ -17,7 +17,8 @@ std::string render_text(const std::vector<prometheus::MetricFamily>& families) {
 std::string gzip_compress(std::string_view data) {
   z_stream zs{};
   // windowBits 15 + 16 selects the gzip wrapper.
-  if (deflateInit2(&zs, Z_DEFAULT_COMPRESSION, Z_DEFLATED, 15 + 16, 8, Z_DEFAULT_STRATEGY) != Z_OK) {
+  if (deflateInit2(&zs, Z_DEFAULT_COMPRESSION, Z_DEFLATED, 15 + 16, 8, Z_DEFAULT_STRATEGY) !=
+      Z_OK) {
     throw std::runtime_error("zlib: deflateInit2 failed");
   }
   std::string out;

@@ -1,10 +1,12 @@
 #include "exporter/http_server.hpp"
 
 #include <boost/asio/ip/v6_only.hpp>
+#include <boost/asio/post.hpp>
 #include <boost/asio/steady_timer.hpp>
 #include <boost/beast/core.hpp>
 #include <boost/beast/http.hpp>
 #include <optional>
+#include <utility>
 
 #include "exporter/collection.hpp"
 #include "exporter/exposition.hpp"
@@ -69,14 +71,23 @@ class HttpSession : public std::enable_shared_from_this<HttpSession> {
       it = it->expired() ? sessions.erase(it) : std::next(it);
     }
     server_->stats->set_open_connections(--server_->open);
+    if (server_->stopping && server_->open == 0 && server_->drained) {
+      auto drained = std::move(server_->drained);
+      server_->drained = nullptr;
+      drained();
+    }
   }
 
   void start() { read(); }
 
-  // On shutdown: a connection waiting for its next request is closed now; one
-  // with a response in flight closes after sending it.
+  // On shutdown: a connection waiting for its next request, with no byte of
+  // it received, is closed now; one with a request or response in flight
+  // closes after answering it.
   void close_if_idle() {
-    if (state_ == State::reading) {
+    beast::error_code ec;
+    const bool request_started = buffer_.size() > 0 || stream_.socket().available(ec) > 0 ||
+                                 (parser_ && parser_->got_some());
+    if (state_ == State::reading && !request_started) {
       beast::error_code ignored;
       stream_.socket().close(ignored);
     }
@@ -91,10 +102,9 @@ class HttpSession : public std::enable_shared_from_this<HttpSession> {
     parser_->header_limit(static_cast<std::uint32_t>(server_->config.max_request_bytes));
     parser_->body_limit(0);
     stream_.expires_after(first_ ? server_->config.read_timeout : server_->config.idle_timeout);
-    http::async_read(stream_, buffer_, *parser_,
-                     [self = shared_from_this()](beast::error_code ec, std::size_t) {
-                       self->on_read(ec);
-                     });
+    http::async_read(
+        stream_, buffer_, *parser_,
+        [self = shared_from_this()](beast::error_code ec, std::size_t) { self->on_read(ec); });
   }
 
   void on_read(beast::error_code ec) {
@@ -106,7 +116,8 @@ class HttpSession : public std::enable_shared_from_this<HttpSession> {
       }
       if (is_http_parse_error(ec) && ec != http::error::end_of_stream &&
           ec != http::error::partial_message) {
-        return respond_error(http::status::bad_request, "malformed request: " + ec.message() + "\n");
+        return respond_error(http::status::bad_request,
+                             "malformed request: " + ec.message() + "\n");
       }
       return close();  // timeout, end of stream, reset, shutdown
     }
@@ -124,9 +135,12 @@ class HttpSession : public std::enable_shared_from_this<HttpSession> {
     head_ = head;
 
     std::string handler;
-    if (path == "/metrics") handler = "/metrics";
-    else if (path == "/") handler = "/";
-    else if (path == "/healthz") handler = "/healthz";
+    if (path == "/metrics")
+      handler = "/metrics";
+    else if (path == "/")
+      handler = "/";
+    else if (path == "/healthz")
+      handler = "/healthz";
 
     if (handler.empty()) {
       server_->stats->count_request("other", 404);
@@ -201,10 +215,8 @@ class HttpSession : public std::enable_shared_from_this<HttpSession> {
     const bool close_after = !res->keep_alive();
     stream_.expires_after(server_->config.write_timeout);
     http::async_write(stream_, *res,
-                      [self = shared_from_this(), res, close_after](beast::error_code ec,
-                                                                     std::size_t) {
-                        self->on_write(ec, close_after);
-                      });
+                      [self = shared_from_this(), res, close_after](
+                          beast::error_code ec, std::size_t) { self->on_write(ec, close_after); });
   }
 
   void on_write(beast::error_code ec, bool close_after) {
@@ -250,16 +262,14 @@ void HttpStats::set_open_connections(int n) {
 void HttpStats::add_metrics(MetricSink& sink) const {
   std::lock_guard<std::mutex> lock(mutex_);
   for (const auto& [key, count] : requests_) {
-    sink.counter("rdma_exporter_http_requests_total",
-                 "HTTP requests answered, by handler and status code.",
-                 {{"handler", key.first}, {"code", std::to_string(key.second)}},
-                 static_cast<double>(count));
+    sink.counter(
+        "rdma_exporter_http_requests_total", "HTTP requests answered, by handler and status code.",
+        {{"handler", key.first}, {"code", std::to_string(key.second)}}, static_cast<double>(count));
   }
   sink.counter("rdma_exporter_http_rejected_connections_total",
                "Connections closed at once because web.max_connections were open.", {},
                static_cast<double>(rejected_));
-  sink.gauge("rdma_exporter_http_open_connections", "HTTP connections currently open.", {},
-             open_);
+  sink.gauge("rdma_exporter_http_open_connections", "HTTP connections currently open.", {}, open_);
 }
 
 HttpServer::HttpServer(asio::io_context& io, const Config::Web& config, SnapshotCache& cache)
@@ -342,13 +352,17 @@ void HttpServer::accept() {
   });
 }
 
-void HttpServer::stop() {
+void HttpServer::stop(std::function<void()> drained) {
   if (state_->stopping) return;
   state_->stopping = true;
+  state_->drained = std::move(drained);
   beast::error_code ignored;
   acceptor_.close(ignored);
   for (const auto& weak : state_->sessions) {
     if (auto s = weak.lock()) s->close_if_idle();
+  }
+  if (state_->open == 0 && state_->drained) {
+    asio::post(io_, std::exchange(state_->drained, nullptr));
   }
 }
 

@@ -3,6 +3,7 @@
 #include <boost/asio/io_context.hpp>
 #include <boost/asio/ip/tcp.hpp>
 #include <cstdint>
+#include <functional>
 #include <map>
 #include <memory>
 #include <mutex>
@@ -46,9 +47,10 @@ class HttpServer {
   Status start();
   boost::asio::ip::tcp::endpoint local_endpoint() const;
 
-  // Stops accepting, closes idle connections, and lets responses in flight
-  // finish; the event loop runs out of work once they have.
-  void stop();
+  // Stops accepting, closes idle connections, and lets requests and
+  // responses in flight finish; calls `drained` once the last connection
+  // has closed.
+  void stop(std::function<void()> drained = nullptr);
 
   bool stopping() const { return state_->stopping; }
   std::shared_ptr<HttpStats> stats() const { return state_->stats; }
@@ -62,6 +64,7 @@ class HttpServer {
     std::set<std::weak_ptr<HttpSession>, std::owner_less<std::weak_ptr<HttpSession>>> sessions;
     int open = 0;
     bool stopping = false;
+    std::function<void()> drained;
   };
 
  private:

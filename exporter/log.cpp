@@ -14,10 +14,14 @@ std::mutex g_mutex;
 
 const char* name(Level l) {
   switch (l) {
-    case Level::debug: return "debug";
-    case Level::info: return "info";
-    case Level::warn: return "warn";
-    case Level::error: return "error";
+    case Level::debug:
+      return "debug";
+    case Level::info:
+      return "info";
+    case Level::warn:
+      return "warn";
+    case Level::error:
+      return "error";
   }
   return "info";
 }
@@ -39,7 +43,9 @@ std::string quote(std::string_view text) {
 
 }  // namespace
 
-void set_level(Level level) { g_level = level; }
+void set_level(Level level) {
+  g_level = level;
+}
 
 bool parse_level(std::string_view text, Level& out) {
   for (Level l : {Level::debug, Level::info, Level::warn, Level::error}) {
@@ -61,9 +67,9 @@ void write(Level level, std::string_view message) {
   gmtime_r(&secs, &tm);
   char ts[32];
   std::strftime(ts, sizeof ts, "%Y-%m-%dT%H:%M:%S", &tm);
-  const std::string line = std::string("ts=") + ts + "." + (ms < 100 ? (ms < 10 ? "00" : "0") : "") +
-                           std::to_string(ms) + "Z level=" + name(level) + " msg=" + quote(message) +
-                           "\n";
+  const std::string line = std::string("ts=") + ts + "." +
+                           (ms < 100 ? (ms < 10 ? "00" : "0") : "") + std::to_string(ms) +
+                           "Z level=" + name(level) + " msg=" + quote(message) + "\n";
   std::lock_guard<std::mutex> lock(g_mutex);
   std::fputs(line.c_str(), stderr);
   std::fflush(stderr);

@@ -30,7 +30,8 @@ void report_rdma_presence(const Config& config) {
   if (netlink) return;
   if (!reader.class_dir_exists()) {
     log::warn("no RDMA on this host: " + netlink.error().message + ", and " +
-              reader.class_dir().string() + " does not exist; serving the exporter's own metrics only");
+              reader.class_dir().string() +
+              " does not exist; serving the exporter's own metrics only");
   } else {
     log::warn("rdma netlink unavailable (" + netlink.error().message +
               "); exporting what sysfs has");
@@ -43,7 +44,8 @@ int run_once(const Config& config) {
   std::fwrite(snapshot->text.data(), 1, snapshot->text.size(), stdout);
   std::fflush(stdout);
   for (const auto& o : snapshot->outcomes) {
-    for (const auto& e : o.errors) std::fprintf(stderr, "collector %s: %s\n", o.name.c_str(), e.c_str());
+    for (const auto& e : o.errors)
+      std::fprintf(stderr, "collector %s: %s\n", o.name.c_str(), e.c_str());
   }
   if (std::ferror(stdout)) {
     std::fprintf(stderr, "writing the metrics to stdout failed\n");
@@ -57,7 +59,38 @@ int serve(const Config& config) {
   boost::asio::io_context io;
   SnapshotCache cache(io, collection, config.collection.max_age);
   HttpServer server(io, config.web, cache);
-  collection.add_self_metrics([stats = server.stats()](MetricSink& sink) { stats->add_metrics(sink); });
+  collection.add_self_metrics(
+      [stats = server.stats()](MetricSink& sink) { stats->add_metrics(sink); });
+
+  // Signals are caught before the server announces itself, so a supervisor
+  // that signals right after the "listening" line is never too early.
+  boost::asio::signal_set signals(io, SIGINT, SIGTERM, SIGHUP);
+  boost::asio::steady_timer deadline(io);
+  std::function<void()> wait_signal = [&] {
+    signals.async_wait([&](const boost::system::error_code& ec, int sig) {
+      if (ec) return;
+      if (sig == SIGHUP) {
+        log::warn(
+            "SIGHUP: configuration reload is not supported by this version; restart to "
+            "apply changes");
+        wait_signal();
+        return;
+      }
+      log::info(std::string("received ") + (sig == SIGTERM ? "SIGTERM" : "SIGINT") +
+                ", finishing requests in flight");
+      signals.cancel();
+      // Requests in flight get a bounded time to finish.
+      deadline.expires_after(config.web.write_timeout + config.web.read_timeout);
+      deadline.async_wait([&](const boost::system::error_code& tec) {
+        if (!tec) {
+          log::warn("shutdown deadline reached; closing remaining connections");
+          io.stop();
+        }
+      });
+      server.stop([&] { deadline.cancel(); });
+    });
+  };
+  wait_signal();
 
   if (Status s = server.start(); !s) {
     log::error(s.error().message);
@@ -66,32 +99,6 @@ int serve(const Config& config) {
   const auto ep = server.local_endpoint();
   log::info("rdma_exporter " + std::string(exporter_version()) + " listening on " +
             ep.address().to_string() + ":" + std::to_string(ep.port()));
-
-  boost::asio::signal_set signals(io, SIGINT, SIGTERM, SIGHUP);
-  boost::asio::steady_timer deadline(io);
-  std::function<void()> wait_signal = [&] {
-    signals.async_wait([&](const boost::system::error_code& ec, int sig) {
-      if (ec) return;
-      if (sig == SIGHUP) {
-        log::warn("SIGHUP: configuration reload is not supported by this version; restart to apply changes");
-        wait_signal();
-        return;
-      }
-      log::info(std::string("received ") + (sig == SIGTERM ? "SIGTERM" : "SIGINT") +
-                ", finishing responses in flight");
-      server.stop();
-      signals.cancel();
-      // Responses still in flight get a bounded time to finish.
-      deadline.expires_after(config.web.write_timeout);
-      deadline.async_wait([&](const boost::system::error_code& tec) {
-        if (!tec) {
-          log::warn("shutdown deadline reached; closing remaining connections");
-          io.stop();
-        }
-      });
-    });
-  };
-  wait_signal();
 
   io.run();
   log::info("stopped");

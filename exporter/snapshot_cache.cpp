@@ -7,7 +7,9 @@ namespace rdma_exporter {
 SnapshotCache::SnapshotCache(boost::asio::io_context& io, Collection& collection, Duration max_age)
     : io_(io), collection_(collection), max_age_(max_age) {}
 
-SnapshotCache::~SnapshotCache() { worker_.join(); }
+SnapshotCache::~SnapshotCache() {
+  worker_.join();
+}
 
 void SnapshotCache::get(Handler handler) {
   if (last_ && std::chrono::steady_clock::now() - last_->taken < max_age_) {

@@ -17,10 +17,14 @@ std::string port_state_name(uint8_t state) {
 }
 
 std::string port_phys_state_name(uint8_t state) {
-  static constexpr std::array<const char*, 8> kNames = {
-      "NOP",      "SLEEP",   "POLLING",
-      "DISABLED", "PORT_CONFIGURATION_TRAINING", "LINK_UP",
-      "LINK_ERROR_RECOVERY", "PHY_TEST"};
+  static constexpr std::array<const char*, 8> kNames = {"NOP",
+                                                        "SLEEP",
+                                                        "POLLING",
+                                                        "DISABLED",
+                                                        "PORT_CONFIGURATION_TRAINING",
+                                                        "LINK_UP",
+                                                        "LINK_ERROR_RECOVERY",
+                                                        "PHY_TEST"};
   return state < kNames.size() ? kNames[state] : "UNKNOWN";
 }
 
@@ -33,8 +37,7 @@ std::vector<std::string> DevicesCollector::collect(Scrape& scrape, MetricSink& s
   std::vector<std::string> errors;
   for (const auto& entry : topology->devices) {
     const auto& d = entry.device;
-    sink.info("rdma_device_info",
-              "RDMA device identity from rdma netlink; the value is always 1.",
+    sink.info("rdma_device_info", "RDMA device identity from rdma netlink; the value is always 1.",
               {{"device", d.name},
                {"fw_version", d.fw_version.value_or("")},
                {"node_guid", d.node_guid ? nldev::format_guid(*d.node_guid) : ""},
@@ -56,9 +59,10 @@ std::vector<std::string> DevicesCollector::collect(Scrape& scrape, MetricSink& s
                    *p.state);
       }
       if (p.phys_state) {
-        sink.gauge("rdma_port_phys_state",
-                   "Physical port state: 2 POLLING, 3 DISABLED, 5 LINK_UP, 6 LINK_ERROR_RECOVERY, ...",
-                   base, *p.phys_state);
+        sink.gauge(
+            "rdma_port_phys_state",
+            "Physical port state: 2 POLLING, 3 DISABLED, 5 LINK_UP, 6 LINK_ERROR_RECOVERY, ...",
+            base, *p.phys_state);
       }
       Labels info = base;
       info.emplace_back("state", p.state ? port_state_name(*p.state) : "");
@@ -67,7 +71,8 @@ std::vector<std::string> DevicesCollector::collect(Scrape& scrape, MetricSink& s
       sink.info("rdma_port_info",
                 "Port state names and the network device behind the port; the value is always 1.",
                 std::move(info));
-      if (p.lid) sink.gauge("rdma_port_lid", "InfiniBand local identifier of the port.", base, *p.lid);
+      if (p.lid)
+        sink.gauge("rdma_port_lid", "InfiniBand local identifier of the port.", base, *p.lid);
       if (p.sm_lid) {
         sink.gauge("rdma_port_sm_lid", "LID of the subnet manager the port reports to.", base,
                    *p.sm_lid);

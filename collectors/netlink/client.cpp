@@ -17,7 +17,9 @@ Result<T> Client::query(const Bytes& request, Result<T> (*decode)(const Reply&))
   }
 }
 
-Result<std::vector<Device>> Client::devices() { return query(build_device_dump(), decode_devices); }
+Result<std::vector<Device>> Client::devices() {
+  return query(build_device_dump(), decode_devices);
+}
 
 Result<std::vector<Port>> Client::ports(uint32_t dev_index) {
   return query(build_port_dump(dev_index), decode_ports);

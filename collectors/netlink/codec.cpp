@@ -12,7 +12,9 @@ namespace {
 constexpr std::size_t kMaxAttr = RDMA_NLDEV_ATTR_MAX;
 using AttrTable = std::array<const nlattr*, kMaxAttr>;
 
-Error malformed(const std::string& what) { return Error{EBADMSG, "malformed nldev reply: " + what}; }
+Error malformed(const std::string& what) {
+  return Error{EBADMSG, "malformed nldev reply: " + what};
+}
 
 // Calls fn for every attribute in [data, data + len). Fails when the bytes do
 // not hold whole attributes: a truncated message must never look complete.
@@ -123,12 +125,14 @@ std::string extack_message(const nlmsghdr& msg, std::size_t tlv_offset) {
   if (tlv_offset >= payload_len) return {};
   const auto* base = static_cast<const uint8_t*>(mnl_nlmsg_get_payload(&msg)) + tlv_offset;
   std::string text;
-  (void)for_each_attr(base, payload_len - tlv_offset, "extended ack", [&](const nlattr* a) -> Status {
-    if (mnl_attr_get_type(a) == NLMSGERR_ATTR_MSG && mnl_attr_validate(a, MNL_TYPE_NUL_STRING) == 0) {
-      text = mnl_attr_get_str(a);
-    }
-    return ok_status();
-  });
+  (void)for_each_attr(base, payload_len - tlv_offset, "extended ack",
+                      [&](const nlattr* a) -> Status {
+                        if (mnl_attr_get_type(a) == NLMSGERR_ATTR_MSG &&
+                            mnl_attr_validate(a, MNL_TYPE_NUL_STRING) == 0) {
+                          text = mnl_attr_get_str(a);
+                        }
+                        return ok_status();
+                      });
   return text;
 }
 
@@ -155,23 +159,36 @@ Result<std::vector<T>> decode_all(const Reply& reply, uint16_t cmd,
 
 }  // namespace
 
-uint16_t message_type(uint16_t cmd) { return RDMA_NL_GET_TYPE(RDMA_NL_NLDEV, cmd); }
+uint16_t message_type(uint16_t cmd) {
+  return RDMA_NL_GET_TYPE(RDMA_NL_NLDEV, cmd);
+}
 
 std::string command_name(uint16_t cmd) {
   switch (cmd) {
-    case RDMA_NLDEV_CMD_GET: return "RDMA_NLDEV_CMD_GET";
-    case RDMA_NLDEV_CMD_PORT_GET: return "RDMA_NLDEV_CMD_PORT_GET";
-    case RDMA_NLDEV_CMD_RES_GET: return "RDMA_NLDEV_CMD_RES_GET";
-    case RDMA_NLDEV_CMD_RES_QP_GET: return "RDMA_NLDEV_CMD_RES_QP_GET";
-    case RDMA_NLDEV_CMD_STAT_SET: return "RDMA_NLDEV_CMD_STAT_SET";
-    case RDMA_NLDEV_CMD_STAT_GET: return "RDMA_NLDEV_CMD_STAT_GET";
-    case RDMA_NLDEV_CMD_STAT_DEL: return "RDMA_NLDEV_CMD_STAT_DEL";
-    case RDMA_NLDEV_CMD_STAT_GET_STATUS: return "RDMA_NLDEV_CMD_STAT_GET_STATUS";
-    default: return "RDMA_NLDEV command " + std::to_string(cmd);
+    case RDMA_NLDEV_CMD_GET:
+      return "RDMA_NLDEV_CMD_GET";
+    case RDMA_NLDEV_CMD_PORT_GET:
+      return "RDMA_NLDEV_CMD_PORT_GET";
+    case RDMA_NLDEV_CMD_RES_GET:
+      return "RDMA_NLDEV_CMD_RES_GET";
+    case RDMA_NLDEV_CMD_RES_QP_GET:
+      return "RDMA_NLDEV_CMD_RES_QP_GET";
+    case RDMA_NLDEV_CMD_STAT_SET:
+      return "RDMA_NLDEV_CMD_STAT_SET";
+    case RDMA_NLDEV_CMD_STAT_GET:
+      return "RDMA_NLDEV_CMD_STAT_GET";
+    case RDMA_NLDEV_CMD_STAT_DEL:
+      return "RDMA_NLDEV_CMD_STAT_DEL";
+    case RDMA_NLDEV_CMD_STAT_GET_STATUS:
+      return "RDMA_NLDEV_CMD_STAT_GET_STATUS";
+    default:
+      return "RDMA_NLDEV command " + std::to_string(cmd);
   }
 }
 
-Bytes build_device_dump() { return build(RDMA_NLDEV_CMD_GET, NLM_F_DUMP, nullptr); }
+Bytes build_device_dump() {
+  return build(RDMA_NLDEV_CMD_GET, NLM_F_DUMP, nullptr);
+}
 
 Bytes build_port_dump(uint32_t dev_index) {
   return build(RDMA_NLDEV_CMD_PORT_GET, NLM_F_DUMP,
@@ -185,7 +202,9 @@ Bytes build_port_counters_get(uint32_t dev_index, uint32_t port) {
   });
 }
 
-Bytes build_resource_summary_dump() { return build(RDMA_NLDEV_CMD_RES_GET, NLM_F_DUMP, nullptr); }
+Bytes build_resource_summary_dump() {
+  return build(RDMA_NLDEV_CMD_RES_GET, NLM_F_DUMP, nullptr);
+}
 
 bool ends_exchange(std::span<const uint8_t> datagram) {
   const auto* msg = reinterpret_cast<const nlmsghdr*>(datagram.data());
@@ -206,7 +225,8 @@ Status walk_reply(const Reply& reply, uint16_t cmd,
     auto len = static_cast<int>(dgram.size());
     while (!ended && mnl_nlmsg_ok(msg, len)) {
       if ((msg->nlmsg_flags & NLM_F_DUMP_INTR) != 0) {
-        return Error{kDumpInterrupted, command_name(cmd) + ": dump interrupted by a concurrent change"};
+        return Error{kDumpInterrupted,
+                     command_name(cmd) + ": dump interrupted by a concurrent change"};
       }
       const std::size_t payload_len = mnl_nlmsg_get_payload_len(msg);
       switch (msg->nlmsg_type) {
@@ -259,15 +279,15 @@ Result<Device> parse_device(const nlmsghdr& msg) {
   if (!t) return t.error();
   Device d;
   std::optional<uint32_t> ports;
-  Status s = all(required(*t, RDMA_NLDEV_ATTR_DEV_INDEX, "DEV_INDEX", get_u32, d.index),
-                 required(*t, RDMA_NLDEV_ATTR_DEV_NAME, "DEV_NAME", get_str, d.name),
-                 optional(*t, RDMA_NLDEV_ATTR_PORT_INDEX, "PORT_INDEX", get_u32, ports),
-                 optional(*t, RDMA_NLDEV_ATTR_FW_VERSION, "FW_VERSION", get_str, d.fw_version),
-                 optional(*t, RDMA_NLDEV_ATTR_NODE_GUID, "NODE_GUID", get_u64, d.node_guid),
-                 optional(*t, RDMA_NLDEV_ATTR_SYS_IMAGE_GUID, "SYS_IMAGE_GUID", get_u64,
-                          d.sys_image_guid),
-                 optional(*t, RDMA_NLDEV_ATTR_DEV_NODE_TYPE, "DEV_NODE_TYPE", get_u8, d.node_type),
-                 optional(*t, RDMA_NLDEV_ATTR_DEV_PROTOCOL, "DEV_PROTOCOL", get_str, d.protocol));
+  Status s =
+      all(required(*t, RDMA_NLDEV_ATTR_DEV_INDEX, "DEV_INDEX", get_u32, d.index),
+          required(*t, RDMA_NLDEV_ATTR_DEV_NAME, "DEV_NAME", get_str, d.name),
+          optional(*t, RDMA_NLDEV_ATTR_PORT_INDEX, "PORT_INDEX", get_u32, ports),
+          optional(*t, RDMA_NLDEV_ATTR_FW_VERSION, "FW_VERSION", get_str, d.fw_version),
+          optional(*t, RDMA_NLDEV_ATTR_NODE_GUID, "NODE_GUID", get_u64, d.node_guid),
+          optional(*t, RDMA_NLDEV_ATTR_SYS_IMAGE_GUID, "SYS_IMAGE_GUID", get_u64, d.sys_image_guid),
+          optional(*t, RDMA_NLDEV_ATTR_DEV_NODE_TYPE, "DEV_NODE_TYPE", get_u8, d.node_type),
+          optional(*t, RDMA_NLDEV_ATTR_DEV_PROTOCOL, "DEV_PROTOCOL", get_str, d.protocol));
   if (!s) return s.error();
   d.port_count = ports.value_or(0);
   return d;
@@ -277,17 +297,17 @@ Result<Port> parse_port(const nlmsghdr& msg) {
   auto t = table_of_message(msg, "port");
   if (!t) return t.error();
   Port p;
-  Status s = all(required(*t, RDMA_NLDEV_ATTR_DEV_INDEX, "DEV_INDEX", get_u32, p.dev_index),
-                 required(*t, RDMA_NLDEV_ATTR_DEV_NAME, "DEV_NAME", get_str, p.dev_name),
-                 required(*t, RDMA_NLDEV_ATTR_PORT_INDEX, "PORT_INDEX", get_u32, p.index),
-                 optional(*t, RDMA_NLDEV_ATTR_PORT_STATE, "PORT_STATE", get_u8, p.state),
-                 optional(*t, RDMA_NLDEV_ATTR_PORT_PHYS_STATE, "PORT_PHYS_STATE", get_u8,
-                          p.phys_state),
-                 optional(*t, RDMA_NLDEV_ATTR_NDEV_INDEX, "NDEV_INDEX", get_u32, p.netdev_index),
-                 optional(*t, RDMA_NLDEV_ATTR_NDEV_NAME, "NDEV_NAME", get_str, p.netdev_name),
-                 optional(*t, RDMA_NLDEV_ATTR_LID, "LID", get_u32, p.lid),
-                 optional(*t, RDMA_NLDEV_ATTR_SM_LID, "SM_LID", get_u32, p.sm_lid),
-                 optional(*t, RDMA_NLDEV_ATTR_LMC, "LMC", get_u8, p.lmc));
+  Status s =
+      all(required(*t, RDMA_NLDEV_ATTR_DEV_INDEX, "DEV_INDEX", get_u32, p.dev_index),
+          required(*t, RDMA_NLDEV_ATTR_DEV_NAME, "DEV_NAME", get_str, p.dev_name),
+          required(*t, RDMA_NLDEV_ATTR_PORT_INDEX, "PORT_INDEX", get_u32, p.index),
+          optional(*t, RDMA_NLDEV_ATTR_PORT_STATE, "PORT_STATE", get_u8, p.state),
+          optional(*t, RDMA_NLDEV_ATTR_PORT_PHYS_STATE, "PORT_PHYS_STATE", get_u8, p.phys_state),
+          optional(*t, RDMA_NLDEV_ATTR_NDEV_INDEX, "NDEV_INDEX", get_u32, p.netdev_index),
+          optional(*t, RDMA_NLDEV_ATTR_NDEV_NAME, "NDEV_NAME", get_str, p.netdev_name),
+          optional(*t, RDMA_NLDEV_ATTR_LID, "LID", get_u32, p.lid),
+          optional(*t, RDMA_NLDEV_ATTR_SM_LID, "SM_LID", get_u32, p.sm_lid),
+          optional(*t, RDMA_NLDEV_ATTR_LMC, "LMC", get_u8, p.lmc));
   if (!s) return s.error();
   return p;
 }
@@ -301,21 +321,21 @@ Result<PortCounters> parse_port_counters(const nlmsghdr& msg) {
   if (!s) return s.error();
   const nlattr* nest = (*t)[RDMA_NLDEV_ATTR_STAT_HWCOUNTERS];
   if (nest == nullptr) return malformed("missing attribute STAT_HWCOUNTERS");
-  s = for_each_attr(
-      mnl_attr_get_payload(nest), mnl_attr_get_payload_len(nest), "STAT_HWCOUNTERS",
-      [&](const nlattr* entry) -> Status {
-        if (mnl_attr_get_type(entry) != RDMA_NLDEV_ATTR_STAT_HWCOUNTER_ENTRY) return ok_status();
-        auto e = table_of_nest(entry, "STAT_HWCOUNTER_ENTRY");
-        if (!e) return e.error();
-        HwCounter c;
-        Status es = all(required(*e, RDMA_NLDEV_ATTR_STAT_HWCOUNTER_ENTRY_NAME,
-                                 "STAT_HWCOUNTER_ENTRY_NAME", get_str, c.name),
-                        required(*e, RDMA_NLDEV_ATTR_STAT_HWCOUNTER_ENTRY_VALUE,
-                                 "STAT_HWCOUNTER_ENTRY_VALUE", get_u64, c.value));
-        if (!es) return es;
-        pc.counters.push_back(std::move(c));
-        return ok_status();
-      });
+  s = for_each_attr(mnl_attr_get_payload(nest), mnl_attr_get_payload_len(nest), "STAT_HWCOUNTERS",
+                    [&](const nlattr* entry) -> Status {
+                      if (mnl_attr_get_type(entry) != RDMA_NLDEV_ATTR_STAT_HWCOUNTER_ENTRY)
+                        return ok_status();
+                      auto e = table_of_nest(entry, "STAT_HWCOUNTER_ENTRY");
+                      if (!e) return e.error();
+                      HwCounter c;
+                      Status es = all(required(*e, RDMA_NLDEV_ATTR_STAT_HWCOUNTER_ENTRY_NAME,
+                                               "STAT_HWCOUNTER_ENTRY_NAME", get_str, c.name),
+                                      required(*e, RDMA_NLDEV_ATTR_STAT_HWCOUNTER_ENTRY_VALUE,
+                                               "STAT_HWCOUNTER_ENTRY_VALUE", get_u64, c.value));
+                      if (!es) return es;
+                      pc.counters.push_back(std::move(c));
+                      return ok_status();
+                    });
   if (!s) return s.error();
   return pc;
 }
@@ -329,22 +349,22 @@ Result<ResourceSummary> parse_resource_summary(const nlmsghdr& msg) {
   if (!s) return s.error();
   const nlattr* nest = (*t)[RDMA_NLDEV_ATTR_RES_SUMMARY];
   if (nest == nullptr) return malformed("missing attribute RES_SUMMARY");
-  s = for_each_attr(
-      mnl_attr_get_payload(nest), mnl_attr_get_payload_len(nest), "RES_SUMMARY",
-      [&](const nlattr* entry) -> Status {
-        if (mnl_attr_get_type(entry) != RDMA_NLDEV_ATTR_RES_SUMMARY_ENTRY) return ok_status();
-        auto e = table_of_nest(entry, "RES_SUMMARY_ENTRY");
-        if (!e) return e.error();
-        std::string name;
-        uint64_t curr = 0;
-        Status es = all(required(*e, RDMA_NLDEV_ATTR_RES_SUMMARY_ENTRY_NAME,
-                                 "RES_SUMMARY_ENTRY_NAME", get_str, name),
-                        required(*e, RDMA_NLDEV_ATTR_RES_SUMMARY_ENTRY_CURR,
-                                 "RES_SUMMARY_ENTRY_CURR", get_u64, curr));
-        if (!es) return es;
-        rs.entries.emplace_back(std::move(name), curr);
-        return ok_status();
-      });
+  s = for_each_attr(mnl_attr_get_payload(nest), mnl_attr_get_payload_len(nest), "RES_SUMMARY",
+                    [&](const nlattr* entry) -> Status {
+                      if (mnl_attr_get_type(entry) != RDMA_NLDEV_ATTR_RES_SUMMARY_ENTRY)
+                        return ok_status();
+                      auto e = table_of_nest(entry, "RES_SUMMARY_ENTRY");
+                      if (!e) return e.error();
+                      std::string name;
+                      uint64_t curr = 0;
+                      Status es = all(required(*e, RDMA_NLDEV_ATTR_RES_SUMMARY_ENTRY_NAME,
+                                               "RES_SUMMARY_ENTRY_NAME", get_str, name),
+                                      required(*e, RDMA_NLDEV_ATTR_RES_SUMMARY_ENTRY_CURR,
+                                               "RES_SUMMARY_ENTRY_CURR", get_u64, curr));
+                      if (!es) return es;
+                      rs.entries.emplace_back(std::move(name), curr);
+                      return ok_status();
+                    });
   if (!s) return s.error();
   return rs;
 }

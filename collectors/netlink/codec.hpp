@@ -26,10 +26,10 @@ uint16_t message_type(uint16_t cmd);
 std::string command_name(uint16_t cmd);
 
 // --- requests -------------------------------------------------------------
-Bytes build_device_dump();                                 // RDMA_NLDEV_CMD_GET
-Bytes build_port_dump(uint32_t dev_index);                 // RDMA_NLDEV_CMD_PORT_GET
+Bytes build_device_dump();                                         // RDMA_NLDEV_CMD_GET
+Bytes build_port_dump(uint32_t dev_index);                         // RDMA_NLDEV_CMD_PORT_GET
 Bytes build_port_counters_get(uint32_t dev_index, uint32_t port);  // RDMA_NLDEV_CMD_STAT_GET
-Bytes build_resource_summary_dump();                       // RDMA_NLDEV_CMD_RES_GET
+Bytes build_resource_summary_dump();                               // RDMA_NLDEV_CMD_RES_GET
 
 // --- replies --------------------------------------------------------------
 

@@ -18,7 +18,7 @@ struct Device {
   std::optional<std::string> fw_version;
   std::optional<uint64_t> node_guid;
   std::optional<uint64_t> sys_image_guid;
-  std::optional<uint8_t> node_type;  // RDMA_NODE_* from rdma_netlink.h
+  std::optional<uint8_t> node_type;     // RDMA_NODE_* from rdma_netlink.h
   std::optional<std::string> protocol;  // "roce", "ib", "iw", ...
 };
 

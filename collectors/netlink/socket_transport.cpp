@@ -24,11 +24,12 @@ constexpr std::size_t kMaxReplyBytes = 64 * 1024 * 1024;
 
 }  // namespace
 
-void SocketTransport::SocketDeleter::operator()(mnl_socket* s) const { mnl_socket_close(s); }
+void SocketTransport::SocketDeleter::operator()(mnl_socket* s) const {
+  mnl_socket_close(s);
+}
 
 SocketTransport::SocketTransport(std::chrono::milliseconds receive_timeout)
-    : receive_timeout_(receive_timeout),
-      seq_(static_cast<uint32_t>(std::time(nullptr))) {}
+    : receive_timeout_(receive_timeout), seq_(static_cast<uint32_t>(std::time(nullptr))) {}
 
 SocketTransport::~SocketTransport() = default;
 
@@ -86,7 +87,8 @@ Result<Reply> SocketTransport::exchange(std::span<const uint8_t> request) {
     const ssize_t n = mnl_socket_recvfrom(socket_.get(), buf.data(), buf.size());
     if (n < 0) {
       if (errno == EINTR) continue;
-      if (errno == EAGAIN || errno == EWOULDBLOCK) return fail(ETIMEDOUT, "receive from NETLINK_RDMA");
+      if (errno == EAGAIN || errno == EWOULDBLOCK)
+        return fail(ETIMEDOUT, "receive from NETLINK_RDMA");
       return fail(errno, "receive from NETLINK_RDMA");
     }
     if (n == 0) return fail(ECONNRESET, "receive from NETLINK_RDMA");
@@ -96,7 +98,8 @@ Result<Reply> SocketTransport::exchange(std::span<const uint8_t> request) {
       continue;  // a late answer to an earlier request
     }
     total += static_cast<std::size_t>(n);
-    if (total > kMaxReplyBytes) return fail(EMSGSIZE, "receive from NETLINK_RDMA (reply too large)");
+    if (total > kMaxReplyBytes)
+      return fail(EMSGSIZE, "receive from NETLINK_RDMA (reply too large)");
     reply.datagrams.emplace_back(buf.begin(), buf.begin() + n);
     if (ends_exchange(reply.datagrams.back())) break;
   }

@@ -62,11 +62,12 @@ std::vector<std::string> SysfsCollector::collect(Scrape& scrape, MetricSink& sin
                   std::move(info));
       }
       for (const auto& c : p.pma_counters) {
-        sink.counter(pma_counter_metric(c.name),
-                     "InfiniBand PMA port counter \"" + c.name + "\" from sysfs" +
-                         (is_pma_data_counter(c.name) ? ", in bytes (the kernel counts 4-byte words)."
-                                                      : "."),
-                     base, static_cast<double>(c.value) * pma_counter_scale(c.name));
+        sink.counter(
+            pma_counter_metric(c.name),
+            "InfiniBand PMA port counter \"" + c.name + "\" from sysfs" +
+                (is_pma_data_counter(c.name) ? ", in bytes (the kernel counts 4-byte words)."
+                                             : "."),
+            base, static_cast<double>(c.value) * pma_counter_scale(c.name));
       }
     }
   }

@@ -36,9 +36,9 @@ const FakeDevice* FakeNldev::find(std::optional<uint32_t> index) const {
 }
 
 std::size_t FakeNldev::requests_for(uint32_t dev_index) const {
-  return static_cast<std::size_t>(std::count_if(requests.begin(), requests.end(), [&](const auto& r) {
-    return r.dev_index && *r.dev_index == dev_index;
-  }));
+  return static_cast<std::size_t>(
+      std::count_if(requests.begin(), requests.end(),
+                    [&](const auto& r) { return r.dev_index && *r.dev_index == dev_index; }));
 }
 
 nldev::Reply FakeNldev::dump(uint16_t cmd, std::vector<Bytes> messages) {
@@ -99,7 +99,8 @@ Result<nldev::Reply> FakeNldev::exchange(std::span<const uint8_t> request) {
         if (p.lmc) m.u8(RDMA_NLDEV_ATTR_LMC, *p.lmc);
         m.u8(RDMA_NLDEV_ATTR_PORT_STATE, p.state).u8(RDMA_NLDEV_ATTR_PORT_PHYS_STATE, p.phys_state);
         if (!p.netdev.empty()) {
-          m.u32(RDMA_NLDEV_ATTR_NDEV_INDEX, p.netdev_index).str(RDMA_NLDEV_ATTR_NDEV_NAME, p.netdev);
+          m.u32(RDMA_NLDEV_ATTR_NDEV_INDEX, p.netdev_index)
+              .str(RDMA_NLDEV_ATTR_NDEV_NAME, p.netdev);
         }
         msgs.push_back(m.bytes());
       }

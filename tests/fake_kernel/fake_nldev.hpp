@@ -54,8 +54,8 @@ class FakeNldev final : public nldev::Transport {
   std::vector<FakeDevice> devices;
 
   // Fault injection.
-  bool absent = false;              // socket() says EPROTONOSUPPORT
-  int interrupt_next_dumps = 0;     // mark this many dumps NLM_F_DUMP_INTR
+  bool absent = false;           // socket() says EPROTONOSUPPORT
+  int interrupt_next_dumps = 0;  // mark this many dumps NLM_F_DUMP_INTR
   std::size_t messages_per_datagram = 2;
   std::function<void(nldev::Reply&)> tamper;  // edits a reply before it is returned
 

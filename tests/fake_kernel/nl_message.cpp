@@ -43,9 +43,13 @@ NlMessage& NlMessage::end_nest() {
   return *this;
 }
 
-Bytes NlMessage::bytes() const { return Bytes(buf_.begin(), buf_.begin() + nlh_->nlmsg_len); }
+Bytes NlMessage::bytes() const {
+  return Bytes(buf_.begin(), buf_.begin() + nlh_->nlmsg_len);
+}
 
-uint16_t nldev_type(uint16_t cmd) { return RDMA_NL_GET_TYPE(RDMA_NL_NLDEV, cmd); }
+uint16_t nldev_type(uint16_t cmd) {
+  return RDMA_NL_GET_TYPE(RDMA_NL_NLDEV, cmd);
+}
 
 Bytes done_message(int error, uint32_t seq) {
   NlMessage m(NLMSG_DONE, NLM_F_MULTI, seq);
@@ -54,7 +58,9 @@ Bytes done_message(int error, uint32_t seq) {
   return m.bytes();
 }
 
-Bytes ack_message(uint32_t seq) { return error_message(0, "", seq); }
+Bytes ack_message(uint32_t seq) {
+  return error_message(0, "", seq);
+}
 
 Bytes error_message(int error, const std::string& extack, uint32_t seq, const Bytes& original,
                     bool capped) {
@@ -64,9 +70,8 @@ Bytes error_message(int error, const std::string& extack, uint32_t seq, const By
   nlmsghdr orig{};
   if (original.size() >= sizeof(nlmsghdr)) std::memcpy(&orig, original.data(), sizeof orig);
   const std::size_t extra =
-      sizeof(nlmsgerr) + (capped || original.size() < sizeof(nlmsghdr)
-                              ? 0
-                              : original.size() - sizeof(nlmsghdr));
+      sizeof(nlmsgerr) +
+      (capped || original.size() < sizeof(nlmsghdr) ? 0 : original.size() - sizeof(nlmsghdr));
   auto* err = static_cast<nlmsgerr*>(mnl_nlmsg_put_extra_header(m.header(), extra));
   err->error = error;
   err->msg = orig;

@@ -1,1 +1,62 @@
+"""The configuration file and flags as a user meets them."""
+import os
+import subprocess
 import unittest
+
+from harness import BIN, SOURCE_DIR, write_config
+
+
+def run(*args):
+    return subprocess.run([BIN, *args], capture_output=True, text=True, timeout=30)
+
+
+class ConfigTest(unittest.TestCase):
+    def test_shipped_example_is_valid(self):
+        path = os.path.join(SOURCE_DIR, "config/rdma_exporter.yml")
+        r = run("--config.check", path)
+        self.assertEqual(r.returncode, 0, r.stderr)
+        self.assertIn("configuration is valid", r.stdout)
+
+    def test_check_reports_every_problem_with_position_and_exits_2(self):
+        path = write_config("web:\n  max_connections: -1\n  colour: blue\nlog: {level: loud}\n")
+        r = run("--config.check", path)
+        self.assertEqual(r.returncode, 2)
+        lines = r.stderr.strip().splitlines()
+        self.assertEqual(len(lines), 3, r.stderr)
+        self.assertTrue(lines[0].startswith(f"{path}:2:20: web.max_connections: expected an integer"))
+        self.assertTrue(lines[1].startswith(f"{path}:3:3: web.colour: unknown key"))
+        self.assertIn("log.level", lines[2])
+
+    def test_check_of_a_missing_file_exits_2(self):
+        r = run("--config.check", "/nonexistent.yml")
+        self.assertEqual(r.returncode, 2)
+        self.assertIn("No such file", r.stderr)
+
+    def test_invalid_configuration_at_start_exits_2(self):
+        r = run("--config.file", write_config("web: [1, 2]\n"), "--once")
+        self.assertEqual(r.returncode, 2)
+        self.assertIn("expected a mapping", r.stderr)
+        r = run("--web.listen-address", "nowhere", "--once")
+        self.assertEqual(r.returncode, 2)
+        self.assertIn("web.listen_address", r.stderr)
+        r = run("--devices.include", "(", "--once")
+        self.assertEqual(r.returncode, 2)
+        self.assertIn("invalid device pattern", r.stderr)
+
+    def test_usage_errors_exit_2(self):
+        self.assertEqual(run("--no-such-flag").returncode, 2)
+        self.assertEqual(run("stray-argument").returncode, 2)
+
+    def test_help_and_version(self):
+        r = run("--help")
+        self.assertEqual(r.returncode, 0)
+        for flag in ("--once", "--config.file", "--config.check", "--web.listen-address",
+                     "--path.sysfs", "--devices.include", "--devices.exclude", "--log.level"):
+            self.assertIn(flag, r.stdout)
+        r = run("--version")
+        self.assertEqual(r.returncode, 0)
+        self.assertTrue(r.stdout.startswith("rdma_exporter "))
+
+
+if __name__ == "__main__":
+    unittest.main()

@@ -1,1 +1,201 @@
+"""HTTP behaviour of the daemon: routes, methods, limits, abusive clients."""
+import concurrent.futures
+import gzip
+import http.client
+import signal
+import socket
+import subprocess
+import threading
+import time
 import unittest
+
+from harness import Exporter, make_sysfs, promtool, raw_request, status_of
+
+
+class HttpTest(unittest.TestCase):
+    @classmethod
+    def setUpClass(cls):
+        cls.sysfs = make_sysfs("mlx5:2:2 rxe efa")
+        cls.exporter = Exporter("--path.sysfs", cls.sysfs, config="""
+web:
+  read_timeout: 2s
+  idle_timeout: 3s
+  max_connections: 16
+  max_request_bytes: 2048
+""")
+
+    @classmethod
+    def tearDownClass(cls):
+        code = cls.exporter.stop()
+        assert code == 0, f"exporter exited {code}:\n{cls.exporter.log()}"
+
+    def get(self, path, method="GET", headers=None):
+        conn = http.client.HTTPConnection("127.0.0.1", self.exporter.port, timeout=10)
+        conn.request(method, path, headers=headers or {})
+        resp = conn.getresponse()
+        body = resp.read()
+        conn.close()
+        return resp, body
+
+    def test_metrics_is_prometheus_text(self):
+        resp, body = self.get("/metrics")
+        self.assertEqual(resp.status, 200)
+        self.assertEqual(resp.getheader("Content-Type"), "text/plain; version=0.0.4; charset=utf-8")
+        text = body.decode()
+        self.assertIn('rdma_port_pma_port_xmit_data_bytes_total{device="mlx5_1",port="2"}', text)
+        self.assertIn('rdma_exporter_collector_success{collector="sysfs"} 1', text)
+        self.assertIn("# TYPE rdma_port_rate_bytes_per_second gauge", text)
+
+    def test_gzip_when_accepted(self):
+        resp, body = self.get("/metrics", headers={"Accept-Encoding": "gzip"})
+        self.assertEqual(resp.getheader("Content-Encoding"), "gzip")
+        self.assertEqual(resp.getheader("Vary"), "Accept-Encoding")
+        text = gzip.decompress(body).decode()
+        self.assertIn("rdma_device_hardware_info", text)
+        resp, body = self.get("/metrics", headers={"Accept-Encoding": "identity"})
+        self.assertIsNone(resp.getheader("Content-Encoding"))
+        self.assertIn(b"rdma_device_hardware_info", body)
+
+    def test_landing_and_health(self):
+        resp, body = self.get("/")
+        self.assertEqual(resp.status, 200)
+        self.assertIn(b'href="metrics"', body)
+        resp, body = self.get("/healthz")
+        self.assertEqual((resp.status, body), (200, b"OK\n"))
+        resp, body = self.get("/metrics?x=1")
+        self.assertEqual(resp.status, 200)
+
+    def test_head_has_headers_and_no_body(self):
+        resp, body = self.get("/metrics", method="HEAD")
+        self.assertEqual(resp.status, 200)
+        self.assertEqual(body, b"")
+        self.assertGreater(int(resp.getheader("Content-Length")), 1000)
+
+    def test_unknown_path_is_404_other_methods_405(self):
+        self.assertEqual(self.get("/nope")[0].status, 404)
+        self.assertEqual(self.get("/metrics/extra")[0].status, 404)
+        for method in ("POST", "PUT", "DELETE", "OPTIONS"):
+            resp, _ = self.get("/metrics", method=method)
+            self.assertEqual(resp.status, 405, method)
+            self.assertEqual(resp.getheader("Allow"), "GET, HEAD")
+
+    def test_malformed_requests_are_400(self):
+        for junk in (b"GARBAGE\r\n\r\n", b"GET\r\n\r\n", b"GET / HTTP/9.9\r\n\r\n",
+                     b"GET / HTTP/1.1\r\nHost: x\r\nBad Header\r\n\r\n",
+                     b"\x00\x01\x02\x03\r\n\r\n"):
+            self.assertEqual(status_of(raw_request(self.exporter.port, junk)), 400, junk)
+
+    def test_oversized_request_is_400(self):
+        big = b"GET /metrics HTTP/1.1\r\nHost: x\r\nX-Pad: " + b"a" * 4096 + b"\r\n\r\n"
+        self.assertEqual(status_of(raw_request(self.exporter.port, big)), 400)
+
+    def test_request_body_is_refused(self):
+        req = b"GET /metrics HTTP/1.1\r\nHost: x\r\nContent-Length: 5\r\n\r\nhello"
+        self.assertEqual(status_of(raw_request(self.exporter.port, req)), 400)
+
+    def test_client_sending_headers_forever_is_cut_off(self):
+        s = self.exporter.connect()
+        s.sendall(b"GET /metrics HTTP/1.1\r\nHost: x\r\n")
+        start = time.monotonic()
+        closed = False
+        # One header every 0.2 s, never finishing; read_timeout is 2 s.
+        while time.monotonic() - start < 10:
+            try:
+                s.sendall(b"X-Slow: y\r\n")
+                s.settimeout(0.2)
+                if s.recv(1) == b"":
+                    closed = True
+                    break
+            except socket.timeout:
+                continue
+            except (BrokenPipeError, ConnectionResetError):
+                closed = True
+                break
+        s.close()
+        self.assertTrue(closed, "slow client was never disconnected")
+        self.assertLess(time.monotonic() - start, 6)
+        self.assertEqual(self.get("/healthz")[0].status, 200)
+
+    def test_idle_connection_is_closed(self):
+        s = self.exporter.connect()
+        s.settimeout(10)
+        start = time.monotonic()
+        self.assertEqual(s.recv(1), b"")
+        self.assertLess(time.monotonic() - start, 6)
+        s.close()
+
+    def test_keep_alive_serves_several_requests(self):
+        conn = http.client.HTTPConnection("127.0.0.1", self.exporter.port, timeout=10)
+        for _ in range(5):
+            conn.request("GET", "/metrics")
+            resp = conn.getresponse()
+            self.assertEqual(resp.status, 200)
+            resp.read()
+        conn.close()
+
+    def test_connection_cap_and_many_parallel_clients(self):
+        # Hold more connections open than allowed: the extra ones get 503 at once.
+        held = [self.exporter.connect() for _ in range(16)]
+        time.sleep(0.3)
+        extra = self.exporter.connect()
+        extra.settimeout(5)
+        data = extra.recv(1024)
+        self.assertIn(b"503", data)
+        extra.close()
+        for s in held:
+            s.close()
+        time.sleep(0.3)
+
+        def scrape(_):
+            resp, body = self.get("/metrics", headers={"Accept-Encoding": "gzip"})
+            return resp.status
+        with concurrent.futures.ThreadPoolExecutor(max_workers=12) as pool:
+            statuses = list(pool.map(scrape, range(200)))
+        self.assertEqual(statuses.count(200) + statuses.count(503), 200)
+        self.assertGreater(statuses.count(200), 100)
+        resp, body = self.get("/metrics")
+        self.assertIn(b"rdma_exporter_http_rejected_connections_total", body)
+        self.assertEqual(resp.status, 200)
+
+    def test_promtool_accepts_the_exposition(self):
+        self.assertIsNotNone(promtool(), "promtool missing: scripts/setup installs it")
+        _, body = self.get("/metrics")
+        result = subprocess.run(["promtool", "check", "metrics"], input=body, capture_output=True)
+        self.assertEqual(result.returncode, 0, result.stdout + result.stderr)
+
+
+class ShutdownTest(unittest.TestCase):
+    def test_sigterm_finishes_in_flight_response_and_exits_0(self):
+        sysfs = make_sysfs("mlx5:8:2")
+        exp = Exporter("--path.sysfs", sysfs)
+        conn = http.client.HTTPConnection("127.0.0.1", exp.port, timeout=10)
+        conn.request("GET", "/metrics")
+        exp.proc.send_signal(signal.SIGTERM)
+        resp = conn.getresponse()
+        body = resp.read()
+        self.assertEqual(resp.status, 200)
+        self.assertIn(b"rdma_port_pma", body)
+        self.assertEqual(exp.proc.wait(10), 0, exp.log())
+        self.assertIn("received SIGTERM", exp.log())
+        with self.assertRaises(OSError):
+            socket.create_connection(("127.0.0.1", exp.port), timeout=2).close()
+
+    def test_sigint_with_idle_keepalive_connection_exits_promptly(self):
+        exp = Exporter("--path.sysfs", "/nonexistent")
+        idle = exp.connect()
+        start = time.monotonic()
+        self.assertEqual(exp.stop(signal.SIGINT), 0)
+        self.assertLess(time.monotonic() - start, 5)
+        idle.close()
+
+    def test_address_in_use_is_a_clear_failure(self):
+        with Exporter("--path.sysfs", "/nonexistent") as first:
+            result = subprocess.run([first.proc.args[0], "--web.listen-address",
+                                     f"127.0.0.1:{first.port}", "--path.sysfs", "/nonexistent"],
+                                    capture_output=True, text=True, timeout=10)
+            self.assertEqual(result.returncode, 1)
+            self.assertIn("Address already in use", result.stderr)
+
+
+if __name__ == "__main__":
+    unittest.main()

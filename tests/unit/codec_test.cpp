@@ -1,10 +1,11 @@
 // The nldev codecs, fed kernel-shaped messages built with libmnl.
 
+#include "collectors/netlink/codec.hpp"
+
 #include <gtest/gtest.h>
 #include <rdma/rdma_netlink.h>
 
 #include "collectors/netlink/client.hpp"
-#include "collectors/netlink/codec.hpp"
 #include "tests/fake_kernel/fake_nldev.hpp"
 #include "tests/fake_kernel/nl_message.hpp"
 
@@ -15,8 +16,8 @@ using testing::ack_message;
 using testing::datagram;
 using testing::done_message;
 using testing::error_message;
-using testing::NlMessage;
 using testing::nldev_type;
+using testing::NlMessage;
 
 Bytes device_msg(uint32_t index, const std::string& name, uint32_t ports = 1) {
   return NlMessage(nldev_type(RDMA_NLDEV_CMD_GET), NLM_F_MULTI)

@@ -1,13 +1,13 @@
 // Whole collections against the fake nldev kernel and sysfs fixture trees.
 
-#include <gtest/gtest.h>
+#include "exporter/collection.hpp"
 
+#include <gtest/gtest.h>
 #include <rdma/rdma_netlink.h>
 
 #include <algorithm>
 #include <cmath>
 
-#include "exporter/collection.hpp"
 #include "exporter/exposition.hpp"
 #include "tests/fake_kernel/fake_nldev.hpp"
 #include "tests/unit/fixtures.hpp"
@@ -66,10 +66,15 @@ class CollectionTest : public ::testing::Test {
                                  .netdev = "ens1f0",
                                  .netdev_index = 4,
                                  .counters = {{"out_of_sequence", 17}, {"np_cnp_sent", 99}}});
-    mlx.ports.push_back(FakePort{.index = 2, .state = 1, .phys_state = 3, .counters = {{"out_of_sequence", 3}}});
+    mlx.ports.push_back(
+        FakePort{.index = 2, .state = 1, .phys_state = 3, .counters = {{"out_of_sequence", 3}}});
     mlx.resources = {{"qp", 12}, {"cq", 4}};
     FakeDevice ib{.index = 5, .name = "mlx5_1", .protocol = "ib"};
-    ib.ports.push_back(FakePort{.index = 1, .lid = 7, .sm_lid = 1, .lmc = 0, .counters = {{"rx_write_requests", 1ULL << 40}}});
+    ib.ports.push_back(FakePort{.index = 1,
+                                .lid = 7,
+                                .sm_lid = 1,
+                                .lmc = 0,
+                                .counters = {{"rx_write_requests", 1ULL << 40}}});
     kernel_->devices = {mlx, ib};
     config_.sysfs.root = "/nonexistent";
   }
@@ -104,16 +109,22 @@ TEST_F(CollectionTest, ExportsDevicesPortsCountersAndResources) {
   EXPECT_EQ(sample(*s, "rdma_port_state", {{"device", "mlx5_0"}, {"port", "1"}}), 4.0);
   EXPECT_EQ(sample(*s, "rdma_port_state", {{"device", "mlx5_0"}, {"port", "2"}}), 1.0);
   EXPECT_EQ(sample(*s, "rdma_port_info",
-                   {{"device", "mlx5_0"}, {"port", "1"}, {"state", "ACTIVE"},
-                    {"phys_state", "LINK_UP"}, {"netdev", "ens1f0"}}),
+                   {{"device", "mlx5_0"},
+                    {"port", "1"},
+                    {"state", "ACTIVE"},
+                    {"phys_state", "LINK_UP"},
+                    {"netdev", "ens1f0"}}),
             1.0);
-  EXPECT_EQ(sample(*s, "rdma_port_info",
-                   {{"device", "mlx5_0"}, {"port", "2"}, {"state", "DOWN"}, {"phys_state", "DISABLED"}}),
-            1.0);
+  EXPECT_EQ(
+      sample(*s, "rdma_port_info",
+             {{"device", "mlx5_0"}, {"port", "2"}, {"state", "DOWN"}, {"phys_state", "DISABLED"}}),
+      1.0);
   EXPECT_EQ(sample(*s, "rdma_port_lid", {{"device", "mlx5_1"}}), 7.0);
   EXPECT_TRUE(std::isnan(sample(*s, "rdma_port_lid", {{"device", "mlx5_0"}})));
-  EXPECT_EQ(sample(*s, "rdma_port_hw_out_of_sequence_total", {{"device", "mlx5_0"}, {"port", "1"}}), 17.0);
-  EXPECT_EQ(sample(*s, "rdma_port_hw_out_of_sequence_total", {{"device", "mlx5_0"}, {"port", "2"}}), 3.0);
+  EXPECT_EQ(sample(*s, "rdma_port_hw_out_of_sequence_total", {{"device", "mlx5_0"}, {"port", "1"}}),
+            17.0);
+  EXPECT_EQ(sample(*s, "rdma_port_hw_out_of_sequence_total", {{"device", "mlx5_0"}, {"port", "2"}}),
+            3.0);
   EXPECT_EQ(sample(*s, "rdma_port_hw_np_cnp_sent_total", {{"device", "mlx5_0"}}), 99.0);
   EXPECT_EQ(sample(*s, "rdma_port_hw_rx_write_requests_total", {{"device", "mlx5_1"}}),
             static_cast<double>(1ULL << 40));
@@ -126,8 +137,12 @@ TEST_F(CollectionTest, CountersFollowTheKernel) {
   auto first = collect();
   kernel().devices[0].ports[0].counters[0].second = 1000;
   auto second = collect();
-  EXPECT_EQ(sample(*first, "rdma_port_hw_out_of_sequence_total", {{"device", "mlx5_0"}, {"port", "1"}}), 17.0);
-  EXPECT_EQ(sample(*second, "rdma_port_hw_out_of_sequence_total", {{"device", "mlx5_0"}, {"port", "1"}}), 1000.0);
+  EXPECT_EQ(
+      sample(*first, "rdma_port_hw_out_of_sequence_total", {{"device", "mlx5_0"}, {"port", "1"}}),
+      17.0);
+  EXPECT_EQ(
+      sample(*second, "rdma_port_hw_out_of_sequence_total", {{"device", "mlx5_0"}, {"port", "1"}}),
+      1000.0);
   EXPECT_EQ(sample(*second, "rdma_exporter_collections_total"), 2.0);
 }
 
@@ -156,10 +171,12 @@ TEST_F(CollectionTest, OneFailingPortDoesNotHideTheOthers) {
   ASSERT_EQ(o.errors.size(), 1U);
   EXPECT_NE(o.errors[0].find("mlx5_0 port 2"), std::string::npos);
   EXPECT_NE(o.errors[0].find("Operation not permitted"), std::string::npos);
-  EXPECT_EQ(sample(*s, "rdma_port_hw_out_of_sequence_total", {{"device", "mlx5_0"}, {"port", "1"}}), 17.0);
+  EXPECT_EQ(sample(*s, "rdma_port_hw_out_of_sequence_total", {{"device", "mlx5_0"}, {"port", "1"}}),
+            17.0);
   EXPECT_EQ(sample(*s, "rdma_exporter_collector_success", {{"collector", "hw_counters"}}), 0.0);
   EXPECT_EQ(sample(*s, "rdma_exporter_collector_success", {{"collector", "devices"}}), 1.0);
-  EXPECT_EQ(sample(*s, "rdma_exporter_collector_failures_total", {{"collector", "hw_counters"}}), 1.0);
+  EXPECT_EQ(sample(*s, "rdma_exporter_collector_failures_total", {{"collector", "hw_counters"}}),
+            1.0);
 }
 
 TEST_F(CollectionTest, DriverWithoutPortCountersIsNotAFailure) {
@@ -207,15 +224,19 @@ TEST_F(CollectionTest, SysfsFixtureAlongsideNetlink) {
   config_.sysfs.root = testing::make_sysfs_fixture("mlx5:1:1 efa broken");
   config_.devices.exclude = {"broken.*"};
   auto s = collect();
-  EXPECT_TRUE(s->all_succeeded()) << (s->outcomes.back().errors.empty() ? "" : s->outcomes.back().errors[0]);
-  EXPECT_EQ(sample(*s, "rdma_port_pma_port_xmit_data_bytes_total", {{"device", "mlx5_0"}, {"port", "1"}}),
-            4.0 * fixture_value("port_xmit_data", 0, 1));  // the file counts 4-byte words
+  EXPECT_TRUE(s->all_succeeded()) << (s->outcomes.back().errors.empty()
+                                          ? ""
+                                          : s->outcomes.back().errors[0]);
+  EXPECT_EQ(
+      sample(*s, "rdma_port_pma_port_xmit_data_bytes_total", {{"device", "mlx5_0"}, {"port", "1"}}),
+      4.0 * fixture_value("port_xmit_data", 0, 1));  // the file counts 4-byte words
   EXPECT_EQ(sample(*s, "rdma_port_rate_bytes_per_second", {{"device", "mlx5_0"}}), 12.5e9);
   EXPECT_EQ(sample(*s, "rdma_port_pma_symbol_error_total", {{"device", "mlx5_0"}, {"port", "1"}}),
             fixture_value("symbol_error", 0, 1));
   EXPECT_EQ(sample(*s, "rdma_device_hw_submitted_cmds_total", {{"device", "efa_0"}}),
             fixture_value("submitted_cmds", 0, 0));
-  EXPECT_EQ(sample(*s, "rdma_device_hardware_info", {{"device", "mlx5_0"}, {"hca_type", "MT4119"}}), 1.0);
+  EXPECT_EQ(sample(*s, "rdma_device_hardware_info", {{"device", "mlx5_0"}, {"hca_type", "MT4119"}}),
+            1.0);
   EXPECT_FALSE(has_family(*s, "rdma_device_hw_lifespan_total"));
 }
 

@@ -1,7 +1,8 @@
+#include "exporter/config.hpp"
+
 #include <gtest/gtest.h>
 
 #include "exporter/cli.hpp"
-#include "exporter/config.hpp"
 
 namespace rdma_exporter {
 namespace {
@@ -139,8 +140,16 @@ TEST(Config, ListenAddresses) {
 }
 
 TEST(CommandLine, FlagsOverrideTheFile) {
-  const char* argv[] = {"rdma_exporter", "--web.listen-address", "127.0.0.1:1", "--path.sysfs",
-                        "/host/sys", "--devices.exclude", "a", "--devices.exclude", "b", "--once"};
+  const char* argv[] = {"rdma_exporter",
+                        "--web.listen-address",
+                        "127.0.0.1:1",
+                        "--path.sysfs",
+                        "/host/sys",
+                        "--devices.exclude",
+                        "a",
+                        "--devices.exclude",
+                        "b",
+                        "--once"};
   CommandLine cli;
   ASSERT_TRUE(parse_command_line(10, argv, cli).empty());
   EXPECT_TRUE(cli.once);

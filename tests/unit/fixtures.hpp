@@ -14,8 +14,8 @@ inline std::string make_sysfs_fixture(const std::string& specs) {
   static int counter = 0;
   const std::string root = ::testing::TempDir() + "rdma_sysfs_" + std::to_string(::getpid()) + "_" +
                            std::to_string(counter++);
-  const std::string cmd = "python3 " RDMA_EXPORTER_SOURCE_DIR "/tests/fixtures/sysfs_tree.py " +
-                          root + " " + specs;
+  const std::string cmd =
+      "python3 " RDMA_EXPORTER_SOURCE_DIR "/tests/fixtures/sysfs_tree.py " + root + " " + specs;
   if (std::system(cmd.c_str()) != 0) ADD_FAILURE() << "fixture generation failed: " << cmd;
   return root;
 }

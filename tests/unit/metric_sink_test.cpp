@@ -1,6 +1,7 @@
+#include "collectors/metric_sink.hpp"
+
 #include <gtest/gtest.h>
 
-#include "collectors/metric_sink.hpp"
 #include "exporter/exposition.hpp"
 
 namespace rdma_exporter {

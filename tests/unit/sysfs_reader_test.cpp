@@ -71,8 +71,8 @@ TEST(SysfsReader, BrokenFilesAreSkippedAndDescribed) {
   ASSERT_TRUE(d);
   // The readable values survive.
   EXPECT_EQ(d->hca_type, "MT4119");
-  EXPECT_FALSE(d->board_id);  // "N/A"
-  EXPECT_FALSE(d->fw_ver);    // a directory
+  EXPECT_FALSE(d->board_id);       // "N/A"
+  EXPECT_FALSE(d->fw_ver);         // a directory
   ASSERT_EQ(d->ports.size(), 2U);  // "notaport" is not a port
   const Port& p = d->ports[0];
   EXPECT_FALSE(p.rate_bytes_per_second);
@@ -88,8 +88,9 @@ TEST(SysfsReader, BrokenFilesAreSkippedAndDescribed) {
   // ...while the rest are problems, each naming its file.
   ASSERT_EQ(notes.problems.size(), 5U);
   auto mentions = [&](const std::string& what) {
-    return std::any_of(notes.problems.begin(), notes.problems.end(),
-                       [&](const std::string& problem) { return problem.find(what) != std::string::npos; });
+    return std::any_of(
+        notes.problems.begin(), notes.problems.end(),
+        [&](const std::string& problem) { return problem.find(what) != std::string::npos; });
   };
   EXPECT_TRUE(mentions("fw_ver: Is a directory"));
   EXPECT_TRUE(mentions("rate: unrecognised rate \"fast\""));
