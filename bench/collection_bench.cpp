@@ -1,0 +1,85 @@
+// Cost of one collection, measured in-process with Google Benchmark.
+// The sysfs tree is 8 mlx5-like devices with 2 ports each (the same tree the
+// scrape comparison with node_exporter uses); the netlink side is the fake
+// nldev kernel with the same devices and mlx5's port hw counters.
+
+#include <benchmark/benchmark.h>
+
+#include <cstdlib>
+#include <string>
+
+#include "exporter/collection.hpp"
+#include "exporter/exposition.hpp"
+#include "tests/fake_kernel/fake_nldev.hpp"
+
+namespace rdma_exporter {
+namespace {
+
+const std::string& sysfs_tree() {
+  static const std::string root = [] {
+    std::string dir = "/tmp/rdma_exporter_bench_sysfs";
+    std::string cmd = "python3 " RDMA_EXPORTER_SOURCE_DIR "/tests/fixtures/sysfs_tree.py " + dir +
+                      " mlx5:8:2";
+    if (std::system(cmd.c_str()) != 0) std::abort();
+    return dir;
+  }();
+  return root;
+}
+
+std::unique_ptr<testing::FakeNldev> mlx5_kernel() {
+  static const char* kCounters[] = {
+      "duplicate_request", "implied_nak_seq_err", "local_ack_timeout_err", "np_cnp_sent",
+      "np_ecn_marked_roce_packets", "out_of_buffer", "out_of_sequence", "packet_seq_err",
+      "req_cqe_error", "req_cqe_flush_error", "req_remote_access_errors",
+      "req_remote_invalid_request", "resp_cqe_error", "resp_cqe_flush_error",
+      "resp_local_length_error", "resp_remote_access_errors", "rnr_nak_retry_err",
+      "roce_adp_retrans", "roce_adp_retrans_to", "roce_slow_restart", "roce_slow_restart_cnps",
+      "roce_slow_restart_trans", "rp_cnp_handled", "rp_cnp_ignored", "rx_atomic_requests",
+      "rx_icrc_encapsulated", "rx_read_requests", "rx_write_requests"};
+  auto k = std::make_unique<testing::FakeNldev>();
+  for (uint32_t d = 0; d < 8; ++d) {
+    testing::FakeDevice dev{.index = d + 1, .name = "mlx5_" + std::to_string(d),
+                            .fw_version = "16.35.2000", .node_guid = 0x98039b0300340000ULL + d};
+    for (uint32_t p = 1; p <= 2; ++p) {
+      testing::FakePort port{.index = p, .netdev = "ens" + std::to_string(d) + "f" + std::to_string(p)};
+      for (const char* c : kCounters) port.counters.emplace_back(c, 123456789ULL * p + d);
+      dev.ports.push_back(std::move(port));
+    }
+    dev.resources = {{"pd", 3}, {"cq", 10}, {"qp", 40}, {"cm_id", 0}, {"mr", 12}, {"ctx", 2}, {"srq", 0}};
+    k->devices.push_back(std::move(dev));
+  }
+  return k;
+}
+
+void BM_CollectSysfsOnly(benchmark::State& state) {
+  Config c;
+  c.sysfs.root = sysfs_tree();
+  c.collectors.devices = c.collectors.hw_counters = c.collectors.resources = false;
+  Collection collection(c, std::make_unique<testing::FakeNldev>());
+  for (auto _ : state) benchmark::DoNotOptimize(collection.collect());
+}
+BENCHMARK(BM_CollectSysfsOnly)->Unit(benchmark::kMicrosecond);
+
+void BM_CollectSysfsAndNetlink(benchmark::State& state) {
+  Config c;
+  c.sysfs.root = sysfs_tree();
+  Collection collection(c, mlx5_kernel());
+  std::size_t bytes = 0;
+  for (auto _ : state) bytes = collection.collect()->text.size();
+  state.counters["exposition_bytes"] = static_cast<double>(bytes);
+}
+BENCHMARK(BM_CollectSysfsAndNetlink)->Unit(benchmark::kMicrosecond);
+
+void BM_RenderAndGzip(benchmark::State& state) {
+  Config c;
+  c.sysfs.root = sysfs_tree();
+  Collection collection(c, mlx5_kernel());
+  const auto snap = collection.collect();
+  for (auto _ : state) benchmark::DoNotOptimize(gzip_compress(render_text(snap->families)));
+}
+BENCHMARK(BM_RenderAndGzip)->Unit(benchmark::kMicrosecond);
+
+}  // namespace
+}  // namespace rdma_exporter
+
+BENCHMARK_MAIN();
