@@ -24,7 +24,7 @@ summary=$RESULTS/selftest-summary.txt
 : >"$summary"
 failures=0
 
-note() { echo "selftest: $*" | tee -a "$summary" >&2; }
+note() { printf 'selftest: [%3ds] %s\n' "$SECONDS" "$*" | tee -a "$summary" >&2; }
 pass() { note "PASS $*"; }
 fail() {
 	note "FAIL $*"
@@ -82,18 +82,25 @@ pair() {
 
 # Writes "name value" lines for every port hw counter to $1.
 dump_hw_counters() {
-	local f out=$1
+	local f value out=$1
 	: >"$out"
 	for f in "/sys/class/infiniband/$RXE/ports/1/hw_counters"/*; do
-		printf '%s %s\n' "${f##*/}" "$(cat "$f")" >>"$out"
+		read -r value <"$f"
+		printf '%s %s\n' "${f##*/}" "$value" >>"$out"
 	done
 }
 
+# counter FILE NAME: prints the value of counter NAME from a dump_hw_counters file.
 counter() {
-	awk -v n="$2" '$1 == n { print $2 }' "$1"
+	local name value
+	while read -r name value; do
+		if [[ $name == "$2" ]]; then
+			echo "$value"
+			return 0
+		fi
+	done <"$1"
 }
 
-start=$SECONDS
 note "kernel $(uname -r), results in $RESULTS"
 
 gid_index=""
@@ -115,7 +122,8 @@ step gids.txt grep -H . /sys/class/infiniband/$RXE/ports/1/gids/0 \
 
 if [[ -d /sys/class/infiniband/$RXE/ports/1/hw_counters ]]; then
 	dump_hw_counters "$RESULTS/hw_counters-before.txt"
-	pass "hw_counters readable ($(wc -l <"$RESULTS/hw_counters-before.txt") counters)"
+	mapfile -t lines <"$RESULTS/hw_counters-before.txt"
+	pass "hw_counters readable (${#lines[@]} counters)"
 else
 	fail "no hw_counters directory for $RXE port 1"
 fi
@@ -139,5 +147,5 @@ if [[ -f $RESULTS/hw_counters-before.txt ]]; then
 	done
 fi
 
-note "finished in $((SECONDS - start))s with $failures failure(s)"
+note "finished in ${SECONDS}s with $failures failure(s)"
 ((failures == 0))
