@@ -18,8 +18,9 @@ std::vector<std::string> HwCountersCollector::collect(Scrape& scrape, MetricSink
     for (const auto& port : *entry.ports) {
       auto counters = scrape.netlink().port_counters(entry.device.index, port.index);
       if (!counters) {
-        // Drivers without port counters answer EOPNOTSUPP: nothing to export.
-        if (counters.error().code == EOPNOTSUPP) continue;
+        // A driver without port hw counters (siw, for one) makes the kernel
+        // answer EINVAL (older kernels: EOPNOTSUPP): nothing to export.
+        if (counters.error().code == EINVAL || counters.error().code == EOPNOTSUPP) continue;
         errors.push_back(entry.device.name + " port " + std::to_string(port.index) + ": " +
                          counters.error().message);
         continue;

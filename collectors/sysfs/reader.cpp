@@ -109,6 +109,8 @@ Result<std::string> read_attribute(const fs::path& file) {
   std::array<char, kMaxAttribute> buf{};
   std::size_t used = 0;
   int err = 0;
+  // A sysfs attribute hands over its whole value in one read; a short read is
+  // the end, which saves a second read() per file on every collection.
   while (used < buf.size()) {
     const ssize_t n = ::read(fd, buf.data() + used, buf.size() - used);
     if (n < 0) {
@@ -116,8 +118,8 @@ Result<std::string> read_attribute(const fs::path& file) {
       err = errno;
       break;
     }
-    if (n == 0) break;
     used += static_cast<std::size_t>(n);
+    if (n == 0 || used < buf.size()) break;
   }
   ::close(fd);
   if (err != 0) return Error::system(err, "read " + file.string());

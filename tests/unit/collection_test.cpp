@@ -180,10 +180,15 @@ TEST_F(CollectionTest, OneFailingPortDoesNotHideTheOthers) {
 }
 
 TEST_F(CollectionTest, DriverWithoutPortCountersIsNotAFailure) {
-  kernel_->devices[1].ports[0].stat_error = EOPNOTSUPP;
+  // The kernel answers EINVAL when the driver has no port stats; EOPNOTSUPP
+  // on older kernels.
+  kernel_->devices[1].ports[0].stat_error = EINVAL;
+  kernel_->devices[0].ports[1].stat_error = EOPNOTSUPP;
   auto s = collect();
   EXPECT_TRUE(s->all_succeeded());
   EXPECT_TRUE(std::isnan(sample(*s, "rdma_port_hw_rx_write_requests_total")));
+  EXPECT_TRUE(std::isnan(sample(*s, "rdma_port_hw_out_of_sequence_total", {{"port", "2"}})));
+  EXPECT_EQ(sample(*s, "rdma_port_hw_out_of_sequence_total", {{"device", "mlx5_0"}, {"port", "1"}}), 17.0);
 }
 
 TEST_F(CollectionTest, MalformedReplyFailsOnlyItsCollector) {

@@ -1,0 +1,302 @@
+#!/bin/bash
+# Guest side of tests/vm/test_softroce.py: runs rdma_exporter on a real
+# Soft-RoCE device and records, next to each exposition, what the kernel
+# itself reports (rdma netlink through iproute2's rdma tool, and sysfs).
+#
+# Usage (inside the VM started by run-in-vm):
+#   exporter-checks.sh EXPORTER [RXE_UP]
+# EXPORTER is the rdma_exporter binary; RXE_UP defaults to rxe-up next to this
+# script. Everything goes to $RESULTS; the host-side test decides pass/fail.
+# The script exits non-zero only when a step could not be carried out
+# (rxe-up failed, traffic did not run, the exporter did not start).
+set -euo pipefail
+
+HERE=$(cd -- "$(dirname -- "${BASH_SOURCE[0]}")" && pwd)
+EXPORTER=${1:?usage: exporter-checks.sh EXPORTER [RXE_UP]}
+RXE_UP=${2:-$HERE/rxe-up}
+RXE=rxe0
+NETDEV=veth0
+LISTEN=127.0.0.1:10910
+URL=http://$LISTEN/metrics
+PINGPONG_PORT=18515
+WRITE_BW_PORT=18516
+# Hot-change schedule, in seconds from the start of the scrape loop.
+HOT_DURATION_MS=6000
+HOT_INTERVAL=0.2
+HOT_DELETE_AT_MS=1500
+HOT_ADD_AT_MS=3000
+
+: "${RESULTS:?RESULTS must name the results directory}"
+R=$RESULTS
+[[ -d $R && -w $R ]] || {
+	echo "exporter-checks: RESULTS=$R is not a writable directory" >&2
+	exit 1
+}
+[[ -x $EXPORTER ]] || {
+	echo "exporter-checks: exporter '$EXPORTER' is not executable" >&2
+	exit 1
+}
+
+note() { printf 'exporter-checks: [%3ds] %s\n' "$SECONDS" "$*" | tee -a "$R/steps.log" >&2; }
+die() {
+	note "ERROR: $*"
+	exit 1
+}
+
+# t SECS CMD...: CMD under its own time limit.
+t() {
+	local secs=$1
+	shift
+	timeout --kill-after=5 "$secs" "$@"
+}
+
+# Milliseconds since the epoch (wall clock, comparable with the exporter log).
+now_ms() {
+	local us=${EPOCHREALTIME/[^0-9]/}
+	echo $((us / 1000))
+}
+
+# event NAME: appends "NAME <ms>" to events.txt.
+event() { echo "$1 $(now_ms)" >>"$R/events.txt"; }
+
+# record FILE CMD...: CMD's stdout into $R/FILE; a failure is fatal.
+record() {
+	local file=$1
+	shift
+	t 20 "$@" >"$R/$file" 2>"$R/$file.err" || die "failed: $* (see $file.err)"
+	[[ -s $R/$file.err ]] || rm -f -- "$R/$file.err"
+}
+
+wait_listen() {
+	local port=$1 deadline=$((SECONDS + $2))
+	while ((SECONDS < deadline)); do
+		if t 5 ss -Hltn "sport = :$port" | grep -q .; then
+			return 0
+		fi
+		sleep 0.1
+	done
+	return 1
+}
+
+# pair NAME PORT CMD...: a verbs server/client pair over rxe0; both must
+# exit 0. The client connects to the server through 127.0.0.1.
+pair() {
+	local name=$1 port=$2 server_pid rc_server=0 rc_client=0
+	shift 2
+	t 90 "$@" >"$R/$name.server.log" 2>&1 &
+	server_pid=$!
+	if ! wait_listen "$port" 30; then
+		kill "$server_pid" 2>/dev/null || true
+		wait "$server_pid" 2>/dev/null || true
+		die "$name: server did not listen on port $port"
+	fi
+	t 90 "$@" 127.0.0.1 >"$R/$name.client.log" 2>&1 || rc_client=$?
+	wait "$server_pid" || rc_server=$?
+	((rc_server == 0 && rc_client == 0)) ||
+		die "$name: server exit $rc_server, client exit $rc_client (see $name.*.log)"
+	note "$name pair finished"
+}
+
+# Writes "device port name value" for every port hw counter file.
+dump_sysfs_hw_counters() {
+	local f rest dev port name value out=$1
+	: >"$out"
+	for f in /sys/class/infiniband/*/ports/*/hw_counters/*; do
+		[[ -f $f ]] || continue
+		rest=${f#/sys/class/infiniband/}
+		dev=${rest%%/*}
+		rest=${rest#*/ports/}
+		port=${rest%%/*}
+		name=${f##*/}
+		value=$(t 5 cat -- "$f")
+		printf '%s %s %s %s\n' "$dev" "$port" "$name" "$value" >>"$out"
+	done
+}
+
+# scrape FILE: GET /metrics into $R/FILE; prints the HTTP status code.
+# curl prints 000 itself when it gets no response.
+scrape() {
+	local code
+	code=$(t 15 curl -sS -o "$R/$1" -w '%{http_code}' "$URL" 2>>"$R/curl.err") || true
+	echo "${code:-000}"
+}
+
+: >"$R/events.txt"
+: >"$R/steps.log"
+note "kernel $(uname -r), exporter $EXPORTER"
+
+# ---------------------------------------------------------------- 1. device
+
+gid_index=$(t 120 "$RXE_UP" --print-gid-index 2>"$R/rxe-up.log") ||
+	die "rxe-up failed (see rxe-up.log)"
+echo "$gid_index" >"$R/gid-index"
+record rdma-dev.json rdma -j dev
+record rdma-link.json rdma -j link
+t 10 "$EXPORTER" --version >"$R/exporter-version.txt" 2>&1 || true
+
+# ---------------------------------------------------------------- 2. traffic
+
+pair pingpong1 "$PINGPONG_PORT" \
+	ibv_rc_pingpong -d "$RXE" -i 1 -g "$gid_index" -n 1000 -p "$PINGPONG_PORT"
+
+# ---------------------------------------------------------------- 3. --once
+
+record stat-before.json rdma -j statistic show
+dump_sysfs_hw_counters "$R/sysfs-hw-counters.txt"
+once_rc=0
+t 30 "$EXPORTER" --once >"$R/once.prom" 2>"$R/once.stderr" || once_rc=$?
+echo "$once_rc" >"$R/once.rc"
+record stat-after.json rdma -j statistic show
+note "--once exited $once_rc"
+
+# ---------------------------------------------------------------- 4. daemon
+
+cat >"$R/exporter.yml" <<EOF
+collection:
+  max_age: 0s
+EOF
+"$EXPORTER" --config.file "$R/exporter.yml" --web.listen-address "$LISTEN" \
+	2>"$R/exporter.log" >"$R/exporter.stdout" &
+exporter_pid=$!
+echo "$exporter_pid" >"$R/exporter.pid"
+# Stops the daemon if the script dies early, so the VM can power off.
+trap 'kill -KILL "$exporter_pid" 2>/dev/null || true' EXIT
+
+deadline=$((SECONDS + 30))
+until t 5 curl -sf -o /dev/null "http://$LISTEN/healthz"; do
+	kill -0 "$exporter_pid" 2>/dev/null || die "exporter exited at start (see exporter.log)"
+	((SECONDS < deadline)) || die "exporter did not answer /healthz within 30s"
+	sleep 0.1
+done
+note "exporter daemon up (pid $exporter_pid)"
+
+scrape scrape1.prom >"$R/scrape1.code"
+pair write_bw "$WRITE_BW_PORT" \
+	ib_write_bw -d "$RXE" -i 1 -x "$gid_index" -n 200 -s 4096 -p "$WRITE_BW_PORT" -F
+scrape scrape2.prom >"$R/scrape2.code"
+record stat2.json rdma -j statistic show
+
+# ---------------------------------------------------------------- 5. resources
+
+t 60 ibv_rc_pingpong -d "$RXE" -i 1 -g "$gid_index" -n 10 -p "$PINGPONG_PORT" \
+	>"$R/res-server.log" 2>&1 &
+res_server=$!
+deadline=$((SECONDS + 30))
+qps=""
+until [[ $qps == *'"comm":"ibv_rc_pingpong"'* ]]; do
+	kill -0 "$res_server" 2>/dev/null || die "resource-holding server exited early (see res-server.log)"
+	((SECONDS < deadline)) || die "no ibv_rc_pingpong QP in rdma resource show qp within 30s"
+	sleep 0.1
+	qps=$(t 10 rdma -j resource show qp 2>/dev/null) || qps=""
+done
+record res.json rdma -j resource show
+record res-qp.json rdma -j resource show qp
+scrape res.prom >"$R/res.code"
+record res-after.json rdma -j resource show
+kill "$res_server" 2>/dev/null || true
+wait "$res_server" 2>/dev/null || true
+note "resources recorded"
+
+# ---------------------------------------------------------------- 6. hot changes
+
+mkdir -p -- "$R/hot"
+hot_loop() {
+	local i=0 start end code
+	local stop_ms=$(($(now_ms) + HOT_DURATION_MS))
+	while (($(now_ms) < stop_ms)); do
+		start=$(now_ms)
+		code=$(t 10 curl -sS -o "$R/hot/$i.prom" -w '%{http_code}' "$URL" 2>>"$R/hot/curl.err") ||
+			true
+		code=${code:-000}
+		end=$(now_ms)
+		echo "$i $start $end $code" >>"$R/hot/index.txt"
+		i=$((i + 1))
+		sleep "$HOT_INTERVAL"
+	done
+}
+
+: >"$R/hot/index.txt"
+event hot_start
+hot_start_ms=$(now_ms)
+hot_loop &
+hot_pid=$!
+
+# sleep_until MS: sleeps until MS milliseconds after the loop started.
+sleep_until() {
+	local remaining=$((hot_start_ms + $1 - $(now_ms)))
+	if ((remaining > 0)); then
+		sleep "$((remaining / 1000)).$(printf '%03d' $((remaining % 1000)))"
+	fi
+}
+
+# link_change LOG CMD...: runs an rdma link command; if it hangs, records
+# the kernel stacks of blocked tasks (dmesg-hang.txt) before giving up.
+link_change() {
+	local log=$1 pid rc=0 deadline=$((SECONDS + 20)) child
+	shift
+	t 30 "$@" >"$R/$log" 2>&1 &
+	pid=$!
+	while kill -0 "$pid" 2>/dev/null && ((SECONDS < deadline)); do
+		sleep 0.05
+	done
+	if kill -0 "$pid" 2>/dev/null; then
+		note "hung for 20s: $*; recording blocked tasks"
+		for child in $(pgrep -P "$pid" || true); do
+			{
+				echo "== /proc/$child/stack ($*)"
+				cat "/proc/$child/stack" 2>&1 || true
+			} >>"$R/dmesg-hang.txt"
+		done
+		echo w >/proc/sysrq-trigger 2>/dev/null || true
+		t 10 dmesg >>"$R/dmesg-hang.txt" 2>&1 || true
+	fi
+	wait "$pid" || rc=$?
+	((rc == 0)) || die "failed (exit $rc): $* (see $log)"
+}
+
+sleep_until "$HOT_DELETE_AT_MS"
+event delete_begin
+link_change link-delete.log rdma link delete "$RXE"
+event delete_end
+sleep_until "$HOT_ADD_AT_MS"
+event add_begin
+link_change link-add.log rdma link add "$RXE" type rxe netdev "$NETDEV"
+event add_end
+t 60 "$RXE_UP" 2>>"$R/link-add.log" || die "$RXE did not come back ACTIVE (see link-add.log)"
+event active
+wait "$hot_pid" || die "the scrape loop failed"
+event hot_end
+note "hot changes done ($(wc -l <"$R/hot/index.txt") scrapes)"
+
+if kill -0 "$exporter_pid" 2>/dev/null; then
+	echo alive >"$R/exporter-alive"
+else
+	echo dead >"$R/exporter-alive"
+fi
+scrape after-readd.prom >"$R/after-readd.code"
+record stat-after-readd.json rdma -j statistic show
+
+kill -TERM "$exporter_pid" 2>/dev/null || true
+exporter_rc=0
+deadline=$((SECONDS + 30))
+while kill -0 "$exporter_pid" 2>/dev/null && ((SECONDS < deadline)); do
+	sleep 0.1
+done
+if kill -0 "$exporter_pid" 2>/dev/null; then
+	kill -KILL "$exporter_pid" 2>/dev/null || true
+	echo "did not stop within 30s of SIGTERM" >>"$R/steps.log"
+fi
+wait "$exporter_pid" || exporter_rc=$?
+trap - EXIT
+echo "$exporter_rc" >"$R/exporter.rc"
+note "exporter exited $exporter_rc after SIGTERM"
+
+# ---------------------------------------------------------------- 7. promtool
+
+: >"$R/promtool.txt"
+for f in once.prom scrape1.prom scrape2.prom res.prom after-readd.prom; do
+	rc=0
+	t 60 promtool check metrics <"$R/$f" >"$R/promtool-$f.out" 2>&1 || rc=$?
+	echo "$f $rc" >>"$R/promtool.txt"
+done
+note "done"
