@@ -1,6 +1,7 @@
 #include "collectors/netlink/client.hpp"
 
 #include "collectors/netlink/codec.hpp"
+#include "collectors/netlink/counter_codec.hpp"
 
 namespace rdma_exporter::nldev {
 namespace {
@@ -31,6 +32,37 @@ Result<PortCounters> Client::port_counters(uint32_t dev_index, uint32_t port) {
 
 Result<std::vector<ResourceSummary>> Client::resource_summaries() {
   return query(build_resource_summary_dump(), decode_resource_summaries);
+}
+
+Result<CounterMode> Client::counter_mode(uint32_t dev_index, uint32_t port) {
+  return query(build_counter_mode_get(dev_index, port), decode_counter_mode);
+}
+
+Result<std::vector<CounterSet>> Client::counter_sets(uint32_t dev_index) {
+  return query(build_counter_sets_dump(dev_index), decode_counter_sets);
+}
+
+Result<std::vector<Qp>> Client::qps(uint32_t dev_index) {
+  return query(build_qp_dump(dev_index), decode_qps);
+}
+
+Status Client::set_auto_mode(uint32_t dev_index, uint32_t port, uint32_t mask) {
+  auto reply = transport_.exchange(build_set_auto_mode(dev_index, port, mask));
+  if (!reply) return reply.error();
+  return decode_set_auto_mode(*reply);
+}
+
+Result<BindResult> Client::bind_qp(uint32_t dev_index, uint32_t port, uint32_t lqpn,
+                                   std::optional<uint32_t> counter_id) {
+  auto reply = transport_.exchange(build_bind_qp(dev_index, port, lqpn, counter_id));
+  if (!reply) return reply.error();
+  return decode_bind_qp(*reply);
+}
+
+Status Client::unbind_qp(uint32_t dev_index, uint32_t port, uint32_t counter_id, uint32_t lqpn) {
+  auto reply = transport_.exchange(build_unbind_qp(dev_index, port, counter_id, lqpn));
+  if (!reply) return reply.error();
+  return decode_unbind_qp(*reply);
 }
 
 }  // namespace rdma_exporter::nldev

@@ -1,5 +1,6 @@
 #pragma once
 
+#include <optional>
 #include <vector>
 
 #include "collectors/netlink/model.hpp"
@@ -18,6 +19,16 @@ class Client {
   Result<std::vector<Port>> ports(uint32_t dev_index);
   Result<PortCounters> port_counters(uint32_t dev_index, uint32_t port);
   Result<std::vector<ResourceSummary>> resource_summaries();
+
+  // Per-QP counter sets and the QP resource tracker.
+  Result<CounterMode> counter_mode(uint32_t dev_index, uint32_t port);
+  Result<std::vector<CounterSet>> counter_sets(uint32_t dev_index);
+  Result<std::vector<Qp>> qps(uint32_t dev_index);
+  // Writes; they need CAP_NET_ADMIN.
+  Status set_auto_mode(uint32_t dev_index, uint32_t port, uint32_t mask);
+  Result<BindResult> bind_qp(uint32_t dev_index, uint32_t port, uint32_t lqpn,
+                             std::optional<uint32_t> counter_id = std::nullopt);
+  Status unbind_qp(uint32_t dev_index, uint32_t port, uint32_t counter_id, uint32_t lqpn);
 
  private:
   template <typename T>

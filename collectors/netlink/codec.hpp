@@ -7,6 +7,7 @@
 
 #include <cstdint>
 #include <functional>
+#include <optional>
 #include <span>
 #include <string>
 #include <vector>
@@ -42,8 +43,12 @@ bool ends_exchange(std::span<const uint8_t> datagram);
 // dump interrupted by a change (code kDumpInterrupted), a truncated message,
 // an unexpected message type, or a reply that never reached its end
 // (NLMSG_DONE for dumps, the ACK for requests).
+// `reply_cmd` names the messages' command when the kernel answers with
+// another one than was asked (RDMA_NLDEV_CMD_STAT_DEL is answered with
+// RDMA_NLDEV_CMD_STAT_SET).
 Status walk_reply(const Reply& reply, uint16_t cmd,
-                  const std::function<Status(const nlmsghdr&)>& on_message);
+                  const std::function<Status(const nlmsghdr&)>& on_message,
+                  std::optional<uint16_t> reply_cmd = std::nullopt);
 
 Result<Device> parse_device(const nlmsghdr& msg);
 Result<Port> parse_port(const nlmsghdr& msg);

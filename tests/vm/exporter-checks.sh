@@ -43,7 +43,9 @@ die() {
 	exit 1
 }
 
-# t SECS CMD...: CMD under its own time limit.
+# t SECS CMD...: CMD under its own time limit. Background jobs call timeout
+# directly instead, so that $! is the timeout process and killing it stops
+# CMD (timeout passes the signal on).
 t() {
 	local secs=$1
 	shift
@@ -83,7 +85,7 @@ wait_listen() {
 pair() {
 	local name=$1 port=$2 server_pid rc_server=0 rc_client=0
 	shift 2
-	t 90 "$@" >"$R/$name.server.log" 2>&1 &
+	timeout --kill-after=5 90 "$@" >"$R/$name.server.log" 2>&1 &
 	server_pid=$!
 	if ! wait_listen "$port" 30; then
 		kill "$server_pid" 2>/dev/null || true
@@ -178,8 +180,8 @@ record stat2.json rdma -j statistic show
 
 # ---------------------------------------------------------------- 5. resources
 
-t 60 ibv_rc_pingpong -d "$RXE" -i 1 -g "$gid_index" -n 10 -p "$PINGPONG_PORT" \
-	>"$R/res-server.log" 2>&1 &
+timeout --kill-after=5 60 ibv_rc_pingpong -d "$RXE" -i 1 -g "$gid_index" -n 10 \
+	-p "$PINGPONG_PORT" >"$R/res-server.log" 2>&1 &
 res_server=$!
 deadline=$((SECONDS + 30))
 qps=""
@@ -232,9 +234,9 @@ sleep_until() {
 # link_change LOG CMD...: runs an rdma link command; if it hangs, records
 # the kernel stacks of blocked tasks (dmesg-hang.txt) before giving up.
 link_change() {
-	local log=$1 pid rc=0 deadline=$((SECONDS + 20)) child
+	local log=$1 pid rc=0 deadline=$((SECONDS + 20)) child fd target p
 	shift
-	t 30 "$@" >"$R/$log" 2>&1 &
+	timeout --kill-after=5 30 "$@" >"$R/$log" 2>&1 &
 	pid=$!
 	while kill -0 "$pid" 2>/dev/null && ((SECONDS < deadline)); do
 		sleep 0.05
@@ -247,6 +249,18 @@ link_change() {
 				cat "/proc/$child/stack" 2>&1 || true
 			} >>"$R/dmesg-hang.txt"
 		done
+		{
+			echo "== processes holding /dev/infiniband files"
+			for fd in /proc/[0-9]*/fd/*; do
+				target=$(readlink "$fd" 2>/dev/null) || continue
+				[[ $target == /dev/infiniband/* ]] || continue
+				p=${fd#/proc/}
+				p=${p%%/*}
+				echo "$p $(tr '\0' ' ' <"/proc/$p/cmdline" 2>/dev/null) -> $target"
+			done
+			echo "== ps"
+			ps -eo pid,ppid,stat,etime,args 2>&1 || true
+		} >>"$R/dmesg-hang.txt"
 		echo w >/proc/sysrq-trigger 2>/dev/null || true
 		t 10 dmesg >>"$R/dmesg-hang.txt" 2>&1 || true
 	fi
