@@ -28,6 +28,30 @@ struct FakePort {
   std::optional<uint8_t> lmc;
   std::vector<std::pair<std::string, uint64_t>> counters;
   int stat_error = 0;  // errno STAT_GET answers with, if not 0
+  // Per-QP counter mode: RDMA_COUNTER_MODE_NONE/AUTO/MANUAL and the auto mask.
+  uint32_t counter_mode = 0;
+  uint32_t auto_mask = 0;
+};
+
+// A QP in the device's resource tracker.
+struct FakeQp {
+  uint32_t lqpn = 0;
+  uint32_t port = 1;
+  uint8_t type = 2;   // IB_QPT_RC
+  uint8_t state = 3;  // IB_QPS_RTS
+  std::optional<uint32_t> pid;  // user QP; kernel QPs have kern_name instead
+  std::string kern_name;
+  std::optional<uint32_t> counter_id;  // the counter set it is bound to
+};
+
+// A per-QP counter set ("counter") as mlx5 keeps it.
+struct FakeCounterSet {
+  uint32_t id = 0;
+  uint32_t port = 1;
+  uint32_t mode = 0;                 // mode it was bound in (AUTO or MANUAL)
+  std::optional<uint8_t> qp_type;    // auto by type
+  std::optional<uint32_t> pid;       // auto by pid
+  std::vector<std::pair<std::string, uint64_t>> counters;
 };
 
 struct FakeDevice {
@@ -40,6 +64,18 @@ struct FakeDevice {
   std::string protocol = "roce";
   std::vector<FakePort> ports;
   std::vector<std::pair<std::string, uint64_t>> resources;
+
+  // Per-QP counters. mlx5-like by default; false models rxe: auto mode is
+  // accepted but binds nothing, and manual binds fail with ENOMEM.
+  bool qp_counters_supported = true;
+  bool counter_values_32bit = false;  // per-QP counter values wrap at 2^32
+  std::vector<std::string> qp_counter_names = {"rx_write_requests", "rx_read_requests",
+                                               "out_of_sequence", "packet_seq_err",
+                                               "local_ack_timeout_err"};
+  std::vector<FakeQp> qps;
+  std::vector<FakeCounterSet> counter_sets;
+  uint32_t next_lqpn = 100;
+  uint32_t next_counter_id = 1;
 };
 
 struct SeenRequest {
@@ -59,7 +95,28 @@ class FakeNldev final : public nldev::Transport {
   std::size_t messages_per_datagram = 2;
   std::function<void(nldev::Reply&)> tamper;  // edits a reply before it is returned
 
+  bool privileged = true;        // false: writes (STAT_SET, STAT_DEL) answer EPERM
+  int stat_set_error = 0;        // errno every STAT_SET/STAT_DEL answers with, if not 0
+  std::size_t sets_per_message = 4;  // counter sets per dump message (multi-part dumps)
+
   std::vector<SeenRequest> requests;
+
+  // --- simulation of what applications do -----------------------------------
+  // Creates a QP (user QP when pid is set, kernel QP otherwise) and returns its
+  // number. On a port in auto mode a user QP is bound like the kernel does at
+  // RST->INIT: to the set matching its type and/or pid, or to a new set.
+  uint32_t create_qp(uint32_t dev_index, uint32_t port, uint8_t type, std::optional<uint32_t> pid,
+                     const std::string& kern_name = "");
+  // Destroys a QP; a counter set left without QPs is freed, its values kept
+  // in the port's totals (as the kernel keeps freed counters' history).
+  void destroy_qp(uint32_t dev_index, uint32_t lqpn);
+  // Destroys every QP of a process on every device.
+  void exit_process(uint32_t pid);
+  // Traffic on a QP: adds to the counter of its set (wrapping at 2^32 when
+  // counter_values_32bit) and to the port total of the same name.
+  void traffic(uint32_t dev_index, uint32_t lqpn, const std::string& counter, uint64_t delta);
+
+  FakeDevice* device(uint32_t dev_index);
 
   Result<nldev::Reply> exchange(std::span<const uint8_t> request) override;
 

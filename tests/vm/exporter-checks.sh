@@ -20,8 +20,9 @@ LISTEN=127.0.0.1:10910
 URL=http://$LISTEN/metrics
 PINGPONG_PORT=18515
 WRITE_BW_PORT=18516
-# Hot-change schedule, in seconds from the start of the scrape loop.
-HOT_DURATION_MS=6000
+# Hot-change schedule, in milliseconds from the start of the scrape loop.
+HOT_MIN_MS=6000
+HOT_MAX_MS=40000
 HOT_INTERVAL=0.2
 HOT_DELETE_AT_MS=1500
 HOT_ADD_AT_MS=3000
@@ -201,20 +202,41 @@ note "resources recorded"
 
 # ---------------------------------------------------------------- 6. hot changes
 
+# The scrape loop runs for at least HOT_MIN_MS and until the main script
+# creates hot/stop (at most HOT_MAX_MS). hot/index.txt gets one line per
+# scrape: "N START_MS END_MS HTTP_CODE EXPORTER_ALIVE".
 mkdir -p -- "$R/hot"
 hot_loop() {
-	local i=0 start end code
-	local stop_ms=$(($(now_ms) + HOT_DURATION_MS))
-	while (($(now_ms) < stop_ms)); do
+	local i=0 start end code alive
+	local min_ms=$(($(now_ms) + HOT_MIN_MS)) max_ms=$(($(now_ms) + HOT_MAX_MS))
+	while :; do
+		end=$(now_ms)
+		((end < max_ms)) || break
+		[[ $end -ge $min_ms && -e $R/hot/stop ]] && break
 		start=$(now_ms)
 		code=$(t 10 curl -sS -o "$R/hot/$i.prom" -w '%{http_code}' "$URL" 2>>"$R/hot/curl.err") ||
 			true
 		code=${code:-000}
 		end=$(now_ms)
-		echo "$i $start $end $code" >>"$R/hot/index.txt"
+		alive=alive
+		kill -0 "$exporter_pid" 2>/dev/null || alive=dead
+		echo "$i $start $end $code $alive" >>"$R/hot/index.txt"
 		i=$((i + 1))
 		sleep "$HOT_INTERVAL"
 	done
+}
+
+# wait_scrape_since MS LIMIT_S: waits until a loop scrape that started at or
+# after MS has finished (at most LIMIT_S seconds).
+wait_scrape_since() {
+	local since=$1 deadline=$((SECONDS + $2)) start rest
+	while ((SECONDS < deadline)); do
+		while read -r _ start rest; do
+			((start >= since)) && return 0
+		done <"$R/hot/index.txt"
+		sleep 0.1
+	done
+	note "no scrape started after $since finished within $2s"
 }
 
 : >"$R/hot/index.txt"
@@ -271,13 +293,19 @@ link_change() {
 sleep_until "$HOT_DELETE_AT_MS"
 event delete_begin
 link_change link-delete.log rdma link delete "$RXE"
+delete_end_ms=$(now_ms)
 event delete_end
+# The device stays away until at least one scrape saw the host without it.
 sleep_until "$HOT_ADD_AT_MS"
+wait_scrape_since "$delete_end_ms" 15
 event add_begin
 link_change link-add.log rdma link add "$RXE" type rxe netdev "$NETDEV"
 event add_end
 t 60 "$RXE_UP" 2>>"$R/link-add.log" || die "$RXE did not come back ACTIVE (see link-add.log)"
+active_ms=$(now_ms)
 event active
+wait_scrape_since "$active_ms" 15
+touch "$R/hot/stop"
 wait "$hot_pid" || die "the scrape loop failed"
 event hot_end
 note "hot changes done ($(wc -l <"$R/hot/index.txt") scrapes)"
