@@ -3,10 +3,11 @@
 #include "collectors/devices/devices_collector.hpp"
 #include "collectors/hw_counters/hw_counters_collector.hpp"
 #include "collectors/netlink/socket_transport.hpp"
+#include "collectors/qp_counters/qp_counters_collector.hpp"
 #include "collectors/resources/resources_collector.hpp"
 #include "collectors/sysfs/sysfs_collector.hpp"
 #include "exporter/exposition.hpp"
-#include "exporter/log.hpp"
+#include "common/log.hpp"
 
 #ifndef RDMA_EXPORTER_VERSION
 #define RDMA_EXPORTER_VERSION "unknown"
@@ -43,8 +44,36 @@ Collection::Collection(const Config& config, std::unique_ptr<nldev::Transport> t
   if (config.collectors.devices) collectors_.push_back(std::make_unique<DevicesCollector>());
   if (config.collectors.hw_counters) collectors_.push_back(std::make_unique<HwCountersCollector>());
   if (config.collectors.resources) collectors_.push_back(std::make_unique<ResourcesCollector>());
+  if (config.collectors.qp_counters) {
+    manager_ = std::make_unique<CounterModeManager>(config.qp_counters);
+    if (!manager_->active()) manager_.reset();
+    collectors_.push_back(
+        std::make_unique<QpCountersCollector>(config.qp_counters, manager_.get()));
+  }
   if (config.collectors.sysfs) {
     collectors_.push_back(std::make_unique<SysfsCollector>(config.sysfs.root));
+  }
+}
+
+bool Collection::manages_kernel_state() const { return manager_ != nullptr; }
+
+void Collection::maintain() {
+  if (!manager_) return;
+  Scrape scrape(client_, filter_);
+  try {
+    manager_->reconcile(scrape);
+  } catch (const std::exception& e) {
+    log::error(std::string("qp counters: reconcile failed: ") + e.what());
+  }
+}
+
+void Collection::restore_kernel_state() {
+  if (!manager_) return;
+  Scrape scrape(client_, filter_);
+  try {
+    manager_->restore(scrape);
+  } catch (const std::exception& e) {
+    log::error(std::string("qp counters: restore failed: ") + e.what());
   }
 }
 
@@ -90,8 +119,8 @@ std::shared_ptr<const Snapshot> Collection::collect() {
     snap->outcomes.push_back(std::move(outcome));
   }
 
-  const bool uses_netlink =
-      config_.collectors.devices || config_.collectors.hw_counters || config_.collectors.resources;
+  const bool uses_netlink = config_.collectors.devices || config_.collectors.hw_counters ||
+                            config_.collectors.resources || config_.collectors.qp_counters;
   if (uses_netlink) {
     const int present = scrape.netlink_absent() ? 0 : 1;
     // The first state is reported at start-up; changes are logged here.

@@ -13,6 +13,7 @@
 #include "collectors/device_filter.hpp"
 #include "collectors/netlink/client.hpp"
 #include "collectors/netlink/transport.hpp"
+#include "collectors/qp_counters/mode_manager.hpp"
 #include "exporter/config.hpp"
 
 namespace rdma_exporter {
@@ -52,6 +53,12 @@ class Collection {
 
   std::shared_ptr<const Snapshot> collect();
 
+  // Kernel writes the configuration asks for (per-QP counter modes and
+  // bindings). Both run on the collecting thread, between collections.
+  bool manages_kernel_state() const;
+  void maintain();
+  void restore_kernel_state();
+
   // Names of the collectors in use, in collection order.
   std::vector<std::string> collector_names() const;
 
@@ -62,6 +69,7 @@ class Collection {
   DeviceFilter filter_;
   std::unique_ptr<nldev::Transport> transport_;
   nldev::Client client_;
+  std::unique_ptr<CounterModeManager> manager_;
   std::vector<std::unique_ptr<Collector>> collectors_;
   std::vector<MetricSource> sources_;
 

@@ -5,6 +5,7 @@
 #include <charconv>
 #include <fstream>
 #include <functional>
+#include <algorithm>
 #include <map>
 #include <sstream>
 
@@ -124,6 +125,70 @@ class Walker {
     };
   }
 
+  Field optional_string(std::optional<std::string>& out,
+                        const std::function<std::string(const std::string&)>& check = nullptr) {
+    return [this, &out, check](const YAML::Node& n, const std::string& key) {
+      if (!n.IsScalar()) return error(n.Mark(), key, "expected a string");
+      if (check) {
+        if (std::string problem = check(n.Scalar()); !problem.empty()) {
+          return error(n.Mark(), key, problem);
+        }
+      }
+      out = n.Scalar();
+    };
+  }
+
+  Field port_number(uint32_t& out) {
+    return [this, &out](const YAML::Node& n, const std::string& key) {
+      int v = 0;
+      const auto before = errors_.size();
+      integer(v, 0, 65535)(n, key);
+      if (errors_.size() == before) out = static_cast<uint32_t>(v);
+    };
+  }
+
+  Field optional_pid(std::optional<uint32_t>& out) {
+    return [this, &out](const YAML::Node& n, const std::string& key) {
+      int v = 0;
+      const auto before = errors_.size();
+      integer(v, 1, 1 << 30)(n, key);
+      if (errors_.size() == before) out = static_cast<uint32_t>(v);
+    };
+  }
+
+  // A list of mappings, each read by `item` into a new element of `out`.
+  template <typename T>
+  Field list_of(std::vector<T>& out,
+                std::function<void(const YAML::Node&, const std::string&, T&)> item) {
+    return [this, &out, item](const YAML::Node& n, const std::string& key) {
+      if (n.IsNull()) return out.clear();
+      if (!n.IsSequence()) return error(n.Mark(), key, "expected a list");
+      out.clear();
+      for (std::size_t i = 0; i < n.size(); ++i) {
+        T value{};
+        item(n[i], key + "[" + std::to_string(i) + "]", value);
+        out.push_back(std::move(value));
+      }
+    };
+  }
+
+  std::size_t take_count() const { return errors_.size(); }
+
+  Field optional_string_into(std::string& out,
+                             const std::function<std::string(const std::string&)>& check) {
+    return [this, &out, check](const YAML::Node& n, const std::string& key) {
+      if (!n.IsScalar()) return error(n.Mark(), key, "expected a string");
+      if (std::string problem = check(n.Scalar()); !problem.empty()) {
+        return error(n.Mark(), key, problem);
+      }
+      out = n.Scalar();
+    };
+  }
+
+  void error_at(const YAML::Node& n, const std::string& key, const std::string& what) {
+    error(n.Mark(), key, what);
+  }
+
   std::vector<std::string> take() { return std::move(errors_); }
 
  private:
@@ -134,6 +199,74 @@ class Walker {
 std::string pattern_problem(const std::string& pattern) {
   Status s = check_device_pattern(pattern);
   return s ? std::string() : s.error().message;
+}
+
+std::string one_of(const std::string& value, std::initializer_list<const char*> allowed) {
+  std::string list;
+  for (const char* a : allowed) {
+    if (value == a) return {};
+    list += (list.empty() ? "" : ", ") + std::string(a);
+  }
+  return "expected one of " + list + ", got \"" + value + "\"";
+}
+
+std::string qp_type_problem(const std::string& v) {
+  return one_of(v, {"RC", "UC", "UD", "XRC_INI", "XRC_TGT", "RAW_PACKET", "GSI", "SMI", "DRIVER"});
+}
+
+std::string aggregate_problem(const std::string& v) { return one_of(v, {"comm", "cgroup", "qp_type"}); }
+
+void read_qp_counters(Walker& w, const YAML::Node& node, const std::string& path,
+                      QpCountersOptions& q) {
+  using PortRule = QpCountersOptions::PortRule;
+  using ManualRule = QpCountersOptions::ManualRule;
+  auto port_rule = [&w](const YAML::Node& n, const std::string& p, PortRule& r) {
+    std::string mode = "observe";
+    std::vector<std::string> auto_by = {"qp_type", "pid"};
+    const std::size_t before = w.take_count();
+    w.mapping(n, p,
+              {{"device", w.optional_string_into(r.device, pattern_problem)},
+               {"port", w.port_number(r.port)},
+               {"mode", w.string(mode)},
+               {"auto_by", w.string_list(auto_by, [](const std::string& v) {
+                  return one_of(v, {"qp_type", "pid"});
+                })},
+               {"take_over", w.boolean(r.take_over)},
+               {"restore_on_exit", w.boolean(r.restore_on_exit)}});
+    if (mode == "observe") r.mode = QpCountersOptions::Mode::observe;
+    else if (mode == "auto") r.mode = QpCountersOptions::Mode::auto_mode;
+    else if (mode == "manual") r.mode = QpCountersOptions::Mode::manual;
+    else w.error_at(n["mode"], p + ".mode", one_of(mode, {"observe", "auto", "manual"}));
+    r.by_qp_type = std::find(auto_by.begin(), auto_by.end(), "qp_type") != auto_by.end();
+    r.by_pid = std::find(auto_by.begin(), auto_by.end(), "pid") != auto_by.end();
+    if (r.mode == QpCountersOptions::Mode::auto_mode && !r.by_qp_type && !r.by_pid &&
+        w.take_count() == before) {
+      w.error_at(n["auto_by"], p + ".auto_by", "auto mode needs qp_type, pid or both");
+    }
+  };
+  auto manual_rule = [&w](const YAML::Node& n, const std::string& p, ManualRule& r) {
+    w.mapping(n, p,
+              {{"name", w.string(r.name)},
+               {"comm", w.optional_string(r.comm, pattern_problem)},
+               {"pid", w.optional_pid(r.pid)},
+               {"cgroup", w.optional_string(r.cgroup, pattern_problem)},
+               {"qp_types", w.string_list(r.qp_types, qp_type_problem)}});
+    if (!r.comm && !r.pid && !r.cgroup && r.qp_types.empty()) {
+      w.error_at(n, p, "a manual rule needs at least one of comm, pid, cgroup, qp_types");
+    }
+  };
+  int max_series = static_cast<int>(q.max_series);
+  w.mapping(node, path,
+            {{"ports", w.list_of<PortRule>(q.ports, port_rule)},
+             {"manual_rules", w.list_of<ManualRule>(q.manual_rules, manual_rule)},
+             {"reconcile_interval", w.duration(q.reconcile_interval)},
+             {"cgroup_label", w.boolean(q.cgroup_label)},
+             {"aggregate_by", w.string_list(q.aggregate_by, aggregate_problem)},
+             {"max_series", w.integer(max_series, 1, 1000000)},
+             {"retired_ttl", w.duration(q.retired_ttl)},
+             {"inventory_by_comm", w.boolean(q.inventory_by_comm)},
+             {"proc_root", w.string(q.proc_root)}});
+  q.max_series = static_cast<std::size_t>(max_series);
 }
 
 }  // namespace
@@ -243,7 +376,12 @@ std::vector<std::string> parse_config(const std::string& yaml_text, const std::s
                              {{"devices", w.boolean(c.collectors.devices)},
                               {"hw_counters", w.boolean(c.collectors.hw_counters)},
                               {"resources", w.boolean(c.collectors.resources)},
-                              {"sysfs", w.boolean(c.collectors.sysfs)}});
+                              {"sysfs", w.boolean(c.collectors.sysfs)},
+                              {"qp_counters", w.boolean(c.collectors.qp_counters)}});
+                 }},
+                {"qp_counters",
+                 [&](const YAML::Node& n, const std::string& p) {
+                   read_qp_counters(w, n, p, c.qp_counters);
                  }},
                 {"log",
                  [&](const YAML::Node& n, const std::string& p) {
@@ -269,6 +407,9 @@ std::vector<std::string> validate_config(const Config& c) {
     errors.push_back("collection.netlink_timeout: must be positive");
   }
   if (c.sysfs.root.empty()) errors.push_back("sysfs.root: must not be empty");
+  if (c.qp_counters.reconcile_interval.count() <= 0) {
+    errors.push_back("qp_counters.reconcile_interval: must be positive");
+  }
   static const char* kLevels[] = {"debug", "info", "warn", "error"};
   if (std::find(std::begin(kLevels), std::end(kLevels), c.log.level) == std::end(kLevels)) {
     errors.push_back("log.level: expected debug, info, warn or error, got \"" + c.log.level + "\"");

@@ -5,6 +5,8 @@
 #include <string>
 #include <vector>
 
+#include "collectors/qp_counters/options.hpp"
+
 namespace rdma_exporter {
 
 using Duration = std::chrono::milliseconds;
@@ -42,7 +44,10 @@ struct Config {
     bool hw_counters = true;
     bool resources = true;
     bool sysfs = true;
+    bool qp_counters = true;
   } collectors;
+
+  QpCountersOptions qp_counters;
 
   struct Log {
     std::string level = "info";

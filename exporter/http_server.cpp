@@ -10,7 +10,7 @@
 
 #include "exporter/collection.hpp"
 #include "exporter/exposition.hpp"
-#include "exporter/log.hpp"
+#include "common/log.hpp"
 
 namespace rdma_exporter {
 

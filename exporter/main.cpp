@@ -12,7 +12,7 @@
 #include "exporter/cli.hpp"
 #include "exporter/collection.hpp"
 #include "exporter/http_server.hpp"
-#include "exporter/log.hpp"
+#include "common/log.hpp"
 #include "exporter/snapshot_cache.hpp"
 
 namespace rdma_exporter {
@@ -40,7 +40,9 @@ void report_rdma_presence(const Config& config) {
 
 int run_once(const Config& config) {
   Collection collection(config);
+  collection.maintain();
   auto snapshot = collection.collect();
+  collection.restore_kernel_state();
   std::fwrite(snapshot->text.data(), 1, snapshot->text.size(), stdout);
   std::fflush(stdout);
   for (const auto& o : snapshot->outcomes) {
@@ -88,6 +90,7 @@ int serve(const Config& config) {
         }
       });
       server.stop([&] { deadline.cancel(); });
+      cache.stop([](Collection& c) { c.restore_kernel_state(); });
     });
   };
   wait_signal();
@@ -95,6 +98,9 @@ int serve(const Config& config) {
   if (Status s = server.start(); !s) {
     log::error(s.error().message);
     return kExitFailure;
+  }
+  if (collection.manages_kernel_state()) {
+    cache.start_maintenance(config.qp_counters.reconcile_interval);
   }
   const auto ep = server.local_endpoint();
   log::info("rdma_exporter " + std::string(exporter_version()) + " listening on " +

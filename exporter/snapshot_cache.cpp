@@ -1,6 +1,7 @@
 #include "exporter/snapshot_cache.hpp"
 
 #include <boost/asio/post.hpp>
+#include <future>
 
 namespace rdma_exporter {
 
@@ -32,6 +33,33 @@ void SnapshotCache::start_collection() {
       for (auto& h : handlers) h(snapshot);
     });
   });
+}
+
+void SnapshotCache::start_maintenance(Duration period) {
+  maintenance_period_ = period;
+  maintenance_timer_ = std::make_unique<boost::asio::steady_timer>(io_);
+  boost::asio::post(worker_, [this] { collection_.maintain(); });
+  schedule_maintenance();
+}
+
+void SnapshotCache::schedule_maintenance() {
+  maintenance_timer_->expires_after(maintenance_period_);
+  maintenance_timer_->async_wait([this](const boost::system::error_code& ec) {
+    if (ec) return;
+    boost::asio::post(worker_, [this] { collection_.maintain(); });
+    schedule_maintenance();
+  });
+}
+
+void SnapshotCache::stop(const std::function<void(Collection&)>& last) {
+  if (maintenance_timer_) maintenance_timer_->cancel();
+  if (!last) return;
+  std::promise<void> done;
+  boost::asio::post(worker_, [&] {
+    last(collection_);
+    done.set_value();
+  });
+  done.get_future().wait();
 }
 
 }  // namespace rdma_exporter

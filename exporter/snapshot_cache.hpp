@@ -1,6 +1,7 @@
 #pragma once
 
 #include <boost/asio/executor_work_guard.hpp>
+#include <boost/asio/steady_timer.hpp>
 #include <boost/asio/io_context.hpp>
 #include <boost/asio/thread_pool.hpp>
 #include <functional>
@@ -28,6 +29,13 @@ class SnapshotCache {
 
   void get(Handler handler);
 
+  // Runs the collection's kernel maintenance now and then every `period`, on
+  // the collecting thread (so never at the same time as a collection).
+  void start_maintenance(Duration period);
+  // Stops the maintenance timer; then runs `last` on the collecting thread
+  // and waits for it (used to restore kernel state on exit).
+  void stop(const std::function<void(Collection&)>& last);
+
  private:
   void start_collection();
 
@@ -39,6 +47,9 @@ class SnapshotCache {
   std::vector<Handler> waiting_;
   // Keeps the event loop alive while a collection is in flight.
   std::optional<boost::asio::executor_work_guard<boost::asio::io_context::executor_type>> busy_;
+  std::unique_ptr<boost::asio::steady_timer> maintenance_timer_;
+  Duration maintenance_period_{};
+  void schedule_maintenance();
 };
 
 }  // namespace rdma_exporter

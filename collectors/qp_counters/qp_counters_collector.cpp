@@ -1,0 +1,219 @@
+#include "collectors/qp_counters/qp_counters_collector.hpp"
+
+#include <rdma/rdma_netlink.h>
+
+#include <algorithm>
+#include <set>
+
+#include "collectors/netlink/counter_codec.hpp"
+#include "collectors/qp_counters/mode_manager.hpp"
+
+namespace rdma_exporter {
+namespace {
+
+constexpr const char* kOverflow = "__overflow__";
+
+SeriesBook::Key overflow_key(const SeriesBook::Key& key) {
+  SeriesBook::Key out(key.size());
+  out[0] = key[0];
+  out[1] = key[1];
+  if (out.size() > 2) out[2] = kOverflow;
+  return out;
+}
+
+bool wants(const std::vector<std::string>& dims, const char* dim) {
+  return std::find(dims.begin(), dims.end(), dim) != dims.end();
+}
+
+// Errors with which kernels without per-QP counters (before 5.3) answer.
+bool unsupported(const Error& e) { return e.code == EOPNOTSUPP || e.code == EINVAL; }
+
+}  // namespace
+
+std::string counter_mode_name(uint32_t mode) {
+  switch (mode) {
+    case RDMA_COUNTER_MODE_NONE: return "none";
+    case RDMA_COUNTER_MODE_AUTO: return "auto";
+    case RDMA_COUNTER_MODE_MANUAL: return "manual";
+    default: return "unknown";
+  }
+}
+
+std::string auto_mask_name(uint32_t mask) {
+  std::string out;
+  if ((mask & RDMA_COUNTER_MASK_QP_TYPE) != 0U) out = "qp_type";
+  if ((mask & RDMA_COUNTER_MASK_PID) != 0U) out += out.empty() ? "pid" : ",pid";
+  return out;
+}
+
+QpCountersCollector::QpCountersCollector(const QpCountersOptions& options,
+                                         CounterModeManager* manager)
+    : options_(options),
+      manager_(manager),
+      processes_(options.proc_root),
+      book_(options.max_series, options.retired_ttl) {
+  const auto& agg = options_.aggregate_by;
+  if (!agg.empty()) {
+    with_type_ = wants(agg, "qp_type");
+    with_pid_ = false;
+    with_comm_ = wants(agg, "comm");
+    with_cgroup_ = wants(agg, "cgroup");
+  } else {
+    with_cgroup_ = options_.cgroup_label;
+  }
+  label_names_ = {"device", "port"};
+  if (with_type_) label_names_.emplace_back("qp_type");
+  if (with_pid_) label_names_.emplace_back("pid");
+  if (with_comm_) label_names_.emplace_back("comm");
+  if (with_cgroup_) label_names_.emplace_back("cgroup");
+}
+
+SeriesBook::Key QpCountersCollector::key_of(const nldev::CounterSet& set,
+                                            const std::map<uint32_t, const nldev::Qp*>& qps) {
+  // The set's own criteria first; otherwise what all its QPs have in common.
+  std::optional<uint8_t> type = set.qp_type;
+  std::optional<uint32_t> pid = set.pid;
+  std::optional<std::string> kern = set.kern_name;
+  std::set<uint8_t> types;
+  std::set<uint32_t> pids;
+  std::set<std::string> kerns;
+  for (uint32_t lqpn : set.lqpns) {
+    auto it = qps.find(lqpn);
+    if (it == qps.end()) continue;
+    types.insert(it->second->type);
+    if (it->second->pid) pids.insert(*it->second->pid);
+    if (it->second->kern_name) kerns.insert(*it->second->kern_name);
+  }
+  if (!type && types.size() == 1) type = *types.begin();
+  if (!pid && !kern && pids.size() == 1 && kerns.empty()) pid = *pids.begin();
+  if (!pid && !kern && kerns.size() == 1 && pids.empty()) kern = *kerns.begin();
+
+  SeriesBook::Key key{set.dev_name, std::to_string(set.port)};
+  if (with_type_) key.push_back(type ? nldev::qp_type_name(*type) : "");
+  if (with_pid_) key.push_back(pid ? std::to_string(*pid) : "");
+  if (with_comm_) {
+    std::string comm;
+    if (kern) comm = *kern;
+    else if (pid) comm = processes_.comm(*pid).value_or("");
+    key.push_back(comm);
+  }
+  if (with_cgroup_) key.push_back(pid ? processes_.cgroup(*pid).value_or("") : "");
+  return key;
+}
+
+std::vector<std::string> QpCountersCollector::collect(Scrape& scrape, MetricSink& sink) {
+  const auto& topology = scrape.topology();
+  if (!topology) {
+    if (scrape.netlink_absent()) return {};
+    return {"list devices: " + topology.error().message};
+  }
+  processes_.clear();
+  std::vector<std::string> errors;
+  std::vector<nldev::CounterSet> all_sets;
+  std::vector<nldev::Qp> all_qps;
+  std::vector<SeriesBook::Observation> observations;
+  std::map<std::pair<std::string, uint32_t>, std::size_t> live_sets;
+
+  for (const auto& entry : topology->devices) {
+    const auto& dev = entry.device;
+    if (!entry.ports) continue;
+    for (const auto& port : *entry.ports) {
+      auto mode = scrape.netlink().counter_mode(dev.index, port.index);
+      if (!mode) {
+        if (!unsupported(mode.error())) {
+          errors.push_back(dev.name + " port " + std::to_string(port.index) +
+                           " counter mode: " + mode.error().message);
+        }
+        continue;
+      }
+      sink.info("rdma_qp_counter_mode_info",
+                "How the port groups QPs into counter sets: mode none, auto or manual, and the "
+                "auto criteria; the value is always 1.",
+                {{"device", dev.name},
+                 {"port", std::to_string(port.index)},
+                 {"mode", counter_mode_name(mode->mode)},
+                 {"auto_by", mode->mode == RDMA_COUNTER_MODE_AUTO ? auto_mask_name(mode->auto_mask)
+                                                                  : ""}});
+      live_sets[{dev.name, port.index}] = 0;
+    }
+
+    auto qps = scrape.netlink().qps(dev.index);
+    if (!qps) {
+      if (!unsupported(qps.error())) errors.push_back(dev.name + " QPs: " + qps.error().message);
+    } else {
+      for (auto& q : *qps) all_qps.push_back(std::move(q));
+    }
+    auto sets = scrape.netlink().counter_sets(dev.index);
+    if (!sets) {
+      if (!unsupported(sets.error())) {
+        errors.push_back(dev.name + " counter sets: " + sets.error().message);
+      }
+      continue;
+    }
+    for (auto& s : *sets) all_sets.push_back(std::move(s));
+  }
+
+  std::map<std::pair<uint32_t, uint32_t>, const nldev::Qp*> by_dev_qpn;
+  for (const auto& q : all_qps) by_dev_qpn[{q.dev_index, q.lqpn}] = &q;
+  std::vector<SeriesBook::Key> keys;
+  keys.reserve(all_sets.size());
+  for (const auto& s : all_sets) {
+    std::map<uint32_t, const nldev::Qp*> qps_of_set;
+    for (uint32_t lqpn : s.lqpns) {
+      auto it = by_dev_qpn.find({s.dev_index, lqpn});
+      if (it != by_dev_qpn.end()) qps_of_set.emplace(lqpn, it->second);
+    }
+    keys.push_back(key_of(s, qps_of_set));
+    ++live_sets[{s.dev_name, s.port}];
+  }
+  for (std::size_t i = 0; i < all_sets.size(); ++i) {
+    const auto& s = all_sets[i];
+    observations.push_back({{s.dev_name, s.port, s.id}, keys[i], &s.counters});
+  }
+
+  const auto series = book_.update(observations, overflow_key, SeriesBook::Clock::now());
+  for (const auto& s : series) {
+    Labels labels;
+    for (std::size_t i = 0; i < label_names_.size(); ++i) labels.emplace_back(label_names_[i], s.key[i]);
+    for (const auto& [name, value] : s.values) {
+      sink.counter("rdma_qp_counter_" + sanitize_metric_fragment(name) + "_total",
+                   "Counter \"" + name +
+                       "\" of per-QP counter sets, summed over the sets of the series. Already "
+                       "included in the port's rdma_port_hw_* totals.",
+                   labels, value);
+    }
+  }
+  for (const auto& [port, count] : live_sets) {
+    const Labels labels{{"device", port.first}, {"port", std::to_string(port.second)}};
+    sink.gauge("rdma_qp_counter_sets", "Per-QP counter sets bound on the port.", labels,
+               static_cast<double>(count));
+    auto folded = book_.folded().find(port);
+    sink.gauge("rdma_qp_counter_overflow_sets",
+               "Counter sets folded into the port's overflow series because "
+               "qp_counters.max_series distinct series exist.",
+               labels, folded == book_.folded().end() ? 0.0 : static_cast<double>(folded->second));
+  }
+
+  // QP inventory.
+  std::map<std::vector<std::string>, std::size_t> inventory;
+  for (const auto& q : all_qps) {
+    std::vector<std::string> key{q.dev_name, q.port ? std::to_string(*q.port) : "",
+                                 nldev::qp_type_name(q.type), nldev::qp_state_name(q.state)};
+    if (options_.inventory_by_comm) {
+      key.push_back(q.kern_name ? *q.kern_name
+                                : (q.pid ? processes_.comm(*q.pid).value_or("") : ""));
+    }
+    ++inventory[key];
+  }
+  for (const auto& [key, count] : inventory) {
+    Labels labels{{"device", key[0]}, {"port", key[1]}, {"qp_type", key[2]}, {"state", key[3]}};
+    if (options_.inventory_by_comm) labels.emplace_back("comm", key[4]);
+    sink.gauge("rdma_qps", "QPs in the device's resource tracker, by port, type and state.",
+               std::move(labels), static_cast<double>(count));
+  }
+
+  if (manager_ != nullptr) manager_->add_metrics(sink);
+  return errors;
+}
+
+}  // namespace rdma_exporter

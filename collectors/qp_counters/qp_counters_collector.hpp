@@ -1,0 +1,43 @@
+#pragma once
+
+#include "collectors/collector.hpp"
+#include "collectors/qp_counters/options.hpp"
+#include "collectors/qp_counters/process_info.hpp"
+#include "collectors/qp_counters/series_book.hpp"
+
+namespace rdma_exporter {
+
+class CounterModeManager;
+
+// Per-QP counter sets (RDMA_NLDEV_CMD_STAT_GET dump with STAT_RES=RES_QP),
+// the ports' counter modes, and the QP inventory (RDMA_NLDEV_CMD_RES_QP_GET):
+//   rdma_qp_counter_<name>_total{device,port,qp_type,pid,comm[,cgroup]}
+//   rdma_qp_counter_sets, rdma_qp_counter_overflow_sets, rdma_qp_counter_mode_info,
+//   rdma_qps{device,port,qp_type,state[,comm]}
+// and, when the exporter manages counter modes, the manager's outcomes.
+// Counter set values are never added to port totals: the kernel's port
+// counters already include them.
+class QpCountersCollector final : public Collector {
+ public:
+  explicit QpCountersCollector(const QpCountersOptions& options,
+                               CounterModeManager* manager = nullptr);
+  std::string_view name() const override { return "qp_counters"; }
+  std::vector<std::string> collect(Scrape& scrape, MetricSink& sink) override;
+
+ private:
+  SeriesBook::Key key_of(const nldev::CounterSet& set,
+                         const std::map<uint32_t, const nldev::Qp*>& qps);
+
+  QpCountersOptions options_;
+  CounterModeManager* manager_;
+  ProcessInfo processes_;
+  SeriesBook book_;
+  std::vector<std::string> label_names_;  // device, port, then the chosen dimensions
+  bool with_type_ = true, with_pid_ = true, with_comm_ = true, with_cgroup_ = false;
+};
+
+// Names of a counter mode and an auto mask, as iproute2 prints them.
+std::string counter_mode_name(uint32_t mode);
+std::string auto_mask_name(uint32_t mask);
+
+}  // namespace rdma_exporter

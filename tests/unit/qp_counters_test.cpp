@@ -1,0 +1,405 @@
+// Per-QP counter sets end to end against the fake nldev kernel's mlx5 model:
+// observe, auto and manual management, attribution, aggregation, wraps, caps.
+
+#include <gtest/gtest.h>
+#include <rdma/rdma_netlink.h>
+
+#include <algorithm>
+#include <cmath>
+#include <filesystem>
+#include <fstream>
+#include <thread>
+
+#include "exporter/collection.hpp"
+#include "exporter/config.hpp"
+#include "tests/fake_kernel/fake_nldev.hpp"
+
+namespace rdma_exporter {
+namespace {
+
+using testing::FakeDevice;
+using testing::FakeNldev;
+using testing::FakePort;
+
+constexpr uint8_t kRC = 2;
+constexpr uint8_t kUD = 4;
+
+double sample(const Snapshot& s, const std::string& name, const Labels& labels = {}) {
+  double total = std::nan("");
+  for (const auto& f : s.families) {
+    if (f.name != name) continue;
+    for (const auto& m : f.metric) {
+      bool match = std::all_of(labels.begin(), labels.end(), [&](const auto& want) {
+        return std::any_of(m.label.begin(), m.label.end(), [&](const auto& l) {
+          return l.name == want.first && l.value == want.second;
+        });
+      });
+      if (!match) continue;
+      if (!std::isnan(total)) return std::nan("ambiguous");
+      total = f.type == prometheus::MetricType::Counter ? m.counter.value : m.gauge.value;
+    }
+  }
+  return total;
+}
+
+std::size_t series_count(const Snapshot& s, const std::string& name) {
+  for (const auto& f : s.families) {
+    if (f.name == name) return f.metric.size();
+  }
+  return 0;
+}
+
+std::size_t writes(const FakeNldev& k) {
+  return static_cast<std::size_t>(std::count_if(k.requests.begin(), k.requests.end(), [](const auto& r) {
+    return r.cmd == RDMA_NLDEV_CMD_STAT_SET || r.cmd == RDMA_NLDEV_CMD_STAT_DEL;
+  }));
+}
+
+class QpCountersTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    proc_ = ::testing::TempDir() + "qp_proc_" + std::to_string(::getpid()) + "_" +
+            ::testing::UnitTest::GetInstance()->current_test_info()->name();
+    std::filesystem::remove_all(proc_);
+    add_process(100, "trainer", "/kubepods/pod-a/ctr-1");
+    add_process(101, "trainer", "/kubepods/pod-b/ctr-2");
+    add_process(200, "storage", "/system.slice/storage.service");
+    FakeDevice mlx{.index = 1, .name = "mlx5_0"};
+    mlx.ports.push_back(FakePort{.index = 1, .netdev = "ens1f0"});
+    mlx.ports.push_back(FakePort{.index = 2, .netdev = "ens1f1"});
+    kernel_->devices = {mlx};
+    config_.sysfs.root = "/nonexistent";
+    config_.collectors.sysfs = false;
+    config_.qp_counters.proc_root = proc_;
+  }
+
+  void add_process(uint32_t pid, const std::string& comm, const std::string& cgroup) {
+    const auto dir = std::filesystem::path(proc_) / std::to_string(pid);
+    std::filesystem::create_directories(dir);
+    std::ofstream(dir / "comm") << comm << "\n";
+    std::ofstream(dir / "cgroup") << "0::" << cgroup << "\n";
+  }
+
+  Collection& collection() {
+    if (!collection_) {
+      auto k = std::make_unique<FakeNldev>(std::move(*kernel_));
+      k_ = k.get();
+      collection_ = std::make_unique<Collection>(config_, std::move(k));
+    }
+    return *collection_;
+  }
+  FakeNldev& kernel() {
+    collection();
+    return *k_;
+  }
+  std::shared_ptr<const Snapshot> collect() { return collection().collect(); }
+
+  FakePort& port(uint32_t p) { return kernel().device(1)->ports[p - 1]; }
+
+  std::string proc_;
+  Config config_;
+  std::unique_ptr<FakeNldev> kernel_ = std::make_unique<FakeNldev>();
+  FakeNldev* k_ = nullptr;
+  std::unique_ptr<Collection> collection_;
+};
+
+TEST_F(QpCountersTest, ObserveExportsAutoSetsWithProcessAttributionAndWritesNothing) {
+  port(1).counter_mode = RDMA_COUNTER_MODE_AUTO;
+  port(1).auto_mask = RDMA_COUNTER_MASK_QP_TYPE | RDMA_COUNTER_MASK_PID;
+  const uint32_t a = kernel().create_qp(1, 1, kRC, 100);
+  const uint32_t b = kernel().create_qp(1, 1, kRC, 100);
+  const uint32_t c = kernel().create_qp(1, 1, kUD, 200);
+  kernel().traffic(1, a, "rx_write_requests", 10);
+  kernel().traffic(1, b, "rx_write_requests", 5);
+  kernel().traffic(1, c, "rx_write_requests", 7);
+
+  auto s = collect();
+  ASSERT_TRUE(s->all_succeeded()) << s->outcomes[3].errors.front();
+  EXPECT_EQ(sample(*s, "rdma_qp_counter_rx_write_requests_total",
+                   {{"device", "mlx5_0"}, {"port", "1"}, {"qp_type", "RC"}, {"pid", "100"},
+                    {"comm", "trainer"}}),
+            15.0);
+  EXPECT_EQ(sample(*s, "rdma_qp_counter_rx_write_requests_total",
+                   {{"qp_type", "UD"}, {"pid", "200"}, {"comm", "storage"}}),
+            7.0);
+  EXPECT_EQ(sample(*s, "rdma_qp_counter_sets", {{"device", "mlx5_0"}, {"port", "1"}}), 2.0);
+  EXPECT_EQ(sample(*s, "rdma_qp_counter_sets", {{"port", "2"}}), 0.0);
+  EXPECT_EQ(sample(*s, "rdma_qp_counter_mode_info",
+                   {{"port", "1"}, {"mode", "auto"}, {"auto_by", "qp_type,pid"}}),
+            1.0);
+  EXPECT_EQ(sample(*s, "rdma_qp_counter_mode_info", {{"port", "2"}, {"mode", "none"}}), 1.0);
+  // The port totals are the kernel's, which already include the sets.
+  EXPECT_EQ(sample(*s, "rdma_port_hw_rx_write_requests_total", {{"port", "1"}}), 22.0);
+  EXPECT_EQ(writes(kernel()), 0U);
+  EXPECT_EQ(sample(*s, "rdma_qps", {{"port", "1"}, {"qp_type", "RC"}, {"state", "RTS"}}), 2.0);
+  EXPECT_EQ(sample(*s, "rdma_qps", {{"port", "1"}, {"qp_type", "UD"}, {"state", "RTS"}}), 1.0);
+}
+
+TEST_F(QpCountersTest, AggregationByCommStaysMonotonicWhenAProcessExits) {
+  config_.qp_counters.aggregate_by = {"comm"};
+  port(1).counter_mode = RDMA_COUNTER_MODE_AUTO;
+  port(1).auto_mask = RDMA_COUNTER_MASK_PID;
+  const uint32_t a = kernel().create_qp(1, 1, kRC, 100);
+  const uint32_t b = kernel().create_qp(1, 1, kRC, 101);
+  kernel().traffic(1, a, "out_of_sequence", 30);
+  kernel().traffic(1, b, "out_of_sequence", 12);
+  auto first = collect();
+  const Labels trainer{{"device", "mlx5_0"}, {"port", "1"}, {"comm", "trainer"}};
+  EXPECT_EQ(sample(*first, "rdma_qp_counter_out_of_sequence_total", trainer), 42.0);
+  EXPECT_EQ(series_count(*first, "rdma_qp_counter_out_of_sequence_total"), 1U);
+
+  kernel().exit_process(100);  // its set disappears with its last QP
+  kernel().traffic(1, b, "out_of_sequence", 3);
+  auto second = collect();
+  EXPECT_EQ(sample(*second, "rdma_qp_counter_sets", {{"port", "1"}}), 1.0);
+  EXPECT_EQ(sample(*second, "rdma_qp_counter_out_of_sequence_total", trainer), 45.0);
+}
+
+TEST_F(QpCountersTest, VanishedSetOfItsOwnSeriesIsKeptForTheRetentionThenDropped) {
+  config_.qp_counters.retired_ttl = std::chrono::milliseconds(0);
+  port(1).counter_mode = RDMA_COUNTER_MODE_AUTO;
+  port(1).auto_mask = RDMA_COUNTER_MASK_PID;
+  const uint32_t a = kernel().create_qp(1, 1, kRC, 200);
+  kernel().traffic(1, a, "out_of_sequence", 5);
+  auto first = collect();
+  EXPECT_EQ(sample(*first, "rdma_qp_counter_out_of_sequence_total", {{"pid", "200"}}), 5.0);
+  kernel().exit_process(200);
+  std::this_thread::sleep_for(std::chrono::milliseconds(2));
+  auto second = collect();
+  EXPECT_TRUE(std::isnan(sample(*second, "rdma_qp_counter_out_of_sequence_total", {{"pid", "200"}})));
+}
+
+TEST_F(QpCountersTest, ThirtyTwoBitWrapOfALiveSetIsUnwrapped) {
+  kernel().device(1)->counter_values_32bit = true;
+  port(1).counter_mode = RDMA_COUNTER_MODE_AUTO;
+  port(1).auto_mask = RDMA_COUNTER_MASK_QP_TYPE;
+  const uint32_t a = kernel().create_qp(1, 1, kRC, 100);
+  const uint64_t near = (1ULL << 32) - 10;
+  kernel().traffic(1, a, "rx_read_requests", near);
+  auto first = collect();
+  EXPECT_EQ(sample(*first, "rdma_qp_counter_rx_read_requests_total", {{"qp_type", "RC"}}),
+            static_cast<double>(near));
+  kernel().traffic(1, a, "rx_read_requests", 25);  // the kernel value wraps to 15
+  auto second = collect();
+  EXPECT_EQ(sample(*second, "rdma_qp_counter_rx_read_requests_total", {{"qp_type", "RC"}}),
+            static_cast<double>(near + 25));
+}
+
+TEST_F(QpCountersTest, SeriesBeyondTheCapFoldIntoOneOverflowSeries) {
+  config_.qp_counters.max_series = 2;
+  port(1).counter_mode = RDMA_COUNTER_MODE_AUTO;
+  port(1).auto_mask = RDMA_COUNTER_MASK_PID;
+  double total = 0;
+  for (uint32_t pid : {100U, 101U, 200U, 300U}) {
+    const uint32_t q = kernel().create_qp(1, 1, kRC, pid);
+    kernel().traffic(1, q, "packet_seq_err", pid);
+    total += pid;
+  }
+  auto s = collect();
+  EXPECT_EQ(series_count(*s, "rdma_qp_counter_packet_seq_err_total"), 3U);
+  EXPECT_EQ(sample(*s, "rdma_qp_counter_overflow_sets", {{"port", "1"}}), 2.0);
+  const double overflow =
+      sample(*s, "rdma_qp_counter_packet_seq_err_total", {{"qp_type", "__overflow__"}});
+  EXPECT_GT(overflow, 0.0);
+  double sum = 0;
+  for (const auto& f : s->families) {
+    if (f.name != "rdma_qp_counter_packet_seq_err_total") continue;
+    for (const auto& m : f.metric) sum += m.counter.value;
+  }
+  EXPECT_EQ(sum, total);  // nothing lost, nothing counted twice
+}
+
+TEST_F(QpCountersTest, AutoModeIsSetOnManagedPortsAndReappliedAfterAReload) {
+  config_.qp_counters.ports = {{.device = "mlx5_.*", .port = 1,
+                                .mode = QpCountersOptions::Mode::auto_mode,
+                                .by_qp_type = true, .by_pid = false}};
+  collection().maintain();
+  EXPECT_EQ(port(1).counter_mode, static_cast<uint32_t>(RDMA_COUNTER_MODE_AUTO));
+  EXPECT_EQ(port(1).auto_mask, static_cast<uint32_t>(RDMA_COUNTER_MASK_QP_TYPE));
+  EXPECT_EQ(port(2).counter_mode, static_cast<uint32_t>(RDMA_COUNTER_MODE_NONE));  // not selected
+  const uint32_t q = kernel().create_qp(1, 1, kUD, 100);
+  kernel().traffic(1, q, "rx_write_requests", 4);
+  auto s = collect();
+  EXPECT_EQ(sample(*s, "rdma_qp_counter_rx_write_requests_total", {{"qp_type", "UD"}}), 4.0);
+  EXPECT_EQ(sample(*s, "rdma_qp_counter_writes_total",
+                   {{"port", "1"}, {"operation", "set_auto"}, {"result", "ok"}}),
+            1.0);
+  EXPECT_EQ(sample(*s, "rdma_qp_counter_mode_drift", {{"port", "1"}}), 0.0);
+
+  // Nothing to do while the port is as configured.
+  const auto before = writes(kernel());
+  collection().maintain();
+  EXPECT_EQ(writes(kernel()), before);
+
+  // A driver reload: the device comes back with a new index and mode none.
+  FakeDevice reloaded{.index = 7, .name = "mlx5_0"};
+  reloaded.ports.push_back(FakePort{.index = 1});
+  kernel().devices = {reloaded};
+  collection().maintain();
+  EXPECT_EQ(kernel().device(7)->ports[0].counter_mode,
+            static_cast<uint32_t>(RDMA_COUNTER_MODE_AUTO));
+}
+
+TEST_F(QpCountersTest, PortSetOtherwiseByAnOperatorIsLeftAloneUnlessTakenOver) {
+  port(1).counter_mode = RDMA_COUNTER_MODE_AUTO;
+  port(1).auto_mask = RDMA_COUNTER_MASK_PID;
+  config_.qp_counters.ports = {{.device = "mlx5_0", .mode = QpCountersOptions::Mode::auto_mode,
+                                .by_qp_type = true, .by_pid = false}};
+  collection().maintain();
+  EXPECT_EQ(writes(kernel()), 0U);
+  EXPECT_EQ(port(1).auto_mask, static_cast<uint32_t>(RDMA_COUNTER_MASK_PID));
+  auto s = collect();
+  EXPECT_EQ(sample(*s, "rdma_qp_counter_mode_drift", {{"port", "1"}}), 1.0);
+  EXPECT_EQ(sample(*s, "rdma_qp_counter_mode_drift", {{"port", "2"}}), 0.0);  // was none: set
+}
+
+TEST_F(QpCountersTest, TakeOverChangesTheModeAndBusyPortsAreReported) {
+  port(1).counter_mode = RDMA_COUNTER_MODE_AUTO;
+  port(1).auto_mask = RDMA_COUNTER_MASK_PID;
+  kernel().create_qp(1, 1, kRC, 100);  // bound: changing the criteria is EBUSY
+  config_.qp_counters.ports = {{.device = "mlx5_0", .port = 1,
+                                .mode = QpCountersOptions::Mode::auto_mode,
+                                .by_qp_type = true, .by_pid = false, .take_over = true}};
+  collection().maintain();
+  collection().maintain();
+  auto s = collect();
+  EXPECT_EQ(sample(*s, "rdma_qp_counter_writes_total", {{"operation", "set_auto"}, {"result", "EBUSY"}}),
+            2.0);
+  EXPECT_EQ(sample(*s, "rdma_qp_counter_mode_drift", {{"port", "1"}}), 1.0);
+  kernel().exit_process(100);
+  collection().maintain();
+  EXPECT_EQ(port(1).auto_mask, static_cast<uint32_t>(RDMA_COUNTER_MASK_QP_TYPE));
+}
+
+TEST_F(QpCountersTest, WithoutCapNetAdminWritesFailVisibly) {
+  kernel().privileged = false;
+  config_.qp_counters.ports = {{.device = ".*", .mode = QpCountersOptions::Mode::auto_mode}};
+  collection().maintain();
+  auto s = collect();
+  EXPECT_TRUE(s->all_succeeded());  // reading still works
+  EXPECT_EQ(sample(*s, "rdma_qp_counter_writes_total",
+                   {{"port", "1"}, {"operation", "set_auto"}, {"result", "EPERM"}}),
+            1.0);
+  EXPECT_EQ(sample(*s, "rdma_qp_counter_mode_drift", {{"port", "1"}}), 1.0);
+  EXPECT_EQ(port(1).counter_mode, static_cast<uint32_t>(RDMA_COUNTER_MODE_NONE));
+}
+
+TEST_F(QpCountersTest, ManualRulesGiveEachMatchingProcessItsOwnSet) {
+  config_.qp_counters.ports = {{.device = "mlx5_0", .port = 1, .mode = QpCountersOptions::Mode::manual}};
+  config_.qp_counters.manual_rules = {{.name = "training", .comm = std::string("train.*")}};
+  const uint32_t a = kernel().create_qp(1, 1, kRC, 100);
+  const uint32_t b = kernel().create_qp(1, 1, kRC, 101);
+  const uint32_t c = kernel().create_qp(1, 1, kRC, 200);  // storage: no rule
+  kernel().create_qp(1, 1, kRC, std::nullopt, "ib_srp");  // kernel QP: never bound
+  collection().maintain();
+  EXPECT_EQ(port(1).counter_mode, static_cast<uint32_t>(RDMA_COUNTER_MODE_MANUAL));
+  EXPECT_EQ(kernel().device(1)->counter_sets.size(), 2U);
+
+  // A new QP of a matching process joins that process's set.
+  const uint32_t a2 = kernel().create_qp(1, 1, kUD, 100);
+  collection().maintain();
+  EXPECT_EQ(kernel().device(1)->counter_sets.size(), 2U);
+  kernel().traffic(1, a, "rx_write_requests", 3);
+  kernel().traffic(1, a2, "rx_write_requests", 4);
+  kernel().traffic(1, b, "rx_write_requests", 5);
+  kernel().traffic(1, c, "rx_write_requests", 6);
+  auto s = collect();
+  EXPECT_EQ(sample(*s, "rdma_qp_counter_rx_write_requests_total", {{"pid", "100"}, {"comm", "trainer"}}),
+            7.0);
+  EXPECT_EQ(sample(*s, "rdma_qp_counter_rx_write_requests_total", {{"pid", "101"}}), 5.0);
+  EXPECT_TRUE(std::isnan(sample(*s, "rdma_qp_counter_rx_write_requests_total", {{"pid", "200"}})));
+  EXPECT_EQ(sample(*s, "rdma_qp_counter_writes_total", {{"operation", "bind"}, {"result", "ok"}}), 3.0);
+}
+
+TEST_F(QpCountersTest, ManualRulesByCgroupAndQpType) {
+  config_.qp_counters.ports = {{.device = "mlx5_0", .port = 1, .mode = QpCountersOptions::Mode::manual}};
+  config_.qp_counters.manual_rules = {
+      {.name = "pod-a-ud", .cgroup = std::string("/kubepods/pod-a/.*"), .qp_types = {"UD"}}};
+  config_.qp_counters.cgroup_label = true;
+  kernel().create_qp(1, 1, kRC, 100);
+  const uint32_t ud = kernel().create_qp(1, 1, kUD, 100);
+  kernel().create_qp(1, 1, kUD, 101);  // another pod
+  collection().maintain();
+  ASSERT_EQ(kernel().device(1)->counter_sets.size(), 1U);
+  kernel().traffic(1, ud, "rx_read_requests", 9);
+  auto s = collect();
+  EXPECT_EQ(sample(*s, "rdma_qp_counter_rx_read_requests_total",
+                   {{"qp_type", "UD"}, {"cgroup", "/kubepods/pod-a/ctr-1"}}),
+            9.0);
+}
+
+TEST_F(QpCountersTest, ManualBindOnADriverWithoutPerQpCountersFailsVisibly) {
+  kernel().device(1)->qp_counters_supported = false;  // rxe
+  config_.qp_counters.ports = {{.device = "mlx5_0", .port = 1, .mode = QpCountersOptions::Mode::manual}};
+  config_.qp_counters.manual_rules = {{.name = "all", .pid = 100}};
+  kernel().create_qp(1, 1, kRC, 100);
+  collection().maintain();
+  collection().maintain();
+  auto s = collect();
+  EXPECT_EQ(sample(*s, "rdma_qp_counter_writes_total", {{"operation", "bind"}, {"result", "ENOMEM"}}),
+            2.0);
+  EXPECT_TRUE(s->all_succeeded());
+}
+
+TEST_F(QpCountersTest, RestoreOnExitPutsBackTheModeAndUndoesBindings) {
+  config_.qp_counters.ports = {
+      {.device = "mlx5_0", .port = 1, .mode = QpCountersOptions::Mode::auto_mode, .restore_on_exit = true},
+      {.device = "mlx5_0", .port = 2, .mode = QpCountersOptions::Mode::manual, .restore_on_exit = true}};
+  config_.qp_counters.manual_rules = {{.name = "p", .pid = 100}};
+  kernel().create_qp(1, 2, kRC, 100);
+  collection().maintain();
+  EXPECT_EQ(port(1).counter_mode, static_cast<uint32_t>(RDMA_COUNTER_MODE_AUTO));
+  EXPECT_EQ(port(2).counter_mode, static_cast<uint32_t>(RDMA_COUNTER_MODE_MANUAL));
+  collection().restore_kernel_state();
+  EXPECT_EQ(port(1).counter_mode, static_cast<uint32_t>(RDMA_COUNTER_MODE_NONE));
+  EXPECT_EQ(port(2).counter_mode, static_cast<uint32_t>(RDMA_COUNTER_MODE_NONE));
+  EXPECT_TRUE(kernel().device(1)->counter_sets.empty());
+}
+
+TEST_F(QpCountersTest, DisabledOrUnsupportedIsNotAFailure) {
+  kernel().absent = true;
+  auto s = collect();
+  EXPECT_TRUE(s->all_succeeded());
+  EXPECT_EQ(series_count(*s, "rdma_qp_counter_sets"), 0U);
+}
+
+TEST(QpCountersConfig, SectionIsParsedAndValidated) {
+  Config c;
+  auto errors = parse_config(R"(
+qp_counters:
+  ports:
+    - {device: "mlx5_.*", port: 1, mode: auto, auto_by: [pid], restore_on_exit: true}
+    - {device: rxe0, mode: manual, take_over: true}
+  manual_rules:
+    - {name: train, comm: "python.*", qp_types: [RC, UD]}
+  aggregate_by: [comm]
+  max_series: 50
+  reconcile_interval: 5s
+)",
+                             "q.yml", c);
+  ASSERT_TRUE(errors.empty()) << errors.front();
+  ASSERT_EQ(c.qp_counters.ports.size(), 2U);
+  EXPECT_EQ(c.qp_counters.ports[0].mode, QpCountersOptions::Mode::auto_mode);
+  EXPECT_FALSE(c.qp_counters.ports[0].by_qp_type);
+  EXPECT_TRUE(c.qp_counters.ports[0].by_pid);
+  EXPECT_EQ(c.qp_counters.ports[1].mode, QpCountersOptions::Mode::manual);
+  EXPECT_EQ(c.qp_counters.manual_rules[0].qp_types, (std::vector<std::string>{"RC", "UD"}));
+  EXPECT_EQ(c.qp_counters.max_series, 50U);
+
+  Config bad;
+  errors = parse_config(R"(
+qp_counters:
+  ports:
+    - {mode: sometimes}
+    - {mode: auto, auto_by: []}
+  manual_rules:
+    - {name: empty}
+    - {name: t, qp_types: [XX]}
+  aggregate_by: [host]
+)",
+                        "q.yml", bad);
+  EXPECT_EQ(errors.size(), 5U) << ::testing::PrintToString(errors);
+}
+
+}  // namespace
+}  // namespace rdma_exporter
