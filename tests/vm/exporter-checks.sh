@@ -100,23 +100,27 @@ pair() {
 	note "$name pair finished"
 }
 
-# Writes "device port name value" for every port hw counter file.
+# Writes "device port name value" for every port hw counter file (one grep
+# reads them all: "PATH:VALUE" lines).
 dump_sysfs_hw_counters() {
-	local f rest dev port name value out=$1
+	local out=$1 path value rest dev port line
+	local -a files
+	files=(/sys/class/infiniband/*/ports/*/hw_counters/*)
 	: >"$out"
-	for f in /sys/class/infiniband/*/ports/*/hw_counters/*; do
-		[[ -f $f ]] || continue
-		rest=${f#/sys/class/infiniband/}
+	[[ -e ${files[0]} ]] || return 0
+	t 20 grep -H '' -- "${files[@]}" >"$out.raw" || die "reading sysfs hw_counters failed"
+	while IFS= read -r line; do
+		path=${line%%:*}
+		value=${line#*:}
+		rest=${path#/sys/class/infiniband/}
 		dev=${rest%%/*}
 		rest=${rest#*/ports/}
 		port=${rest%%/*}
-		name=${f##*/}
-		value=$(t 5 cat -- "$f")
-		printf '%s %s %s %s\n' "$dev" "$port" "$name" "$value" >>"$out"
-	done
+		printf '%s %s %s %s\n' "$dev" "$port" "${path##*/}" "$value" >>"$out"
+	done <"$out.raw"
+	rm -f -- "$out.raw"
 }
 
-# scrape FILE: GET /metrics into $R/FILE; prints the HTTP status code.
 # curl prints 000 itself when it gets no response.
 scrape() {
 	local code
@@ -135,6 +139,17 @@ gid_index=$(t 120 "$RXE_UP" --print-gid-index 2>"$R/rxe-up.log") ||
 echo "$gid_index" >"$R/gid-index"
 record rdma-dev.json rdma -j dev
 record rdma-link.json rdma -j link
+# sysfs identity and port files as "PATH:VALUE" lines (a file holding only
+# a newline gives "PATH:", an empty one nothing).
+info_files=()
+for f in /sys/class/infiniband/*/{fw_ver,board_id,hca_type,node_desc,node_guid,sys_image_guid,node_type} \
+	/sys/class/infiniband/*/ports/*/{rate,link_layer,state,phys_state}; do
+	if [[ -f $f ]]; then
+		info_files+=("$f")
+	fi
+done
+((${#info_files[@]} > 0)) || die "no files under /sys/class/infiniband"
+t 20 grep -H '' -- "${info_files[@]}" >"$R/sysfs-info.txt" 2>"$R/sysfs-info.err" || true
 t 10 "$EXPORTER" --version >"$R/exporter-version.txt" 2>&1 || true
 
 # ---------------------------------------------------------------- 2. traffic
@@ -290,7 +305,9 @@ link_change() {
 	((rc == 0)) || die "failed (exit $rc): $* (see $log)"
 }
 
+# The device goes away once a scrape has seen it in place.
 sleep_until "$HOT_DELETE_AT_MS"
+wait_scrape_since "$hot_start_ms" 15
 event delete_begin
 link_change link-delete.log rdma link delete "$RXE"
 delete_end_ms=$(now_ms)

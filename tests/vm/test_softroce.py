@@ -1,0 +1,485 @@
+"""rdma_exporter against a real kernel: Soft-RoCE (rdma_rxe) in the test-bed VM.
+
+setUpClass boots the VM once (tests/vm/run-in-vm) and runs exporter-checks.sh
+in it, which records the exporter's expositions next to what the kernel
+reports through iproute2's rdma tool and sysfs. The tests compare the two.
+
+The binary and the guest scripts are copied to a staging directory under
+/var/tmp first: the guest sees the host's root read-only but mounts fresh
+file systems on /tmp and /run, so a checkout or build tree below /tmp would
+be invisible to it.
+
+Environment: RDMA_EXPORTER_BIN (default ../../build/rdma_exporter from this
+file), RDMA_VM_STAGE_ROOT (default /var/tmp/rdma-exporter-vm),
+RDMA_VM_KEEP=1 keeps the staging directory even when every test passed,
+RDMA_VM_RESULTS=DIR checks the results of an earlier run instead of booting.
+"""
+import glob
+import json
+import os
+import re
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+import unittest
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+BIN = os.path.abspath(os.environ.get("RDMA_EXPORTER_BIN",
+                                     os.path.join(HERE, "..", "..", "build", "rdma_exporter")))
+STAGE_ROOT = os.environ.get("RDMA_VM_STAGE_ROOT", "/var/tmp/rdma-exporter-vm")
+RUN_IN_VM = os.path.join(HERE, "run-in-vm")
+GUEST_FILES = ("exporter-checks.sh", "rxe-up")
+VM_TIMEOUT = 200
+# Staging directories left behind by failed runs are removed after this age.
+STALE_STAGE_SECS = 24 * 3600
+
+# Port states and physical states as iproute2 prints them, with the numbers
+# the exporter exports (docs/metrics.md).
+PORT_STATES = {"DOWN": 1, "INIT": 2, "ARMED": 3, "ACTIVE": 4, "ACTIVE_DEFER": 5}
+PHYS_STATES = {"SLEEP": 1, "POLLING": 2, "DISABLED": 3, "PORT_CONFIGURATION_TRAINING": 4,
+               "LINK_UP": 5, "LINK_ERROR_RECOVERY": 6, "PHY_TEST": 7}
+# Keys of `rdma -j statistic show` / `rdma -j resource show` entries that
+# identify the device or port rather than count something.
+STAT_KEYS = {"ifindex", "ifname", "port"}
+HW_PREFIX, HW_SUFFIX = "rdma_port_hw_", "_total"
+
+SAMPLE_RE = re.compile(r"^([A-Za-z_:][A-Za-z0-9_:]*)(?:\{(.*)\})?[ \t]+(\S+)(?:[ \t]+-?\d+)?$")
+LABEL_RE = re.compile(r'\s*([A-Za-z_][A-Za-z0-9_]*)="((?:[^"\\]|\\.)*)"\s*(?:,|$)')
+
+
+class Exposition:
+    """The samples of a Prometheus text exposition (format 0.0.4)."""
+
+    def __init__(self, text, source="exposition"):
+        self.source = source
+        self.samples = []  # (name, labels dict, value)
+        seen = set()
+        for number, line in enumerate(text.splitlines(), 1):
+            if not line.strip() or line.startswith("#"):
+                continue
+            m = SAMPLE_RE.match(line)
+            if not m:
+                raise ValueError(f"{source}:{number}: not a sample line: {line!r}")
+            name, label_text, value = m.groups()
+            labels = {}
+            rest = label_text or ""
+            while rest.strip():
+                lm = LABEL_RE.match(rest)
+                if not lm:
+                    raise ValueError(f"{source}:{number}: bad labels: {line!r}")
+                labels[lm.group(1)] = re.sub(r"\\(.)", lambda e: "\n" if e.group(1) == "n"
+                                             else e.group(1), lm.group(2))
+                rest = rest[lm.end():]
+            key = (name, tuple(sorted(labels.items())))
+            if key in seen:
+                raise ValueError(f"{source}:{number}: duplicate series: {line!r}")
+            seen.add(key)
+            self.samples.append((name, labels, float(value)))
+
+    def series(self, name, **labels):
+        """(labels, value) of every sample of NAME whose labels include LABELS."""
+        return [(l, v) for n, l, v in self.samples
+                if n == name and all(l.get(k) == w for k, w in labels.items())]
+
+    def value(self, name, **labels):
+        """The value of the one sample of NAME with LABELS, None if there is none."""
+        found = self.series(name, **labels)
+        if len(found) > 1:
+            raise AssertionError(f"{self.source}: {len(found)} series {name}{labels}")
+        return found[0][1] if found else None
+
+    def port_hw_counters(self, device, port):
+        """{driver counter name: value} of rdma_port_hw_*_total for one port."""
+        out = {}
+        for name, labels, value in self.samples:
+            if (name.startswith(HW_PREFIX) and name.endswith(HW_SUFFIX)
+                    and labels.get("device") == device and labels.get("port") == port):
+                out[name[len(HW_PREFIX):-len(HW_SUFFIX)]] = value
+        return out
+
+    def devices(self):
+        return {l.get("device") for _, l, _ in self.samples if "device" in l}
+
+
+def metric_name_part(kernel_name):
+    """A driver counter name as it appears inside the metric name."""
+    out = re.sub(r"[^A-Za-z0-9_]", "_", kernel_name)
+    return "_" + out if out[:1].isdigit() else out
+
+
+def stat_ports(stat_json):
+    """{(device, port): {counter: value}} from `rdma -j statistic show`."""
+    out = {}
+    for entry in stat_json:
+        counters = {k: v for k, v in entry.items() if k not in STAT_KEYS}
+        for k, v in counters.items():
+            if not isinstance(v, int):
+                raise AssertionError(f"unexpected non-counter {k}={v!r} in {entry}")
+        out[(entry["ifname"], str(entry["port"]))] = counters
+    return out
+
+
+class SoftRoceTest(unittest.TestCase):
+    stage = None
+    keep = False
+
+    @classmethod
+    def setUpClass(cls):
+        if os.environ.get("RDMA_VM_RESULTS"):
+            cls.results = os.path.abspath(os.environ["RDMA_VM_RESULTS"])
+            return
+        if not os.access(BIN, os.X_OK):
+            raise RuntimeError(f"exporter binary {BIN} not found (set RDMA_EXPORTER_BIN)")
+        os.makedirs(STAGE_ROOT, exist_ok=True)
+        cls._remove_stale_stages()
+        cls.stage = tempfile.mkdtemp(prefix=f"stage-{os.getpid()}-", dir=STAGE_ROOT)
+        os.chmod(cls.stage, 0o755)
+        shutil.copy2(BIN, os.path.join(cls.stage, "rdma_exporter"))
+        for name in GUEST_FILES:
+            shutil.copy2(os.path.join(HERE, name), os.path.join(cls.stage, name))
+        cls.results = os.path.join(cls.stage, "results")
+        cmd = [RUN_IN_VM, "--results", cls.results, "--timeout", str(VM_TIMEOUT),
+               "./exporter-checks.sh", os.path.join(cls.stage, "rdma_exporter"),
+               os.path.join(cls.stage, "rxe-up")]
+        start = time.monotonic()
+        try:
+            proc = subprocess.run(cmd, cwd=cls.stage, stdin=subprocess.DEVNULL,
+                                  capture_output=True, text=True, timeout=VM_TIMEOUT + 60)
+        except subprocess.TimeoutExpired:
+            cls.keep = True
+            raise RuntimeError(f"run-in-vm did not finish within {VM_TIMEOUT + 60}s; "
+                               f"results in {cls.results}")
+        cls.vm_wall = time.monotonic() - start
+        print(f"\nVM run (boot, exporter-checks.sh, power-off): {cls.vm_wall:.1f}s wall",
+              file=sys.stderr)
+        if proc.returncode != 0:
+            cls.keep = True
+            report = [f"run-in-vm exited {proc.returncode}; results kept in {cls.results}",
+                      "---- run-in-vm stderr (tail) ----", *proc.stderr.splitlines()[-80:]]
+            for name in ("steps.log", "exporter.log"):
+                path = os.path.join(cls.results, name)
+                if os.path.exists(path):
+                    with open(path, errors="replace") as f:
+                        report += [f"---- {name} ----", *f.read().splitlines()[-60:]]
+            print("\n".join(report), file=sys.stderr)
+            raise RuntimeError(f"the VM run failed (exit {proc.returncode}); see above")
+
+    @classmethod
+    def tearDownClass(cls):
+        if cls.stage is None:
+            return
+        if cls.keep or os.environ.get("RDMA_VM_KEEP") == "1":
+            print(f"\nVM results kept in {cls.results}", file=sys.stderr)
+        else:
+            shutil.rmtree(cls.stage, ignore_errors=True)
+
+    @staticmethod
+    def _remove_stale_stages():
+        now = time.time()
+        for path in glob.glob(os.path.join(STAGE_ROOT, "stage-*")):
+            try:
+                if now - os.path.getmtime(path) > STALE_STAGE_SECS:
+                    shutil.rmtree(path, ignore_errors=True)
+            except OSError:
+                pass
+
+    def run(self, result=None):
+        # Keep the evidence of a run in which any test failed.
+        if result is None:
+            return super().run(result)
+        before = len(result.failures) + len(result.errors)
+        out = super().run(result)
+        if len(result.failures) + len(result.errors) > before:
+            type(self).keep = True
+        return out
+
+    # ------------------------------------------------------------ helpers
+
+    def path(self, name):
+        return os.path.join(self.results, name)
+
+    def text(self, name):
+        with open(self.path(name), errors="replace") as f:
+            return f.read()
+
+    def json(self, name):
+        return json.loads(self.text(name))
+
+    def prom(self, name):
+        return Exposition(self.text(name), name)
+
+    def code(self, name):
+        return self.text(name).strip()
+
+    def events(self):
+        out = {}
+        for line in self.text("events.txt").splitlines():
+            name, ms = line.split()
+            out[name] = int(ms)
+        return out
+
+    def hot_scrapes(self):
+        """[(index, start_ms, end_ms, http_code, exporter_alive)] of the scrape loop."""
+        out = []
+        for line in self.text("hot/index.txt").splitlines():
+            n, start, end, code, alive = line.split()
+            out.append((int(n), int(start), int(end), code, alive))
+        return out
+
+    def assert_counters_equal(self, prom, stat_json, what):
+        """Every port counter of the kernel dump equals the exposition's, and
+        the exposition has no other port counters."""
+        ports = stat_ports(stat_json)
+        self.assertTrue(ports, f"{what}: the kernel reported no port counters")
+        for (device, port), counters in ports.items():
+            self.assertTrue(counters, f"{what}: no counters for {device}/{port}")
+            expected = {metric_name_part(k): v for k, v in counters.items()}
+            exported = prom.port_hw_counters(device, port)
+            self.assertEqual(sorted(exported), sorted(expected),
+                             f"{what}: counter names of {device}/{port}")
+            for name, value in expected.items():
+                self.assertEqual(exported[name], value,
+                                 f"{what}: {device}/{port} {name}: exported "
+                                 f"{exported[name]!r}, kernel {value}")
+        exported_ports = {(l["device"], l["port"]) for n, l, _ in prom.samples
+                          if n.startswith(HW_PREFIX) and n.endswith(HW_SUFFIX)}
+        self.assertEqual(exported_ports, set(ports), f"{what}: ports with hw counters")
+
+    # ------------------------------------------------------------ tests
+
+    def test_a_hw_counters_equal_kernel_and_sysfs(self):
+        before, after = self.json("stat-before.json"), self.json("stat-after.json")
+        self.assertEqual(before, after,
+                         "counters moved around --once: the moment was not quiet")
+        once = self.prom("once.prom")
+        self.assert_counters_equal(once, before, "once.prom vs rdma statistic")
+
+        sysfs = {}
+        for line in self.text("sysfs-hw-counters.txt").splitlines():
+            device, port, name, value = line.split()
+            sysfs.setdefault((device, port), {})[name] = int(value)
+        self.assertEqual(set(sysfs), set(stat_ports(before)), "ports: sysfs vs netlink")
+        for (device, port), counters in stat_ports(before).items():
+            files = dict(sysfs[(device, port)])
+            self.assertIn("lifespan", files, "rxe's sysfs has a lifespan file")
+            files.pop("lifespan")
+            self.assertEqual(files, counters, f"{device}/{port}: sysfs vs rdma statistic")
+        for name, labels, _ in once.samples:
+            self.assertNotIn("lifespan", name, f"lifespan must not be exported: {name}{labels}")
+
+    def test_b_counters_follow_traffic(self):
+        once = self.prom("once.prom")
+        kernel = stat_ports(self.json("stat-before.json"))
+        for (device, port), counters in kernel.items():
+            for name in ("sent_pkts", "rcvd_pkts"):
+                value = once.value(f"{HW_PREFIX}{name}{HW_SUFFIX}", device=device, port=port)
+                self.assertIsNotNone(value, f"{device}/{port} {name} missing")
+                self.assertGreater(value, 0, f"{device}/{port} {name}: no traffic seen")
+                self.assertEqual(value, counters[name])
+
+        self.assertEqual(self.code("scrape1.code"), "200")
+        self.assertEqual(self.code("scrape2.code"), "200")
+        scrape1, scrape2 = self.prom("scrape1.prom"), self.prom("scrape2.prom")
+        stat2 = self.json("stat2.json")
+        self.assert_counters_equal(scrape2, stat2, "scrape2.prom vs rdma statistic")
+        for (device, port) in stat_ports(stat2):
+            first = scrape1.port_hw_counters(device, port)
+            second = scrape2.port_hw_counters(device, port)
+            self.assertEqual(sorted(first), sorted(second), f"{device}/{port} counter names")
+            for name, value in first.items():
+                self.assertGreaterEqual(second[name], value, f"{device}/{port} {name} went back")
+            for name in ("sent_pkts", "rcvd_pkts"):
+                self.assertGreater(second[name], first[name],
+                                   f"{device}/{port} {name} did not grow with traffic")
+
+    def test_c_devices_and_ports_match_kernel(self):
+        devices, links = self.json("rdma-dev.json"), self.json("rdma-link.json")
+        self.assertTrue(devices and links)
+        self.assertIn("rxe0", {d["ifname"] for d in devices})
+        for name in ("once.prom", "scrape1.prom"):
+            prom = self.prom(name)
+            info_devices = {l["device"] for l, _ in prom.series("rdma_device_info")}
+            self.assertEqual(info_devices, {d["ifname"] for d in devices}, name)
+            for dev in devices:
+                series = prom.series("rdma_device_info", device=dev["ifname"])
+                self.assertEqual(len(series), 1, f"{name}: rdma_device_info of {dev['ifname']}")
+                labels, value = series[0]
+                self.assertEqual(value, 1)
+                self.assertEqual(labels.get("node_guid"), dev["node_guid"], name)
+                self.assertEqual(labels.get("sys_image_guid"), dev["sys_image_guid"], name)
+                self.assertEqual(labels.get("node_type"), dev["node_type"], name)
+                self.assertEqual(labels.get("fw_version"), dev.get("fw", ""), name)
+                ports = [p for p in links if p["ifname"] == dev["ifname"]]
+                self.assertEqual(prom.value("rdma_device_ports", device=dev["ifname"]),
+                                 len(ports), f"{name}: rdma_device_ports")
+            for link in links:
+                device, port = link["ifname"], str(link["port"])
+                self.assertEqual(prom.value("rdma_port_state", device=device, port=port),
+                                 PORT_STATES[link["state"]], f"{name}: {device}/{port} state")
+                self.assertEqual(prom.value("rdma_port_phys_state", device=device, port=port),
+                                 PHYS_STATES[link["physical_state"]],
+                                 f"{name}: {device}/{port} physical state")
+                series = prom.series("rdma_port_info", device=device, port=port)
+                self.assertEqual(len(series), 1, f"{name}: rdma_port_info {device}/{port}")
+                labels, _ = series[0]
+                self.assertEqual(labels.get("state"), link["state"], name)
+                self.assertEqual(labels.get("phys_state"), link["physical_state"], name)
+                self.assertEqual(labels.get("netdev"), link.get("netdev", ""), name)
+        rxe = [p for p in links if p["ifname"] == "rxe0"]
+        self.assertEqual([(p["state"], p["physical_state"], p.get("netdev")) for p in rxe],
+                         [("ACTIVE", "LINK_UP", "veth0")], "the test bed's rxe0 port")
+        self.assertEqual(self.prom("once.prom").value("rdma_port_state", device="rxe0",
+                                                      port="1"), 4)
+        self.assertEqual(self.prom("once.prom").value("rdma_port_phys_state", device="rxe0",
+                                                      port="1"), 5)
+
+    def test_c_sysfs_identity_and_ports_match(self):
+        devices, ports = {}, {}
+        for line in self.text("sysfs-info.txt").splitlines():
+            path, value = line.split(":", 1)
+            parts = path.split("/")  # '', sys, class, infiniband, DEV, ...
+            if parts[5] == "ports":
+                ports.setdefault((parts[4], parts[6]), {})[parts[7]] = value
+            else:
+                devices.setdefault(parts[4], {})[parts[5]] = value
+        self.assertIn("rxe0", devices)
+        self.assertIn(("rxe0", "1"), ports)
+        prom = self.prom("once.prom")
+        for device, files in devices.items():
+            series = prom.series("rdma_device_hardware_info", device=device)
+            self.assertEqual(len(series), 1, f"rdma_device_hardware_info of {device}")
+            labels = series[0][0]
+            for label, name in (("fw_version", "fw_ver"), ("board_id", "board_id"),
+                                ("hca_type", "hca_type"), ("node_desc", "node_desc")):
+                self.assertEqual(labels.get(label), files.get(name, ""), f"{device} {name}")
+            info = prom.series("rdma_device_info", device=device)[0][0]
+            self.assertEqual(info.get("node_guid"), files.get("node_guid"), device)
+            self.assertEqual(info.get("sys_image_guid"), files.get("sys_image_guid"), device)
+        for (device, port), files in ports.items():
+            # "10 Gb/sec (1X QDR)", "2.5 Gb/sec (1X SDR)"
+            m = re.match(r"^(\d+(?:\.\d+)?) Gb/sec", files["rate"])
+            self.assertTrue(m, f"{device}/{port} rate {files['rate']!r}")
+            self.assertEqual(prom.value("rdma_port_rate_bytes_per_second", device=device,
+                                        port=port), float(m.group(1)) * 1e9 / 8,
+                             f"{device}/{port} rate {files['rate']!r}")
+            layer = prom.series("rdma_port_link_layer_info", device=device, port=port)
+            self.assertEqual([l.get("link_layer") for l, _ in layer], [files["link_layer"]])
+            # "4: ACTIVE", "5: LinkUp"
+            self.assertEqual(prom.value("rdma_port_state", device=device, port=port),
+                             int(files["state"].split(":")[0]), f"{device}/{port} state")
+            self.assertEqual(prom.value("rdma_port_phys_state", device=device, port=port),
+                             int(files["phys_state"].split(":")[0]), f"{device}/{port} phys")
+
+    def test_d_resources_match_kernel(self):
+        self.assertEqual(self.code("res.code"), "200")
+        res, res_after = self.json("res.json"), self.json("res-after.json")
+        self.assertEqual(res, res_after, "resources changed around the scrape")
+        qps = self.json("res-qp.json")
+        self.assertTrue(any(q.get("comm") == "ibv_rc_pingpong" and q["ifname"] == "rxe0"
+                            for q in qps), "the ibv_rc_pingpong server's QP is not listed")
+        prom = self.prom("res.prom")
+        self.assertIn("rxe0", {d["ifname"] for d in res})
+        for dev in res:
+            device = dev["ifname"]
+            kinds = {k: v for k, v in dev.items() if k not in STAT_KEYS}
+            self.assertTrue(kinds, f"no resource kinds for {device}")
+            exported = {l["resource"]: v for l, v in
+                        prom.series("rdma_device_resources", device=device)}
+            self.assertEqual(exported, {k: float(v) for k, v in kinds.items()},
+                             f"{device}: resources exported vs rdma resource show")
+        self.assertGreaterEqual(prom.value("rdma_device_resources", device="rxe0",
+                                           resource="qp"), 1)
+
+    def test_e_hot_removal_and_readd(self):
+        events = self.events()
+        scrapes = self.hot_scrapes()
+        self.assertTrue(scrapes, "the scrape loop recorded nothing")
+        for n, _, _, code, alive in scrapes:
+            self.assertEqual(code, "200", f"hot scrape {n}")
+            self.assertEqual(alive, "alive", f"exporter dead after hot scrape {n}")
+        self.assertEqual(self.code("exporter-alive"), "alive")
+
+        def has_rxe0(prom):
+            return bool(prom.series("rdma_device_info", device="rxe0"))
+
+        before = [n for n, s, e, _, _ in scrapes if e < events["delete_begin"]]
+        self.assertTrue(before, "no scrape before the deletion")
+        for n in before:
+            self.assertTrue(has_rxe0(self.prom(f"hot/{n}.prom")), f"hot scrape {n}")
+
+        window = [n for n, s, e, _, _ in scrapes
+                  if s >= events["delete_end"] and e <= events["add_begin"]]
+        self.assertTrue(window, "no scrape ran entirely while rxe0 was deleted")
+        for n in window:
+            prom = self.prom(f"hot/{n}.prom")
+            self.assertNotIn("rxe0", prom.devices(), f"hot scrape {n}: rxe0 series while deleted")
+            self.assertFalse(has_rxe0(prom))
+            success = prom.series("rdma_exporter_collector_success")
+            self.assertTrue(success, f"hot scrape {n}: no collector_success")
+            for labels, value in success:
+                self.assertEqual(value, 1, f"hot scrape {n}: collector {labels} failed "
+                                 "on a host whose only device was gone")
+            self.assertEqual(prom.value("rdma_exporter_netlink_available"), 1)
+
+        after = [n for n, s, e, _, _ in scrapes if s >= events["active"]]
+        self.assertTrue(after, "no loop scrape after rxe0 came back")
+        for n in after:
+            prom = self.prom(f"hot/{n}.prom")
+            self.assertTrue(has_rxe0(prom), f"hot scrape {n}: rxe0 not back")
+            self.assertEqual(prom.value("rdma_port_state", device="rxe0", port="1"), 4)
+
+        self.assertEqual(self.code("after-readd.code"), "200")
+        readd = self.prom("after-readd.prom")
+        self.assertTrue(has_rxe0(readd))
+        # A re-created device starts from zero; the quiet kernel dump taken
+        # right after the scrape must match it.
+        self.assert_counters_equal(readd, self.json("stat-after-readd.json"),
+                                   "after-readd.prom vs rdma statistic")
+
+        self.assertEqual(self.code("exporter.rc"), "0", "exit code after SIGTERM")
+        log = self.text("exporter.log").splitlines()
+        for line in log:
+            self.assertRegex(line, r'^ts=\S+ level=(debug|info|warn|error) msg="', "log format")
+        self.assertTrue(any("listening on 127.0.0.1:10910" in l for l in log))
+        self.assertIn("stopped", log[-1] if log else "")
+        # One line per collector state change: at worst each collector fails
+        # once while the device goes away and once while it comes back.
+        collectors = len(self.prom("once.prom").series("rdma_exporter_collector_success"))
+        complaints = [l for l in log if re.search(r" level=(warn|error) ", l)]
+        self.assertLessEqual(len(complaints), 2 * collectors,
+                             "warning storm:\n" + "\n".join(complaints))
+        self.assertLess(len(log), 4 + 4 * collectors, "log storm:\n" + "\n".join(log))
+
+    def test_f_promtool_accepts_expositions(self):
+        checked = {}
+        for line in self.text("promtool.txt").splitlines():
+            name, rc = line.split()
+            checked[name] = rc
+        for name in ("once.prom", "scrape1.prom", "scrape2.prom", "res.prom",
+                     "after-readd.prom"):
+            self.assertEqual(checked.get(name), "0",
+                             f"promtool check metrics {name}:\n"
+                             + self.text(f"promtool-{name}.out"))
+        # The scrapes of the hot-change loop, checked on the host.
+        promtool = shutil.which("promtool")
+        self.assertIsNotNone(promtool, "promtool (Debian package prometheus) is not installed")
+        for n, _, _, code, _ in self.hot_scrapes():
+            with open(self.path(f"hot/{n}.prom"), "rb") as f:
+                proc = subprocess.run([promtool, "check", "metrics"], stdin=f,
+                                      capture_output=True, text=True, timeout=60)
+            self.assertEqual(proc.returncode, 0,
+                             f"promtool check metrics hot/{n}.prom:\n{proc.stdout}{proc.stderr}")
+
+    def test_g_once_is_clean(self):
+        self.assertEqual(self.code("once.rc"), "0")
+        self.assertEqual(self.text("once.stderr"), "", "--once wrote to stderr")
+        once = self.prom("once.prom")
+        for labels, value in once.series("rdma_exporter_collector_success"):
+            self.assertEqual(value, 1, f"collector {labels} failed")
+        self.assertEqual(once.value("rdma_exporter_netlink_available"), 1)
+
+
+if __name__ == "__main__":
+    unittest.main()
