@@ -5,6 +5,9 @@
 
 #include <benchmark/benchmark.h>
 
+#include <rdma/rdma_netlink.h>
+#include <sys/resource.h>
+
 #include <cstdlib>
 #include <string>
 
@@ -78,6 +81,54 @@ void BM_RenderAndGzip(benchmark::State& state) {
   for (auto _ : state) benchmark::DoNotOptimize(gzip_compress(render_text(snap->families)));
 }
 BENCHMARK(BM_RenderAndGzip)->Unit(benchmark::kMicrosecond);
+
+long peak_rss_kib() {
+  rusage u{};
+  getrusage(RUSAGE_SELF, &u);
+  return u.ru_maxrss;
+}
+
+// 10,000 QPs in 2,000 per-QP counter sets on 4 ports (2 devices x 2 ports),
+// auto mode by pid: one whole collection with per-QP counters, attribution
+// and the QP inventory. Peak RSS is the whole process, the fake kernel's
+// model and reply bytes included.
+void BM_QpCounters10kQps2kSets(benchmark::State& state) {
+  const long rss_start = peak_rss_kib();
+  auto k = std::make_unique<testing::FakeNldev>();
+  k->sets_per_message = 64;
+  for (uint32_t d = 0; d < 2; ++d) {
+    testing::FakeDevice dev{.index = d + 1, .name = "mlx5_" + std::to_string(d)};
+    for (uint32_t p = 1; p <= 2; ++p) {
+      dev.ports.push_back(testing::FakePort{.index = p, .counter_mode = RDMA_COUNTER_MODE_AUTO,
+                                            .auto_mask = RDMA_COUNTER_MASK_PID});
+    }
+    k->devices.push_back(std::move(dev));
+  }
+  uint32_t pid = 1000;
+  for (uint32_t d = 1; d <= 2; ++d) {
+    for (uint32_t p = 1; p <= 2; ++p) {
+      for (int set = 0; set < 500; ++set, ++pid) {
+        for (int q = 0; q < 5; ++q) {
+          const uint32_t qpn = k->create_qp(d, p, 2, pid);
+          k->traffic(d, qpn, "rx_write_requests", pid);
+        }
+      }
+    }
+  }
+  const long rss_model = peak_rss_kib();
+  Config c;
+  c.sysfs.root = "/nonexistent";
+  c.collectors.sysfs = false;
+  c.qp_counters.max_series = 5000;
+  c.qp_counters.proc_root = "/nonexistent";
+  Collection collection(c, std::move(k));
+  std::size_t bytes = 0;
+  for (auto _ : state) bytes = collection.collect()->text.size();
+  state.counters["exposition_bytes"] = static_cast<double>(bytes);
+  state.counters["peak_rss_MiB"] = static_cast<double>(peak_rss_kib()) / 1024.0;
+  state.counters["fake_model_MiB"] = static_cast<double>(rss_model - rss_start) / 1024.0;
+}
+BENCHMARK(BM_QpCounters10kQps2kSets)->Unit(benchmark::kMillisecond);
 
 }  // namespace
 }  // namespace rdma_exporter

@@ -245,13 +245,14 @@ void read_qp_counters(Walker& w, const YAML::Node& node, const std::string& path
     }
   };
   auto manual_rule = [&w](const YAML::Node& n, const std::string& p, ManualRule& r) {
+    const std::size_t before = w.take_count();
     w.mapping(n, p,
               {{"name", w.string(r.name)},
                {"comm", w.optional_string(r.comm, pattern_problem)},
                {"pid", w.optional_pid(r.pid)},
                {"cgroup", w.optional_string(r.cgroup, pattern_problem)},
                {"qp_types", w.string_list(r.qp_types, qp_type_problem)}});
-    if (!r.comm && !r.pid && !r.cgroup && r.qp_types.empty()) {
+    if (!r.comm && !r.pid && !r.cgroup && r.qp_types.empty() && w.take_count() == before) {
       w.error_at(n, p, "a manual rule needs at least one of comm, pid, cgroup, qp_types");
     }
   };

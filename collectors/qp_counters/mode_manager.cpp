@@ -269,13 +269,13 @@ void CounterModeManager::restore(Scrape& scrape) {
 void CounterModeManager::add_metrics(MetricSink& sink) const {
   for (const auto& [key, st] : ports_) {
     const Labels labels{{"device", key.first}, {"port", std::to_string(key.second)}};
-    sink.gauge("rdma_qp_counter_mode_drift",
+    sink.gauge("rdma_qp_stat_mode_drift",
                "1 when a port the exporter manages is not in its configured counter mode "
                "(set otherwise by someone else, or the write failed).",
                labels, st.drift ? 1.0 : 0.0);
   }
   for (const auto& [key, count] : writes_) {
-    sink.counter("rdma_qp_counter_writes_total",
+    sink.counter("rdma_qp_stat_writes_total",
                  "Kernel writes made to manage per-QP counters, by operation and result (ok or "
                  "the errno's name).",
                  {{"device", std::get<0>(key)},

@@ -126,7 +126,7 @@ std::vector<std::string> QpCountersCollector::collect(Scrape& scrape, MetricSink
         }
         continue;
       }
-      sink.info("rdma_qp_counter_mode_info",
+      sink.info("rdma_qp_stat_mode_info",
                 "How the port groups QPs into counter sets: mode none, auto or manual, and the "
                 "auto criteria; the value is always 1.",
                 {{"device", dev.name},
@@ -176,7 +176,7 @@ std::vector<std::string> QpCountersCollector::collect(Scrape& scrape, MetricSink
     Labels labels;
     for (std::size_t i = 0; i < label_names_.size(); ++i) labels.emplace_back(label_names_[i], s.key[i]);
     for (const auto& [name, value] : s.values) {
-      sink.counter("rdma_qp_counter_" + sanitize_metric_fragment(name) + "_total",
+      sink.counter("rdma_qp_stat_" + sanitize_metric_fragment(name) + "_total",
                    "Counter \"" + name +
                        "\" of per-QP counter sets, summed over the sets of the series. Already "
                        "included in the port's rdma_port_hw_* totals.",
@@ -185,10 +185,10 @@ std::vector<std::string> QpCountersCollector::collect(Scrape& scrape, MetricSink
   }
   for (const auto& [port, count] : live_sets) {
     const Labels labels{{"device", port.first}, {"port", std::to_string(port.second)}};
-    sink.gauge("rdma_qp_counter_sets", "Per-QP counter sets bound on the port.", labels,
+    sink.gauge("rdma_qp_stat_sets", "Per-QP counter sets bound on the port.", labels,
                static_cast<double>(count));
     auto folded = book_.folded().find(port);
-    sink.gauge("rdma_qp_counter_overflow_sets",
+    sink.gauge("rdma_qp_stat_overflow_sets",
                "Counter sets folded into the port's overflow series because "
                "qp_counters.max_series distinct series exist.",
                labels, folded == book_.folded().end() ? 0.0 : static_cast<double>(folded->second));

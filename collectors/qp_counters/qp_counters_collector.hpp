@@ -11,8 +11,8 @@ class CounterModeManager;
 
 // Per-QP counter sets (RDMA_NLDEV_CMD_STAT_GET dump with STAT_RES=RES_QP),
 // the ports' counter modes, and the QP inventory (RDMA_NLDEV_CMD_RES_QP_GET):
-//   rdma_qp_counter_<name>_total{device,port,qp_type,pid,comm[,cgroup]}
-//   rdma_qp_counter_sets, rdma_qp_counter_overflow_sets, rdma_qp_counter_mode_info,
+//   rdma_qp_stat_<name>_total{device,port,qp_type,pid,comm[,cgroup]}
+//   rdma_qp_stat_sets, rdma_qp_stat_overflow_sets, rdma_qp_stat_mode_info,
 //   rdma_qps{device,port,qp_type,state[,comm]}
 // and, when the exporter manages counter modes, the manager's outcomes.
 // Counter set values are never added to port totals: the kernel's port

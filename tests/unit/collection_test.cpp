@@ -217,6 +217,7 @@ TEST_F(CollectionTest, NoRdmaKernelIsNotAFailure) {
 TEST_F(CollectionTest, DisabledCollectorsDoNotRun) {
   config_.collectors.hw_counters = false;
   config_.collectors.resources = false;
+  config_.collectors.qp_counters = false;
   auto s = collect();
   EXPECT_EQ(s->outcomes.size(), 2U);
   EXPECT_FALSE(has_family(*s, "rdma_port_hw_out_of_sequence_total"));

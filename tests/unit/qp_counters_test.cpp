@@ -80,6 +80,8 @@ class QpCountersTest : public ::testing::Test {
     std::ofstream(dir / "cgroup") << "0::" << cgroup << "\n";
   }
 
+  // The collection is made on first use, from config_ as it is then: tests
+  // set config_ before touching the kernel or the collection.
   Collection& collection() {
     if (!collection_) {
       auto k = std::make_unique<FakeNldev>(std::move(*kernel_));
@@ -115,19 +117,19 @@ TEST_F(QpCountersTest, ObserveExportsAutoSetsWithProcessAttributionAndWritesNoth
 
   auto s = collect();
   ASSERT_TRUE(s->all_succeeded()) << s->outcomes[3].errors.front();
-  EXPECT_EQ(sample(*s, "rdma_qp_counter_rx_write_requests_total",
+  EXPECT_EQ(sample(*s, "rdma_qp_stat_rx_write_requests_total",
                    {{"device", "mlx5_0"}, {"port", "1"}, {"qp_type", "RC"}, {"pid", "100"},
                     {"comm", "trainer"}}),
             15.0);
-  EXPECT_EQ(sample(*s, "rdma_qp_counter_rx_write_requests_total",
+  EXPECT_EQ(sample(*s, "rdma_qp_stat_rx_write_requests_total",
                    {{"qp_type", "UD"}, {"pid", "200"}, {"comm", "storage"}}),
             7.0);
-  EXPECT_EQ(sample(*s, "rdma_qp_counter_sets", {{"device", "mlx5_0"}, {"port", "1"}}), 2.0);
-  EXPECT_EQ(sample(*s, "rdma_qp_counter_sets", {{"port", "2"}}), 0.0);
-  EXPECT_EQ(sample(*s, "rdma_qp_counter_mode_info",
+  EXPECT_EQ(sample(*s, "rdma_qp_stat_sets", {{"device", "mlx5_0"}, {"port", "1"}}), 2.0);
+  EXPECT_EQ(sample(*s, "rdma_qp_stat_sets", {{"port", "2"}}), 0.0);
+  EXPECT_EQ(sample(*s, "rdma_qp_stat_mode_info",
                    {{"port", "1"}, {"mode", "auto"}, {"auto_by", "qp_type,pid"}}),
             1.0);
-  EXPECT_EQ(sample(*s, "rdma_qp_counter_mode_info", {{"port", "2"}, {"mode", "none"}}), 1.0);
+  EXPECT_EQ(sample(*s, "rdma_qp_stat_mode_info", {{"port", "2"}, {"mode", "none"}}), 1.0);
   // The port totals are the kernel's, which already include the sets.
   EXPECT_EQ(sample(*s, "rdma_port_hw_rx_write_requests_total", {{"port", "1"}}), 22.0);
   EXPECT_EQ(writes(kernel()), 0U);
@@ -145,14 +147,14 @@ TEST_F(QpCountersTest, AggregationByCommStaysMonotonicWhenAProcessExits) {
   kernel().traffic(1, b, "out_of_sequence", 12);
   auto first = collect();
   const Labels trainer{{"device", "mlx5_0"}, {"port", "1"}, {"comm", "trainer"}};
-  EXPECT_EQ(sample(*first, "rdma_qp_counter_out_of_sequence_total", trainer), 42.0);
-  EXPECT_EQ(series_count(*first, "rdma_qp_counter_out_of_sequence_total"), 1U);
+  EXPECT_EQ(sample(*first, "rdma_qp_stat_out_of_sequence_total", trainer), 42.0);
+  EXPECT_EQ(series_count(*first, "rdma_qp_stat_out_of_sequence_total"), 1U);
 
   kernel().exit_process(100);  // its set disappears with its last QP
   kernel().traffic(1, b, "out_of_sequence", 3);
   auto second = collect();
-  EXPECT_EQ(sample(*second, "rdma_qp_counter_sets", {{"port", "1"}}), 1.0);
-  EXPECT_EQ(sample(*second, "rdma_qp_counter_out_of_sequence_total", trainer), 45.0);
+  EXPECT_EQ(sample(*second, "rdma_qp_stat_sets", {{"port", "1"}}), 1.0);
+  EXPECT_EQ(sample(*second, "rdma_qp_stat_out_of_sequence_total", trainer), 45.0);
 }
 
 TEST_F(QpCountersTest, VanishedSetOfItsOwnSeriesIsKeptForTheRetentionThenDropped) {
@@ -162,11 +164,11 @@ TEST_F(QpCountersTest, VanishedSetOfItsOwnSeriesIsKeptForTheRetentionThenDropped
   const uint32_t a = kernel().create_qp(1, 1, kRC, 200);
   kernel().traffic(1, a, "out_of_sequence", 5);
   auto first = collect();
-  EXPECT_EQ(sample(*first, "rdma_qp_counter_out_of_sequence_total", {{"pid", "200"}}), 5.0);
+  EXPECT_EQ(sample(*first, "rdma_qp_stat_out_of_sequence_total", {{"pid", "200"}}), 5.0);
   kernel().exit_process(200);
   std::this_thread::sleep_for(std::chrono::milliseconds(2));
   auto second = collect();
-  EXPECT_TRUE(std::isnan(sample(*second, "rdma_qp_counter_out_of_sequence_total", {{"pid", "200"}})));
+  EXPECT_TRUE(std::isnan(sample(*second, "rdma_qp_stat_out_of_sequence_total", {{"pid", "200"}})));
 }
 
 TEST_F(QpCountersTest, ThirtyTwoBitWrapOfALiveSetIsUnwrapped) {
@@ -177,11 +179,11 @@ TEST_F(QpCountersTest, ThirtyTwoBitWrapOfALiveSetIsUnwrapped) {
   const uint64_t near = (1ULL << 32) - 10;
   kernel().traffic(1, a, "rx_read_requests", near);
   auto first = collect();
-  EXPECT_EQ(sample(*first, "rdma_qp_counter_rx_read_requests_total", {{"qp_type", "RC"}}),
+  EXPECT_EQ(sample(*first, "rdma_qp_stat_rx_read_requests_total", {{"qp_type", "RC"}}),
             static_cast<double>(near));
   kernel().traffic(1, a, "rx_read_requests", 25);  // the kernel value wraps to 15
   auto second = collect();
-  EXPECT_EQ(sample(*second, "rdma_qp_counter_rx_read_requests_total", {{"qp_type", "RC"}}),
+  EXPECT_EQ(sample(*second, "rdma_qp_stat_rx_read_requests_total", {{"qp_type", "RC"}}),
             static_cast<double>(near + 25));
 }
 
@@ -196,14 +198,14 @@ TEST_F(QpCountersTest, SeriesBeyondTheCapFoldIntoOneOverflowSeries) {
     total += pid;
   }
   auto s = collect();
-  EXPECT_EQ(series_count(*s, "rdma_qp_counter_packet_seq_err_total"), 3U);
-  EXPECT_EQ(sample(*s, "rdma_qp_counter_overflow_sets", {{"port", "1"}}), 2.0);
+  EXPECT_EQ(series_count(*s, "rdma_qp_stat_packet_seq_err_total"), 3U);
+  EXPECT_EQ(sample(*s, "rdma_qp_stat_overflow_sets", {{"port", "1"}}), 2.0);
   const double overflow =
-      sample(*s, "rdma_qp_counter_packet_seq_err_total", {{"qp_type", "__overflow__"}});
+      sample(*s, "rdma_qp_stat_packet_seq_err_total", {{"qp_type", "__overflow__"}});
   EXPECT_GT(overflow, 0.0);
   double sum = 0;
   for (const auto& f : s->families) {
-    if (f.name != "rdma_qp_counter_packet_seq_err_total") continue;
+    if (f.name != "rdma_qp_stat_packet_seq_err_total") continue;
     for (const auto& m : f.metric) sum += m.counter.value;
   }
   EXPECT_EQ(sum, total);  // nothing lost, nothing counted twice
@@ -220,11 +222,11 @@ TEST_F(QpCountersTest, AutoModeIsSetOnManagedPortsAndReappliedAfterAReload) {
   const uint32_t q = kernel().create_qp(1, 1, kUD, 100);
   kernel().traffic(1, q, "rx_write_requests", 4);
   auto s = collect();
-  EXPECT_EQ(sample(*s, "rdma_qp_counter_rx_write_requests_total", {{"qp_type", "UD"}}), 4.0);
-  EXPECT_EQ(sample(*s, "rdma_qp_counter_writes_total",
+  EXPECT_EQ(sample(*s, "rdma_qp_stat_rx_write_requests_total", {{"qp_type", "UD"}}), 4.0);
+  EXPECT_EQ(sample(*s, "rdma_qp_stat_writes_total",
                    {{"port", "1"}, {"operation", "set_auto"}, {"result", "ok"}}),
             1.0);
-  EXPECT_EQ(sample(*s, "rdma_qp_counter_mode_drift", {{"port", "1"}}), 0.0);
+  EXPECT_EQ(sample(*s, "rdma_qp_stat_mode_drift", {{"port", "1"}}), 0.0);
 
   // Nothing to do while the port is as configured.
   const auto before = writes(kernel());
@@ -241,46 +243,50 @@ TEST_F(QpCountersTest, AutoModeIsSetOnManagedPortsAndReappliedAfterAReload) {
 }
 
 TEST_F(QpCountersTest, PortSetOtherwiseByAnOperatorIsLeftAloneUnlessTakenOver) {
-  port(1).counter_mode = RDMA_COUNTER_MODE_AUTO;
-  port(1).auto_mask = RDMA_COUNTER_MASK_PID;
   config_.qp_counters.ports = {{.device = "mlx5_0", .mode = QpCountersOptions::Mode::auto_mode,
                                 .by_qp_type = true, .by_pid = false}};
+  port(1).counter_mode = RDMA_COUNTER_MODE_AUTO;
+  port(1).auto_mask = RDMA_COUNTER_MASK_PID;
   collection().maintain();
-  EXPECT_EQ(writes(kernel()), 0U);
+  const auto& reqs = kernel().requests;
+  EXPECT_TRUE(std::none_of(reqs.begin(), reqs.end(), [](const auto& r) {
+    return r.cmd == RDMA_NLDEV_CMD_STAT_SET && r.port == 1U;
+  }));
   EXPECT_EQ(port(1).auto_mask, static_cast<uint32_t>(RDMA_COUNTER_MASK_PID));
+  EXPECT_EQ(port(2).counter_mode, static_cast<uint32_t>(RDMA_COUNTER_MODE_AUTO));
   auto s = collect();
-  EXPECT_EQ(sample(*s, "rdma_qp_counter_mode_drift", {{"port", "1"}}), 1.0);
-  EXPECT_EQ(sample(*s, "rdma_qp_counter_mode_drift", {{"port", "2"}}), 0.0);  // was none: set
+  EXPECT_EQ(sample(*s, "rdma_qp_stat_mode_drift", {{"port", "1"}}), 1.0);
+  EXPECT_EQ(sample(*s, "rdma_qp_stat_mode_drift", {{"port", "2"}}), 0.0);  // was none: set
 }
 
 TEST_F(QpCountersTest, TakeOverChangesTheModeAndBusyPortsAreReported) {
-  port(1).counter_mode = RDMA_COUNTER_MODE_AUTO;
-  port(1).auto_mask = RDMA_COUNTER_MASK_PID;
-  kernel().create_qp(1, 1, kRC, 100);  // bound: changing the criteria is EBUSY
   config_.qp_counters.ports = {{.device = "mlx5_0", .port = 1,
                                 .mode = QpCountersOptions::Mode::auto_mode,
                                 .by_qp_type = true, .by_pid = false, .take_over = true}};
+  port(1).counter_mode = RDMA_COUNTER_MODE_AUTO;
+  port(1).auto_mask = RDMA_COUNTER_MASK_PID;
+  kernel().create_qp(1, 1, kRC, 100);  // bound: changing the criteria is EBUSY
   collection().maintain();
   collection().maintain();
   auto s = collect();
-  EXPECT_EQ(sample(*s, "rdma_qp_counter_writes_total", {{"operation", "set_auto"}, {"result", "EBUSY"}}),
+  EXPECT_EQ(sample(*s, "rdma_qp_stat_writes_total", {{"operation", "set_auto"}, {"result", "EBUSY"}}),
             2.0);
-  EXPECT_EQ(sample(*s, "rdma_qp_counter_mode_drift", {{"port", "1"}}), 1.0);
+  EXPECT_EQ(sample(*s, "rdma_qp_stat_mode_drift", {{"port", "1"}}), 1.0);
   kernel().exit_process(100);
   collection().maintain();
   EXPECT_EQ(port(1).auto_mask, static_cast<uint32_t>(RDMA_COUNTER_MASK_QP_TYPE));
 }
 
 TEST_F(QpCountersTest, WithoutCapNetAdminWritesFailVisibly) {
-  kernel().privileged = false;
   config_.qp_counters.ports = {{.device = ".*", .mode = QpCountersOptions::Mode::auto_mode}};
+  kernel().privileged = false;
   collection().maintain();
   auto s = collect();
   EXPECT_TRUE(s->all_succeeded());  // reading still works
-  EXPECT_EQ(sample(*s, "rdma_qp_counter_writes_total",
+  EXPECT_EQ(sample(*s, "rdma_qp_stat_writes_total",
                    {{"port", "1"}, {"operation", "set_auto"}, {"result", "EPERM"}}),
             1.0);
-  EXPECT_EQ(sample(*s, "rdma_qp_counter_mode_drift", {{"port", "1"}}), 1.0);
+  EXPECT_EQ(sample(*s, "rdma_qp_stat_mode_drift", {{"port", "1"}}), 1.0);
   EXPECT_EQ(port(1).counter_mode, static_cast<uint32_t>(RDMA_COUNTER_MODE_NONE));
 }
 
@@ -304,11 +310,11 @@ TEST_F(QpCountersTest, ManualRulesGiveEachMatchingProcessItsOwnSet) {
   kernel().traffic(1, b, "rx_write_requests", 5);
   kernel().traffic(1, c, "rx_write_requests", 6);
   auto s = collect();
-  EXPECT_EQ(sample(*s, "rdma_qp_counter_rx_write_requests_total", {{"pid", "100"}, {"comm", "trainer"}}),
+  EXPECT_EQ(sample(*s, "rdma_qp_stat_rx_write_requests_total", {{"pid", "100"}, {"comm", "trainer"}}),
             7.0);
-  EXPECT_EQ(sample(*s, "rdma_qp_counter_rx_write_requests_total", {{"pid", "101"}}), 5.0);
-  EXPECT_TRUE(std::isnan(sample(*s, "rdma_qp_counter_rx_write_requests_total", {{"pid", "200"}})));
-  EXPECT_EQ(sample(*s, "rdma_qp_counter_writes_total", {{"operation", "bind"}, {"result", "ok"}}), 3.0);
+  EXPECT_EQ(sample(*s, "rdma_qp_stat_rx_write_requests_total", {{"pid", "101"}}), 5.0);
+  EXPECT_TRUE(std::isnan(sample(*s, "rdma_qp_stat_rx_write_requests_total", {{"pid", "200"}})));
+  EXPECT_EQ(sample(*s, "rdma_qp_stat_writes_total", {{"operation", "bind"}, {"result", "ok"}}), 3.0);
 }
 
 TEST_F(QpCountersTest, ManualRulesByCgroupAndQpType) {
@@ -323,20 +329,20 @@ TEST_F(QpCountersTest, ManualRulesByCgroupAndQpType) {
   ASSERT_EQ(kernel().device(1)->counter_sets.size(), 1U);
   kernel().traffic(1, ud, "rx_read_requests", 9);
   auto s = collect();
-  EXPECT_EQ(sample(*s, "rdma_qp_counter_rx_read_requests_total",
+  EXPECT_EQ(sample(*s, "rdma_qp_stat_rx_read_requests_total",
                    {{"qp_type", "UD"}, {"cgroup", "/kubepods/pod-a/ctr-1"}}),
             9.0);
 }
 
 TEST_F(QpCountersTest, ManualBindOnADriverWithoutPerQpCountersFailsVisibly) {
-  kernel().device(1)->qp_counters_supported = false;  // rxe
   config_.qp_counters.ports = {{.device = "mlx5_0", .port = 1, .mode = QpCountersOptions::Mode::manual}};
   config_.qp_counters.manual_rules = {{.name = "all", .pid = 100}};
+  kernel().device(1)->qp_counters_supported = false;  // rxe
   kernel().create_qp(1, 1, kRC, 100);
   collection().maintain();
   collection().maintain();
   auto s = collect();
-  EXPECT_EQ(sample(*s, "rdma_qp_counter_writes_total", {{"operation", "bind"}, {"result", "ENOMEM"}}),
+  EXPECT_EQ(sample(*s, "rdma_qp_stat_writes_total", {{"operation", "bind"}, {"result", "ENOMEM"}}),
             2.0);
   EXPECT_TRUE(s->all_succeeded());
 }
@@ -360,7 +366,7 @@ TEST_F(QpCountersTest, DisabledOrUnsupportedIsNotAFailure) {
   kernel().absent = true;
   auto s = collect();
   EXPECT_TRUE(s->all_succeeded());
-  EXPECT_EQ(series_count(*s, "rdma_qp_counter_sets"), 0U);
+  EXPECT_EQ(series_count(*s, "rdma_qp_stat_sets"), 0U);
 }
 
 TEST(QpCountersConfig, SectionIsParsedAndValidated) {

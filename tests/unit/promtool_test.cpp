@@ -1,0 +1,57 @@
+// Every metric family the exporter can produce, from a collection with all
+// collectors fed (fake nldev kernel with counter sets and management, sysfs
+// fixture), passes `promtool check metrics` from Debian's prometheus package.
+
+#include <gtest/gtest.h>
+#include <rdma/rdma_netlink.h>
+
+#include <cstdio>
+#include <fstream>
+
+#include "exporter/collection.hpp"
+#include "tests/fake_kernel/fake_nldev.hpp"
+#include "tests/unit/fixtures.hpp"
+
+namespace rdma_exporter {
+namespace {
+
+TEST(Promtool, AcceptsEveryFamilyTheExporterMakes) {
+  auto k = std::make_unique<testing::FakeNldev>();
+  testing::FakeDevice dev{.index = 1, .name = "mlx5_0", .fw_version = "16.35.2000"};
+  dev.ports.push_back(testing::FakePort{.index = 1, .netdev = "ens1f0",
+                                        .counters = {{"out_of_sequence", 3}},
+                                        .counter_mode = RDMA_COUNTER_MODE_AUTO,
+                                        .auto_mask = RDMA_COUNTER_MASK_QP_TYPE | RDMA_COUNTER_MASK_PID});
+  dev.ports.push_back(testing::FakePort{.index = 2, .lid = 4, .sm_lid = 1, .lmc = 0});
+  dev.resources = {{"qp", 3}, {"cq", 2}};
+  k->devices.push_back(dev);
+  k->privileged = false;  // management writes fail: their metrics appear too
+  const uint32_t q = k->create_qp(1, 1, 2, 4242);
+  k->traffic(1, q, "rx_write_requests", 10);
+  k->create_qp(1, 2, 4, std::nullopt, "ib_core");
+
+  Config c;
+  c.sysfs.root = testing::make_sysfs_fixture("mlx5:1:2 efa rxe");
+  c.qp_counters.ports = {{.device = "mlx5_0", .port = 2, .mode = QpCountersOptions::Mode::auto_mode}};
+  c.qp_counters.inventory_by_comm = true;
+  Collection collection(c, std::move(k));
+  collection.maintain();
+  auto snap = collection.collect();
+  ASSERT_NE(snap->text.find("rdma_qp_stat_rx_write_requests_total"), std::string::npos);
+  ASSERT_NE(snap->text.find("rdma_qp_stat_writes_total"), std::string::npos);
+  ASSERT_NE(snap->text.find("rdma_port_pma_"), std::string::npos);
+
+  const std::string file = ::testing::TempDir() + "promtool_input.prom";
+  std::ofstream(file) << snap->text;
+  FILE* p = ::popen(("promtool check metrics < " + file + " 2>&1").c_str(), "r");
+  ASSERT_NE(p, nullptr);
+  std::string out;
+  char buf[512];
+  while (std::fgets(buf, sizeof buf, p) != nullptr) out += buf;
+  const int status = ::pclose(p);
+  EXPECT_EQ(status, 0) << out;
+  EXPECT_EQ(out, "");
+}
+
+}  // namespace
+}  // namespace rdma_exporter
