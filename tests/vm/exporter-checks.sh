@@ -350,10 +350,50 @@ trap - EXIT
 echo "$exporter_rc" >"$R/exporter.rc"
 note "exporter exited $exporter_rc after SIGTERM"
 
+# ---------------------------------------------------------------- 8. qp counters
+
+# What rxe supports of per-QP counters: the exporter sets and restores the
+# counter mode, reads the QP inventory, and meets ENOMEM on manual binds.
+t 10 rdma statistic qp mode >"$R/qpmode-start.txt" 2>&1 || true
+timeout --kill-after=5 60 ibv_rc_pingpong -d "$RXE" -i 1 -g "$gid_index" -n 10 \
+	-p "$PINGPONG_PORT" >"$R/qp-server.log" 2>&1 &
+qp_server=$!
+deadline=$((SECONDS + 30))
+qps=""
+until [[ $qps == *'"comm":"ibv_rc_pingpong"'* ]]; do
+	kill -0 "$qp_server" 2>/dev/null || die "QP-holding server exited early (see qp-server.log)"
+	((SECONDS < deadline)) || die "no ibv_rc_pingpong QP within 30s"
+	sleep 0.1
+	qps=$(t 10 rdma -j resource show qp 2>/dev/null) || qps=""
+done
+server_pid=$(pgrep -x ibv_rc_pingpong | head -n 1)
+echo "$server_pid" >"$R/qp-server.pid"
+
+once_with() { # NAME YAML: runs --once with that configuration
+	printf '%s\n' "$2" >"$R/$1.yml"
+	local rc=0
+	t 30 "$EXPORTER" --once --config.file "$R/$1.yml" >"$R/$1.prom" 2>"$R/$1.stderr" || rc=$?
+	echo "$rc" >"$R/$1.rc"
+	t 10 rdma statistic qp mode >"$R/qpmode-after-$1.txt" 2>&1 || true
+}
+record qp-res-qp.json rdma -j resource show qp
+once_with qp-restore "qp_counters:
+  inventory_by_comm: true
+  ports: [{device: $RXE, port: 1, mode: auto, auto_by: [qp_type, pid], restore_on_exit: true}]"
+once_with qp-auto "qp_counters:
+  ports: [{device: $RXE, port: 1, mode: auto, auto_by: [qp_type, pid]}]"
+once_with qp-manual "qp_counters:
+  ports: [{device: $RXE, port: 1, mode: manual, take_over: true}]
+  manual_rules: [{name: pingpong, pid: $server_pid}]"
+kill "$qp_server" 2>/dev/null || true
+wait "$qp_server" 2>/dev/null || true
+note "qp counter runs done"
+
 # ---------------------------------------------------------------- 7. promtool
 
 : >"$R/promtool.txt"
-for f in once.prom scrape1.prom scrape2.prom res.prom after-readd.prom; do
+for f in once.prom scrape1.prom scrape2.prom res.prom after-readd.prom qp-restore.prom \
+	qp-auto.prom qp-manual.prom; do
 	rc=0
 	t 60 promtool check metrics <"$R/$f" >"$R/promtool-$f.out" 2>&1 || rc=$?
 	echo "$f $rc" >>"$R/promtool.txt"

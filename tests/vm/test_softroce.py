@@ -483,3 +483,44 @@ class SoftRoceTest(unittest.TestCase):
 
 if __name__ == "__main__":
     unittest.main()
+
+    def test_h_qp_counters_on_rxe(self):
+        r = self.results
+        def read(name):
+            with open(os.path.join(r, name)) as f:
+                return f.read()
+        for run in ("qp-restore", "qp-auto", "qp-manual"):
+            self.assertEqual(read(run + ".rc").strip(), "0", read(run + ".stderr"))
+        # The mode the exporter set is the kernel's, and restore_on_exit undid it.
+        self.assertNotIn("auto", read("qpmode-start.txt"))
+        self.assertNotIn("auto", read("qpmode-after-qp-restore.txt"))
+        self.assertIn("auto", read("qpmode-after-qp-auto.txt"))
+        restore = Exposition(read("qp-restore.prom"))
+        self.assertEqual(restore.value("rdma_qp_stat_mode_info", device="rxe0", port="1",
+                                       mode="auto", auto_by="qp_type,pid"), 1)
+        self.assertEqual(restore.value("rdma_qp_stat_writes_total", device="rxe0", port="1",
+                                       operation="set_auto", result="ok"), 1)
+        self.assertEqual(restore.value("rdma_qp_stat_mode_drift", device="rxe0", port="1"), 0)
+        # rxe accepts auto mode but binds nothing.
+        self.assertEqual(restore.value("rdma_qp_stat_sets", device="rxe0", port="1"), 0)
+        # The QP inventory matches the kernel's, attributed to the process.
+        qps = json.loads(read("qp-res-qp.json"))
+        server_pid = read("qp-server.pid").strip()
+        ours = [q for q in qps if str(q.get("pid")) == server_pid]
+        self.assertTrue(ours, "the pingpong server's QP is in the kernel's list")
+        by_key = {}
+        for q in qps:
+            key = (str(q.get("port", "")), q["type"], q["state"], q.get("comm", ""))
+            by_key[key] = by_key.get(key, 0) + 1
+        for (port, qtype, state, comm), count in by_key.items():
+            self.assertEqual(restore.value("rdma_qps", device="rxe0", port=port, qp_type=qtype,
+                                           state=state, comm=comm), count, (port, qtype, state, comm))
+        # Manual binding: auto mode taken over and turned off, then the bind
+        # fails with ENOMEM on rxe, visibly.
+        manual = Exposition(read("qp-manual.prom"))
+        self.assertEqual(manual.value("rdma_qp_stat_writes_total", device="rxe0", port="1",
+                                      operation="set_auto_off", result="ok"), 1)
+        self.assertGreaterEqual(manual.value("rdma_qp_stat_writes_total", device="rxe0", port="1",
+                                             operation="bind", result="ENOMEM"), 1)
+        self.assertIn("ENOMEM", read("qp-manual.stderr") + read("qp-manual.prom"))
+
