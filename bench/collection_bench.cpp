@@ -4,7 +4,6 @@
 // nldev kernel with the same devices and mlx5's port hw counters.
 
 #include <benchmark/benchmark.h>
-
 #include <rdma/rdma_netlink.h>
 #include <sys/resource.h>
 
@@ -21,8 +20,8 @@ namespace {
 const std::string& sysfs_tree() {
   static const std::string root = [] {
     std::string dir = "/tmp/rdma_exporter_bench_sysfs";
-    std::string cmd = "python3 " RDMA_EXPORTER_SOURCE_DIR "/tests/fixtures/sysfs_tree.py " + dir +
-                      " mlx5:8:2";
+    std::string cmd =
+        "python3 " RDMA_EXPORTER_SOURCE_DIR "/tests/fixtures/sysfs_tree.py " + dir + " mlx5:8:2";
     if (std::system(cmd.c_str()) != 0) std::abort();
     return dir;
   }();
@@ -30,25 +29,48 @@ const std::string& sysfs_tree() {
 }
 
 std::unique_ptr<testing::FakeNldev> mlx5_kernel() {
-  static const char* kCounters[] = {
-      "duplicate_request", "implied_nak_seq_err", "local_ack_timeout_err", "np_cnp_sent",
-      "np_ecn_marked_roce_packets", "out_of_buffer", "out_of_sequence", "packet_seq_err",
-      "req_cqe_error", "req_cqe_flush_error", "req_remote_access_errors",
-      "req_remote_invalid_request", "resp_cqe_error", "resp_cqe_flush_error",
-      "resp_local_length_error", "resp_remote_access_errors", "rnr_nak_retry_err",
-      "roce_adp_retrans", "roce_adp_retrans_to", "roce_slow_restart", "roce_slow_restart_cnps",
-      "roce_slow_restart_trans", "rp_cnp_handled", "rp_cnp_ignored", "rx_atomic_requests",
-      "rx_icrc_encapsulated", "rx_read_requests", "rx_write_requests"};
+  static const char* kCounters[] = {"duplicate_request",
+                                    "implied_nak_seq_err",
+                                    "local_ack_timeout_err",
+                                    "np_cnp_sent",
+                                    "np_ecn_marked_roce_packets",
+                                    "out_of_buffer",
+                                    "out_of_sequence",
+                                    "packet_seq_err",
+                                    "req_cqe_error",
+                                    "req_cqe_flush_error",
+                                    "req_remote_access_errors",
+                                    "req_remote_invalid_request",
+                                    "resp_cqe_error",
+                                    "resp_cqe_flush_error",
+                                    "resp_local_length_error",
+                                    "resp_remote_access_errors",
+                                    "rnr_nak_retry_err",
+                                    "roce_adp_retrans",
+                                    "roce_adp_retrans_to",
+                                    "roce_slow_restart",
+                                    "roce_slow_restart_cnps",
+                                    "roce_slow_restart_trans",
+                                    "rp_cnp_handled",
+                                    "rp_cnp_ignored",
+                                    "rx_atomic_requests",
+                                    "rx_icrc_encapsulated",
+                                    "rx_read_requests",
+                                    "rx_write_requests"};
   auto k = std::make_unique<testing::FakeNldev>();
   for (uint32_t d = 0; d < 8; ++d) {
-    testing::FakeDevice dev{.index = d + 1, .name = "mlx5_" + std::to_string(d),
-                            .fw_version = "16.35.2000", .node_guid = 0x98039b0300340000ULL + d};
+    testing::FakeDevice dev{.index = d + 1,
+                            .name = "mlx5_" + std::to_string(d),
+                            .fw_version = "16.35.2000",
+                            .node_guid = 0x98039b0300340000ULL + d};
     for (uint32_t p = 1; p <= 2; ++p) {
-      testing::FakePort port{.index = p, .netdev = "ens" + std::to_string(d) + "f" + std::to_string(p)};
+      testing::FakePort port{.index = p,
+                             .netdev = "ens" + std::to_string(d) + "f" + std::to_string(p)};
       for (const char* c : kCounters) port.counters.emplace_back(c, 123456789ULL * p + d);
       dev.ports.push_back(std::move(port));
     }
-    dev.resources = {{"pd", 3}, {"cq", 10}, {"qp", 40}, {"cm_id", 0}, {"mr", 12}, {"ctx", 2}, {"srq", 0}};
+    dev.resources = {{"pd", 3},  {"cq", 10}, {"qp", 40}, {"cm_id", 0},
+                     {"mr", 12}, {"ctx", 2}, {"srq", 0}};
     k->devices.push_back(std::move(dev));
   }
   return k;
@@ -99,8 +121,8 @@ void BM_QpCounters10kQps2kSets(benchmark::State& state) {
   for (uint32_t d = 0; d < 2; ++d) {
     testing::FakeDevice dev{.index = d + 1, .name = "mlx5_" + std::to_string(d)};
     for (uint32_t p = 1; p <= 2; ++p) {
-      dev.ports.push_back(testing::FakePort{.index = p, .counter_mode = RDMA_COUNTER_MODE_AUTO,
-                                            .auto_mask = RDMA_COUNTER_MASK_PID});
+      dev.ports.push_back(testing::FakePort{
+          .index = p, .counter_mode = RDMA_COUNTER_MODE_AUTO, .auto_mask = RDMA_COUNTER_MASK_PID});
     }
     k->devices.push_back(std::move(dev));
   }

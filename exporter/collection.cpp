@@ -6,8 +6,8 @@
 #include "collectors/qp_counters/qp_counters_collector.hpp"
 #include "collectors/resources/resources_collector.hpp"
 #include "collectors/sysfs/sysfs_collector.hpp"
-#include "exporter/exposition.hpp"
 #include "common/log.hpp"
+#include "exporter/exposition.hpp"
 
 #ifndef RDMA_EXPORTER_VERSION
 #define RDMA_EXPORTER_VERSION "unknown"
@@ -55,7 +55,9 @@ Collection::Collection(const Config& config, std::unique_ptr<nldev::Transport> t
   }
 }
 
-bool Collection::manages_kernel_state() const { return manager_ != nullptr; }
+bool Collection::manages_kernel_state() const {
+  return manager_ != nullptr;
+}
 
 void Collection::maintain() {
   if (!manager_) return;

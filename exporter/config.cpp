@@ -2,10 +2,10 @@
 
 #include <yaml-cpp/yaml.h>
 
+#include <algorithm>
 #include <charconv>
 #include <fstream>
 #include <functional>
-#include <algorithm>
 #include <map>
 #include <sstream>
 
@@ -214,7 +214,9 @@ std::string qp_type_problem(const std::string& v) {
   return one_of(v, {"RC", "UC", "UD", "XRC_INI", "XRC_TGT", "RAW_PACKET", "GSI", "SMI", "DRIVER"});
 }
 
-std::string aggregate_problem(const std::string& v) { return one_of(v, {"comm", "cgroup", "qp_type"}); }
+std::string aggregate_problem(const std::string& v) {
+  return one_of(v, {"comm", "cgroup", "qp_type"});
+}
 
 void read_qp_counters(Walker& w, const YAML::Node& node, const std::string& path,
                       QpCountersOptions& q) {
@@ -228,15 +230,20 @@ void read_qp_counters(Walker& w, const YAML::Node& node, const std::string& path
               {{"device", w.optional_string_into(r.device, pattern_problem)},
                {"port", w.port_number(r.port)},
                {"mode", w.string(mode)},
-               {"auto_by", w.string_list(auto_by, [](const std::string& v) {
-                  return one_of(v, {"qp_type", "pid"});
-                })},
+               {"auto_by", w.string_list(auto_by,
+                                         [](const std::string& v) {
+                                           return one_of(v, {"qp_type", "pid"});
+                                         })},
                {"take_over", w.boolean(r.take_over)},
                {"restore_on_exit", w.boolean(r.restore_on_exit)}});
-    if (mode == "observe") r.mode = QpCountersOptions::Mode::observe;
-    else if (mode == "auto") r.mode = QpCountersOptions::Mode::auto_mode;
-    else if (mode == "manual") r.mode = QpCountersOptions::Mode::manual;
-    else w.error_at(n["mode"], p + ".mode", one_of(mode, {"observe", "auto", "manual"}));
+    if (mode == "observe")
+      r.mode = QpCountersOptions::Mode::observe;
+    else if (mode == "auto")
+      r.mode = QpCountersOptions::Mode::auto_mode;
+    else if (mode == "manual")
+      r.mode = QpCountersOptions::Mode::manual;
+    else
+      w.error_at(n["mode"], p + ".mode", one_of(mode, {"observe", "auto", "manual"}));
     r.by_qp_type = std::find(auto_by.begin(), auto_by.end(), "qp_type") != auto_by.end();
     r.by_pid = std::find(auto_by.begin(), auto_by.end(), "pid") != auto_by.end();
     if (r.mode == QpCountersOptions::Mode::auto_mode && !r.by_qp_type && !r.by_pid &&
@@ -342,53 +349,51 @@ std::vector<std::string> parse_config(const std::string& yaml_text, const std::s
     return w.take();
   }
   Walker w(source);
-  w.mapping(root, "",
-            {
-                {"web",
-                 [&](const YAML::Node& n, const std::string& p) {
-                   w.mapping(
-                       n, p,
+  w.mapping(
+      root, "",
+      {
+          {"web",
+           [&](const YAML::Node& n, const std::string& p) {
+             w.mapping(n, p,
                        {{"listen_address", w.string(c.web.listen_address)},
                         {"max_connections", w.integer(c.web.max_connections, 1, 100000)},
                         {"read_timeout", w.duration(c.web.read_timeout)},
                         {"idle_timeout", w.duration(c.web.idle_timeout)},
                         {"write_timeout", w.duration(c.web.write_timeout)},
                         {"max_request_bytes", w.size(c.web.max_request_bytes, 1024, 1 << 20)}});
-                 }},
-                {"collection",
-                 [&](const YAML::Node& n, const std::string& p) {
-                   w.mapping(n, p,
-                             {{"max_age", w.duration(c.collection.max_age)},
-                              {"netlink_timeout", w.duration(c.collection.netlink_timeout)}});
-                 }},
-                {"devices",
-                 [&](const YAML::Node& n, const std::string& p) {
-                   w.mapping(n, p,
-                             {{"include", w.string_list(c.devices.include, pattern_problem)},
-                              {"exclude", w.string_list(c.devices.exclude, pattern_problem)}});
-                 }},
-                {"sysfs",
-                 [&](const YAML::Node& n, const std::string& p) {
-                   w.mapping(n, p, {{"root", w.string(c.sysfs.root)}});
-                 }},
-                {"collectors",
-                 [&](const YAML::Node& n, const std::string& p) {
-                   w.mapping(n, p,
-                             {{"devices", w.boolean(c.collectors.devices)},
-                              {"hw_counters", w.boolean(c.collectors.hw_counters)},
-                              {"resources", w.boolean(c.collectors.resources)},
-                              {"sysfs", w.boolean(c.collectors.sysfs)},
-                              {"qp_counters", w.boolean(c.collectors.qp_counters)}});
-                 }},
-                {"qp_counters",
-                 [&](const YAML::Node& n, const std::string& p) {
-                   read_qp_counters(w, n, p, c.qp_counters);
-                 }},
-                {"log",
-                 [&](const YAML::Node& n, const std::string& p) {
-                   w.mapping(n, p, {{"level", w.string(c.log.level)}});
-                 }},
-            });
+           }},
+          {"collection",
+           [&](const YAML::Node& n, const std::string& p) {
+             w.mapping(n, p,
+                       {{"max_age", w.duration(c.collection.max_age)},
+                        {"netlink_timeout", w.duration(c.collection.netlink_timeout)}});
+           }},
+          {"devices",
+           [&](const YAML::Node& n, const std::string& p) {
+             w.mapping(n, p,
+                       {{"include", w.string_list(c.devices.include, pattern_problem)},
+                        {"exclude", w.string_list(c.devices.exclude, pattern_problem)}});
+           }},
+          {"sysfs",
+           [&](const YAML::Node& n, const std::string& p) {
+             w.mapping(n, p, {{"root", w.string(c.sysfs.root)}});
+           }},
+          {"collectors",
+           [&](const YAML::Node& n, const std::string& p) {
+             w.mapping(n, p,
+                       {{"devices", w.boolean(c.collectors.devices)},
+                        {"hw_counters", w.boolean(c.collectors.hw_counters)},
+                        {"resources", w.boolean(c.collectors.resources)},
+                        {"sysfs", w.boolean(c.collectors.sysfs)},
+                        {"qp_counters", w.boolean(c.collectors.qp_counters)}});
+           }},
+          {"qp_counters", [&](const YAML::Node& n,
+                              const std::string& p) { read_qp_counters(w, n, p, c.qp_counters); }},
+          {"log",
+           [&](const YAML::Node& n, const std::string& p) {
+             w.mapping(n, p, {{"level", w.string(c.log.level)}});
+           }},
+      });
   auto errors = w.take();
   for (auto& e : validate_config(c)) errors.push_back(source + ": " + e);
   return errors;

@@ -8,9 +8,9 @@
 #include <optional>
 #include <utility>
 
+#include "common/log.hpp"
 #include "exporter/collection.hpp"
 #include "exporter/exposition.hpp"
-#include "common/log.hpp"
 
 namespace rdma_exporter {
 

@@ -9,10 +9,10 @@
 
 #include "collectors/netlink/socket_transport.hpp"
 #include "collectors/sysfs/reader.hpp"
+#include "common/log.hpp"
 #include "exporter/cli.hpp"
 #include "exporter/collection.hpp"
 #include "exporter/http_server.hpp"
-#include "common/log.hpp"
 #include "exporter/snapshot_cache.hpp"
 
 namespace rdma_exporter {

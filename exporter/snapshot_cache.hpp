@@ -1,8 +1,8 @@
 #pragma once
 
 #include <boost/asio/executor_work_guard.hpp>
-#include <boost/asio/steady_timer.hpp>
 #include <boost/asio/io_context.hpp>
+#include <boost/asio/steady_timer.hpp>
 #include <boost/asio/thread_pool.hpp>
 #include <functional>
 #include <memory>

@@ -16,28 +16,29 @@ constexpr uint32_t kMaxQpRange = 1U << 20;
 
 Status read_qp_numbers(const nlattr* table, std::vector<uint32_t>& out) {
   if (table == nullptr) return ok_status();  // a set with no QP left
-  return for_each_entry(table, RDMA_NLDEV_ATTR_RES_QP_ENTRY, "RES_QP", [&](const nlattr* e) -> Status {
-    auto t = table_of_nest(e, "RES_QP_ENTRY");
-    if (!t) return t.error();
-    std::optional<uint32_t> lqpn;
-    std::optional<uint32_t> min;
-    std::optional<uint32_t> max;
-    Status s = all(optional(*t, RDMA_NLDEV_ATTR_RES_LQPN, "RES_LQPN", get_u32, lqpn),
-                   optional(*t, RDMA_NLDEV_ATTR_MIN_RANGE, "MIN_RANGE", get_u32, min),
-                   optional(*t, RDMA_NLDEV_ATTR_MAX_RANGE, "MAX_RANGE", get_u32, max));
-    if (!s) return s;
-    if (lqpn) {
-      out.push_back(*lqpn);
-    } else if (min && max && *min <= *max && *max - *min < kMaxQpRange) {
-      for (uint32_t q = *min;; ++q) {
-        out.push_back(q);
-        if (q == *max) break;
-      }
-    } else {
-      return malformed("RES_QP_ENTRY without RES_LQPN or a valid range");
-    }
-    return ok_status();
-  });
+  return for_each_entry(
+      table, RDMA_NLDEV_ATTR_RES_QP_ENTRY, "RES_QP", [&](const nlattr* e) -> Status {
+        auto t = table_of_nest(e, "RES_QP_ENTRY");
+        if (!t) return t.error();
+        std::optional<uint32_t> lqpn;
+        std::optional<uint32_t> min;
+        std::optional<uint32_t> max;
+        Status s = all(optional(*t, RDMA_NLDEV_ATTR_RES_LQPN, "RES_LQPN", get_u32, lqpn),
+                       optional(*t, RDMA_NLDEV_ATTR_MIN_RANGE, "MIN_RANGE", get_u32, min),
+                       optional(*t, RDMA_NLDEV_ATTR_MAX_RANGE, "MAX_RANGE", get_u32, max));
+        if (!s) return s;
+        if (lqpn) {
+          out.push_back(*lqpn);
+        } else if (min && max && *min <= *max && *max - *min < kMaxQpRange) {
+          for (uint32_t q = *min;; ++q) {
+            out.push_back(q);
+            if (q == *max) break;
+          }
+        } else {
+          return malformed("RES_QP_ENTRY without RES_LQPN or a valid range");
+        }
+        return ok_status();
+      });
 }
 
 Result<std::vector<CounterSet>> parse_counter_sets(const nlmsghdr& msg) {
@@ -51,28 +52,26 @@ Result<std::vector<CounterSet>> parse_counter_sets(const nlmsghdr& msg) {
   std::vector<CounterSet> sets;
   const nlattr* table = (*t)[RDMA_NLDEV_ATTR_STAT_COUNTER];
   if (table == nullptr) return sets;
-  s = for_each_entry(table, RDMA_NLDEV_ATTR_STAT_COUNTER_ENTRY, "STAT_COUNTER",
-                     [&](const nlattr* e) -> Status {
-                       auto et = table_of_nest(e, "STAT_COUNTER_ENTRY");
-                       if (!et) return et.error();
-                       CounterSet c;
-                       c.dev_index = dev_index;
-                       c.dev_name = dev_name;
-                       Status es = all(
-                           required(*et, RDMA_NLDEV_ATTR_PORT_INDEX, "PORT_INDEX", get_u32, c.port),
-                           required(*et, RDMA_NLDEV_ATTR_STAT_COUNTER_ID, "STAT_COUNTER_ID", get_u32,
-                                    c.id),
-                           required(*et, RDMA_NLDEV_ATTR_STAT_MODE, "STAT_MODE", get_u32, c.mode),
-                           optional(*et, RDMA_NLDEV_ATTR_RES_TYPE, "RES_TYPE", get_u8, c.qp_type),
-                           optional(*et, RDMA_NLDEV_ATTR_RES_PID, "RES_PID", get_u32, c.pid),
-                           optional(*et, RDMA_NLDEV_ATTR_RES_KERN_NAME, "RES_KERN_NAME", get_str,
-                                    c.kern_name),
-                           read_qp_numbers((*et)[RDMA_NLDEV_ATTR_RES_QP], c.lqpns),
-                           read_hw_counters((*et)[RDMA_NLDEV_ATTR_STAT_HWCOUNTERS], c.counters));
-                       if (!es) return es;
-                       sets.push_back(std::move(c));
-                       return ok_status();
-                     });
+  s = for_each_entry(
+      table, RDMA_NLDEV_ATTR_STAT_COUNTER_ENTRY, "STAT_COUNTER", [&](const nlattr* e) -> Status {
+        auto et = table_of_nest(e, "STAT_COUNTER_ENTRY");
+        if (!et) return et.error();
+        CounterSet c;
+        c.dev_index = dev_index;
+        c.dev_name = dev_name;
+        Status es =
+            all(required(*et, RDMA_NLDEV_ATTR_PORT_INDEX, "PORT_INDEX", get_u32, c.port),
+                required(*et, RDMA_NLDEV_ATTR_STAT_COUNTER_ID, "STAT_COUNTER_ID", get_u32, c.id),
+                required(*et, RDMA_NLDEV_ATTR_STAT_MODE, "STAT_MODE", get_u32, c.mode),
+                optional(*et, RDMA_NLDEV_ATTR_RES_TYPE, "RES_TYPE", get_u8, c.qp_type),
+                optional(*et, RDMA_NLDEV_ATTR_RES_PID, "RES_PID", get_u32, c.pid),
+                optional(*et, RDMA_NLDEV_ATTR_RES_KERN_NAME, "RES_KERN_NAME", get_str, c.kern_name),
+                read_qp_numbers((*et)[RDMA_NLDEV_ATTR_RES_QP], c.lqpns),
+                read_hw_counters((*et)[RDMA_NLDEV_ATTR_STAT_HWCOUNTERS], c.counters));
+        if (!es) return es;
+        sets.push_back(std::move(c));
+        return ok_status();
+      });
   if (!s) return s.error();
   return sets;
 }
@@ -193,9 +192,8 @@ Bytes build_unbind_qp(uint32_t dev_index, uint32_t port, uint32_t counter_id, ui
 }
 
 Bytes build_qp_dump(uint32_t dev_index) {
-  return build(RDMA_NLDEV_CMD_RES_QP_GET, NLM_F_DUMP, [&](nlmsghdr* n) {
-    mnl_attr_put_u32(n, RDMA_NLDEV_ATTR_DEV_INDEX, dev_index);
-  });
+  return build(RDMA_NLDEV_CMD_RES_QP_GET, NLM_F_DUMP,
+               [&](nlmsghdr* n) { mnl_attr_put_u32(n, RDMA_NLDEV_ATTR_DEV_INDEX, dev_index); });
 }
 
 Result<CounterMode> decode_counter_mode(const Reply& reply) {
@@ -203,9 +201,9 @@ Result<CounterMode> decode_counter_mode(const Reply& reply) {
   if (!t) return t.error();
   CounterMode m;
   std::optional<uint32_t> mask;
-  Status s = all(required(*t, RDMA_NLDEV_ATTR_STAT_MODE, "STAT_MODE", get_u32, m.mode),
-                 optional(*t, RDMA_NLDEV_ATTR_STAT_AUTO_MODE_MASK, "STAT_AUTO_MODE_MASK", get_u32,
-                          mask));
+  Status s =
+      all(required(*t, RDMA_NLDEV_ATTR_STAT_MODE, "STAT_MODE", get_u32, m.mode),
+          optional(*t, RDMA_NLDEV_ATTR_STAT_AUTO_MODE_MASK, "STAT_AUTO_MODE_MASK", get_u32, mask));
   if (!s) return s.error();
   m.auto_mask = mask.value_or(0);
   return m;
@@ -225,9 +223,9 @@ Result<BindResult> decode_bind_qp(const Reply& reply) {
   auto t = single_answer(reply, RDMA_NLDEV_CMD_STAT_SET, RDMA_NLDEV_CMD_STAT_SET);
   if (!t) return t.error();
   BindResult b;
-  Status s = all(required(*t, RDMA_NLDEV_ATTR_STAT_COUNTER_ID, "STAT_COUNTER_ID", get_u32,
-                          b.counter_id),
-                 required(*t, RDMA_NLDEV_ATTR_RES_LQPN, "RES_LQPN", get_u32, b.lqpn));
+  Status s =
+      all(required(*t, RDMA_NLDEV_ATTR_STAT_COUNTER_ID, "STAT_COUNTER_ID", get_u32, b.counter_id),
+          required(*t, RDMA_NLDEV_ATTR_RES_LQPN, "RES_LQPN", get_u32, b.lqpn));
   if (!s) return s.error();
   return b;
 }
@@ -244,18 +242,30 @@ Result<std::vector<Qp>> decode_qps(const Reply& reply) {
 
 std::string qp_type_name(uint8_t type) {
   switch (type) {
-    case 0: return "SMI";
-    case 1: return "GSI";
-    case 2: return "RC";
-    case 3: return "UC";
-    case 4: return "UD";
-    case 5: return "RAW_IPV6";
-    case 6: return "RAW_ETHERTYPE";
-    case 8: return "RAW_PACKET";
-    case 9: return "XRC_INI";
-    case 10: return "XRC_TGT";
-    case 0xff: return "DRIVER";
-    default: return "UNKNOWN";
+    case 0:
+      return "SMI";
+    case 1:
+      return "GSI";
+    case 2:
+      return "RC";
+    case 3:
+      return "UC";
+    case 4:
+      return "UD";
+    case 5:
+      return "RAW_IPV6";
+    case 6:
+      return "RAW_ETHERTYPE";
+    case 8:
+      return "RAW_PACKET";
+    case 9:
+      return "XRC_INI";
+    case 10:
+      return "XRC_TGT";
+    case 0xff:
+      return "DRIVER";
+    default:
+      return "UNKNOWN";
   }
 }
 

@@ -169,21 +169,21 @@ Result<std::vector<T>> decode_all(const Reply& reply, uint16_t cmd,
 // Reads a STAT_HWCOUNTERS table; the table itself is required.
 inline Status read_hw_counters(const nlattr* nest, std::vector<HwCounter>& out) {
   if (nest == nullptr) return malformed("missing attribute STAT_HWCOUNTERS");
-  return for_each_attr(
-      mnl_attr_get_payload(nest), mnl_attr_get_payload_len(nest), "STAT_HWCOUNTERS",
-      [&](const nlattr* entry) -> Status {
-        if (mnl_attr_get_type(entry) != RDMA_NLDEV_ATTR_STAT_HWCOUNTER_ENTRY) return ok_status();
-        auto e = table_of_nest(entry, "STAT_HWCOUNTER_ENTRY");
-        if (!e) return e.error();
-        HwCounter c;
-        Status es = all(required(*e, RDMA_NLDEV_ATTR_STAT_HWCOUNTER_ENTRY_NAME,
-                                 "STAT_HWCOUNTER_ENTRY_NAME", get_str, c.name),
-                        required(*e, RDMA_NLDEV_ATTR_STAT_HWCOUNTER_ENTRY_VALUE,
-                                 "STAT_HWCOUNTER_ENTRY_VALUE", get_u64, c.value));
-        if (!es) return es;
-        out.push_back(std::move(c));
-        return ok_status();
-      });
+  return for_each_attr(mnl_attr_get_payload(nest), mnl_attr_get_payload_len(nest),
+                       "STAT_HWCOUNTERS", [&](const nlattr* entry) -> Status {
+                         if (mnl_attr_get_type(entry) != RDMA_NLDEV_ATTR_STAT_HWCOUNTER_ENTRY)
+                           return ok_status();
+                         auto e = table_of_nest(entry, "STAT_HWCOUNTER_ENTRY");
+                         if (!e) return e.error();
+                         HwCounter c;
+                         Status es = all(required(*e, RDMA_NLDEV_ATTR_STAT_HWCOUNTER_ENTRY_NAME,
+                                                  "STAT_HWCOUNTER_ENTRY_NAME", get_str, c.name),
+                                         required(*e, RDMA_NLDEV_ATTR_STAT_HWCOUNTER_ENTRY_VALUE,
+                                                  "STAT_HWCOUNTER_ENTRY_VALUE", get_u64, c.value));
+                         if (!es) return es;
+                         out.push_back(std::move(c));
+                         return ok_status();
+                       });
 }
 
 // Calls fn for every entry of type `entry_type` in a table nest.

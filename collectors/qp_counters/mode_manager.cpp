@@ -26,15 +26,24 @@ uint32_t wanted_mask(const QpCountersOptions::PortRule& r) {
 std::string result_name(const Status& s) {
   if (s) return "ok";
   switch (s.error().code) {
-    case EPERM: return "EPERM";
-    case EACCES: return "EACCES";
-    case EBUSY: return "EBUSY";
-    case EINVAL: return "EINVAL";
-    case EOPNOTSUPP: return "EOPNOTSUPP";
-    case ENOMEM: return "ENOMEM";
-    case ENOENT: return "ENOENT";
-    case ETIMEDOUT: return "ETIMEDOUT";
-    default: return "error";
+    case EPERM:
+      return "EPERM";
+    case EACCES:
+      return "EACCES";
+    case EBUSY:
+      return "EBUSY";
+    case EINVAL:
+      return "EINVAL";
+    case EOPNOTSUPP:
+      return "EOPNOTSUPP";
+    case ENOMEM:
+      return "ENOMEM";
+    case ENOENT:
+      return "ENOENT";
+    case ETIMEDOUT:
+      return "ETIMEDOUT";
+    default:
+      return "error";
   }
 }
 
@@ -88,7 +97,10 @@ void CounterModeManager::reconcile(Scrape& scrape) {
   std::set<PortKey> present;
   for (const auto& entry : topology->devices) {
     if (!entry.ports) continue;
-    std::optional<std::vector<nldev::Qp>> qps;  // read once per device, when needed
+    // Read once per device, when a manual port needs them: the QPs, and which
+    // QPs are bound to a counter set already (per port).
+    std::optional<std::vector<nldev::Qp>> qps;
+    std::map<uint32_t, std::set<uint32_t>> bound;
     for (const auto& port : *entry.ports) {
       const auto* rule = rule_for(entry.device.name, port.index);
       if (rule == nullptr || rule->mode == Mode::observe) continue;
@@ -122,9 +134,15 @@ void CounterModeManager::reconcile(Scrape& scrape) {
             record(key, "read_qps", r.error());
             continue;
           }
+          auto sets = scrape.netlink().counter_sets(entry.device.index);
+          if (!sets) {
+            record(key, "read_sets", sets.error());
+            continue;
+          }
           qps = std::move(r).value();
+          for (const auto& set : *sets) bound[set.port].insert(set.lqpns.begin(), set.lqpns.end());
         }
-        reconcile_manual(scrape.netlink(), key, st, *rule, *mode, *qps);
+        reconcile_manual(scrape.netlink(), key, st, *rule, *mode, *qps, bound[port.index]);
       }
     }
   }
@@ -142,13 +160,15 @@ void CounterModeManager::reconcile_auto(nldev::Client& nl, const PortKey& key, P
     st.drift = false;
     return;
   }
-  const bool ours_to_change = mode.mode == RDMA_COUNTER_MODE_NONE || st.changed_by_us || rule.take_over;
+  const bool ours_to_change =
+      mode.mode == RDMA_COUNTER_MODE_NONE || st.changed_by_us || rule.take_over;
   if (!ours_to_change) {
     st.drift = true;
     if (!drift_logged_[key]) {
       drift_logged_[key] = true;
       log::warn("qp counters: " + key.first + " port " + std::to_string(key.second) + " is in " +
-                counter_mode_name(mode.mode) + " mode set by someone else; leaving it (set "
+                counter_mode_name(mode.mode) +
+                " mode set by someone else; leaving it (set "
                 "take_over to change it)");
     }
     return;
@@ -185,7 +205,8 @@ std::optional<std::size_t> CounterModeManager::matching_rule(const nldev::Qp& qp
 void CounterModeManager::reconcile_manual(nldev::Client& nl, const PortKey& key, PortState& st,
                                           const QpCountersOptions::PortRule& rule,
                                           const nldev::CounterMode& mode,
-                                          const std::vector<nldev::Qp>& qps) {
+                                          const std::vector<nldev::Qp>& qps,
+                                          const std::set<uint32_t>& bound_elsewhere) {
   if (mode.mode == RDMA_COUNTER_MODE_AUTO) {
     if (!rule.take_over && !st.changed_by_us) {
       st.drift = true;
@@ -223,11 +244,15 @@ void CounterModeManager::reconcile_manual(nldev::Client& nl, const PortKey& key,
       if (!s) continue;
     }
     if (!rule_index) continue;
+    // A QP already in a counter set (left by auto mode, or bound by an
+    // operator) stays there: binding it again would fail, and some kernels
+    // leak the port's set count on that failure.
+    if (bound_elsewhere.count(qp.lqpn) != 0U) continue;
     const auto gkey = std::make_tuple(key.first, key.second, *rule_index, *qp.pid);
     std::optional<uint32_t> group;
     if (auto g = groups_.find(gkey); g != groups_.end()) group = g->second;
     auto r = nl.bind_qp(st.dev_index, key.second, qp.lqpn, group);
-    if (!r && group) {
+    if (!r && group && r.error().code == ENOENT) {
       // The group's set is gone (its QPs all ended): start a new one.
       groups_.erase(gkey);
       r = nl.bind_qp(st.dev_index, key.second, qp.lqpn, std::nullopt);

@@ -3,6 +3,7 @@
 #include <map>
 #include <optional>
 #include <regex>
+#include <set>
 #include <string>
 #include <tuple>
 #include <vector>
@@ -61,7 +62,7 @@ class CounterModeManager {
                       const QpCountersOptions::PortRule& rule, const nldev::CounterMode& mode);
   void reconcile_manual(nldev::Client& nl, const PortKey& key, PortState& st,
                         const QpCountersOptions::PortRule& rule, const nldev::CounterMode& mode,
-                        const std::vector<nldev::Qp>& qps);
+                        const std::vector<nldev::Qp>& qps, const std::set<uint32_t>& bound);
   std::optional<std::size_t> matching_rule(const nldev::Qp& qp);
   void record(const PortKey& key, const std::string& operation, const Status& result);
 

@@ -18,9 +18,9 @@ struct QpCountersOptions {
     std::string device = ".*";  // regular expression, whole device name
     uint32_t port = 0;          // 0: every port
     Mode mode = Mode::observe;
-    bool by_qp_type = true;     // auto criteria
+    bool by_qp_type = true;  // auto criteria
     bool by_pid = true;
-    bool take_over = false;       // change a port whose mode someone else set
+    bool take_over = false;        // change a port whose mode someone else set
     bool restore_on_exit = false;  // put back the mode found at start
   };
 
@@ -28,7 +28,7 @@ struct QpCountersOptions {
   // own on each port, for its matching QPs. All given criteria must match.
   struct ManualRule {
     std::string name;
-    std::optional<std::string> comm;    // regular expression on /proc/<pid>/comm
+    std::optional<std::string> comm;  // regular expression on /proc/<pid>/comm
     std::optional<uint32_t> pid;
     std::optional<std::string> cgroup;  // regular expression on the cgroup path
     std::vector<std::string> qp_types;  // "RC", "UD", ...; empty: every type

@@ -26,16 +26,22 @@ bool wants(const std::vector<std::string>& dims, const char* dim) {
 }
 
 // Errors with which kernels without per-QP counters (before 5.3) answer.
-bool unsupported(const Error& e) { return e.code == EOPNOTSUPP || e.code == EINVAL; }
+bool unsupported(const Error& e) {
+  return e.code == EOPNOTSUPP || e.code == EINVAL;
+}
 
 }  // namespace
 
 std::string counter_mode_name(uint32_t mode) {
   switch (mode) {
-    case RDMA_COUNTER_MODE_NONE: return "none";
-    case RDMA_COUNTER_MODE_AUTO: return "auto";
-    case RDMA_COUNTER_MODE_MANUAL: return "manual";
-    default: return "unknown";
+    case RDMA_COUNTER_MODE_NONE:
+      return "none";
+    case RDMA_COUNTER_MODE_AUTO:
+      return "auto";
+    case RDMA_COUNTER_MODE_MANUAL:
+      return "manual";
+    default:
+      return "unknown";
   }
 }
 
@@ -93,8 +99,10 @@ SeriesBook::Key QpCountersCollector::key_of(const nldev::CounterSet& set,
   if (with_pid_) key.push_back(pid ? std::to_string(*pid) : "");
   if (with_comm_) {
     std::string comm;
-    if (kern) comm = *kern;
-    else if (pid) comm = processes_.comm(*pid).value_or("");
+    if (kern)
+      comm = *kern;
+    else if (pid)
+      comm = processes_.comm(*pid).value_or("");
     key.push_back(comm);
   }
   if (with_cgroup_) key.push_back(pid ? processes_.cgroup(*pid).value_or("") : "");
@@ -132,8 +140,8 @@ std::vector<std::string> QpCountersCollector::collect(Scrape& scrape, MetricSink
                 {{"device", dev.name},
                  {"port", std::to_string(port.index)},
                  {"mode", counter_mode_name(mode->mode)},
-                 {"auto_by", mode->mode == RDMA_COUNTER_MODE_AUTO ? auto_mask_name(mode->auto_mask)
-                                                                  : ""}});
+                 {"auto_by",
+                  mode->mode == RDMA_COUNTER_MODE_AUTO ? auto_mask_name(mode->auto_mask) : ""}});
       live_sets[{dev.name, port.index}] = 0;
     }
 
@@ -174,7 +182,8 @@ std::vector<std::string> QpCountersCollector::collect(Scrape& scrape, MetricSink
   const auto series = book_.update(observations, overflow_key, SeriesBook::Clock::now());
   for (const auto& s : series) {
     Labels labels;
-    for (std::size_t i = 0; i < label_names_.size(); ++i) labels.emplace_back(label_names_[i], s.key[i]);
+    for (std::size_t i = 0; i < label_names_.size(); ++i)
+      labels.emplace_back(label_names_[i], s.key[i]);
     for (const auto& [name, value] : s.values) {
       sink.counter("rdma_qp_stat_" + sanitize_metric_fragment(name) + "_total",
                    "Counter \"" + name +

@@ -37,8 +37,8 @@ struct FakePort {
 struct FakeQp {
   uint32_t lqpn = 0;
   uint32_t port = 1;
-  uint8_t type = 2;   // IB_QPT_RC
-  uint8_t state = 3;  // IB_QPS_RTS
+  uint8_t type = 2;             // IB_QPT_RC
+  uint8_t state = 3;            // IB_QPS_RTS
   std::optional<uint32_t> pid;  // user QP; kernel QPs have kern_name instead
   std::string kern_name;
   std::optional<uint32_t> counter_id;  // the counter set it is bound to
@@ -48,9 +48,9 @@ struct FakeQp {
 struct FakeCounterSet {
   uint32_t id = 0;
   uint32_t port = 1;
-  uint32_t mode = 0;                 // mode it was bound in (AUTO or MANUAL)
-  std::optional<uint8_t> qp_type;    // auto by type
-  std::optional<uint32_t> pid;       // auto by pid
+  uint32_t mode = 0;               // mode it was bound in (AUTO or MANUAL)
+  std::optional<uint8_t> qp_type;  // auto by type
+  std::optional<uint32_t> pid;     // auto by pid
   std::vector<std::pair<std::string, uint64_t>> counters;
 };
 
@@ -95,8 +95,8 @@ class FakeNldev final : public nldev::Transport {
   std::size_t messages_per_datagram = 2;
   std::function<void(nldev::Reply&)> tamper;  // edits a reply before it is returned
 
-  bool privileged = true;        // false: writes (STAT_SET, STAT_DEL) answer EPERM
-  int stat_set_error = 0;        // errno every STAT_SET/STAT_DEL answers with, if not 0
+  bool privileged = true;            // false: writes (STAT_SET, STAT_DEL) answer EPERM
+  int stat_set_error = 0;            // errno every STAT_SET/STAT_DEL answers with, if not 0
   std::size_t sets_per_message = 4;  // counter sets per dump message (multi-part dumps)
 
   std::vector<SeenRequest> requests;
@@ -126,6 +126,13 @@ class FakeNldev final : public nldev::Transport {
  private:
   const FakeDevice* find(std::optional<uint32_t> index) const;
   nldev::Reply dump(uint16_t cmd, std::vector<Bytes> messages);
+
+  // Per-QP counter commands; each takes the request as sent.
+  nldev::Reply counter_mode_get(const Bytes& request);
+  nldev::Reply counter_sets_dump(const Bytes& request);
+  nldev::Reply qp_dump(const Bytes& request);
+  nldev::Reply stat_set(const Bytes& request);
+  nldev::Reply stat_del(const Bytes& request);
 };
 
 }  // namespace rdma_exporter::testing

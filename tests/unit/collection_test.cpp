@@ -188,7 +188,8 @@ TEST_F(CollectionTest, DriverWithoutPortCountersIsNotAFailure) {
   EXPECT_TRUE(s->all_succeeded());
   EXPECT_TRUE(std::isnan(sample(*s, "rdma_port_hw_rx_write_requests_total")));
   EXPECT_TRUE(std::isnan(sample(*s, "rdma_port_hw_out_of_sequence_total", {{"port", "2"}})));
-  EXPECT_EQ(sample(*s, "rdma_port_hw_out_of_sequence_total", {{"device", "mlx5_0"}, {"port", "1"}}), 17.0);
+  EXPECT_EQ(sample(*s, "rdma_port_hw_out_of_sequence_total", {{"device", "mlx5_0"}, {"port", "1"}}),
+            17.0);
 }
 
 TEST_F(CollectionTest, MalformedReplyFailsOnlyItsCollector) {

@@ -18,10 +18,12 @@ namespace {
 TEST(Promtool, AcceptsEveryFamilyTheExporterMakes) {
   auto k = std::make_unique<testing::FakeNldev>();
   testing::FakeDevice dev{.index = 1, .name = "mlx5_0", .fw_version = "16.35.2000"};
-  dev.ports.push_back(testing::FakePort{.index = 1, .netdev = "ens1f0",
-                                        .counters = {{"out_of_sequence", 3}},
-                                        .counter_mode = RDMA_COUNTER_MODE_AUTO,
-                                        .auto_mask = RDMA_COUNTER_MASK_QP_TYPE | RDMA_COUNTER_MASK_PID});
+  dev.ports.push_back(
+      testing::FakePort{.index = 1,
+                        .netdev = "ens1f0",
+                        .counters = {{"out_of_sequence", 3}},
+                        .counter_mode = RDMA_COUNTER_MODE_AUTO,
+                        .auto_mask = RDMA_COUNTER_MASK_QP_TYPE | RDMA_COUNTER_MASK_PID});
   dev.ports.push_back(testing::FakePort{.index = 2, .lid = 4, .sm_lid = 1, .lmc = 0});
   dev.resources = {{"qp", 3}, {"cq", 2}};
   k->devices.push_back(dev);
@@ -32,7 +34,8 @@ TEST(Promtool, AcceptsEveryFamilyTheExporterMakes) {
 
   Config c;
   c.sysfs.root = testing::make_sysfs_fixture("mlx5:1:2 efa rxe");
-  c.qp_counters.ports = {{.device = "mlx5_0", .port = 2, .mode = QpCountersOptions::Mode::auto_mode}};
+  c.qp_counters.ports = {
+      {.device = "mlx5_0", .port = 2, .mode = QpCountersOptions::Mode::auto_mode}};
   c.qp_counters.inventory_by_comm = true;
   Collection collection(c, std::move(k));
   collection.maintain();

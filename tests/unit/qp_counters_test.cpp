@@ -50,9 +50,10 @@ std::size_t series_count(const Snapshot& s, const std::string& name) {
 }
 
 std::size_t writes(const FakeNldev& k) {
-  return static_cast<std::size_t>(std::count_if(k.requests.begin(), k.requests.end(), [](const auto& r) {
-    return r.cmd == RDMA_NLDEV_CMD_STAT_SET || r.cmd == RDMA_NLDEV_CMD_STAT_DEL;
-  }));
+  return static_cast<std::size_t>(
+      std::count_if(k.requests.begin(), k.requests.end(), [](const auto& r) {
+        return r.cmd == RDMA_NLDEV_CMD_STAT_SET || r.cmd == RDMA_NLDEV_CMD_STAT_DEL;
+      }));
 }
 
 class QpCountersTest : public ::testing::Test {
@@ -118,7 +119,10 @@ TEST_F(QpCountersTest, ObserveExportsAutoSetsWithProcessAttributionAndWritesNoth
   auto s = collect();
   ASSERT_TRUE(s->all_succeeded()) << s->outcomes[3].errors.front();
   EXPECT_EQ(sample(*s, "rdma_qp_stat_rx_write_requests_total",
-                   {{"device", "mlx5_0"}, {"port", "1"}, {"qp_type", "RC"}, {"pid", "100"},
+                   {{"device", "mlx5_0"},
+                    {"port", "1"},
+                    {"qp_type", "RC"},
+                    {"pid", "100"},
                     {"comm", "trainer"}}),
             15.0);
   EXPECT_EQ(sample(*s, "rdma_qp_stat_rx_write_requests_total",
@@ -212,9 +216,11 @@ TEST_F(QpCountersTest, SeriesBeyondTheCapFoldIntoOneOverflowSeries) {
 }
 
 TEST_F(QpCountersTest, AutoModeIsSetOnManagedPortsAndReappliedAfterAReload) {
-  config_.qp_counters.ports = {{.device = "mlx5_.*", .port = 1,
+  config_.qp_counters.ports = {{.device = "mlx5_.*",
+                                .port = 1,
                                 .mode = QpCountersOptions::Mode::auto_mode,
-                                .by_qp_type = true, .by_pid = false}};
+                                .by_qp_type = true,
+                                .by_pid = false}};
   collection().maintain();
   EXPECT_EQ(port(1).counter_mode, static_cast<uint32_t>(RDMA_COUNTER_MODE_AUTO));
   EXPECT_EQ(port(1).auto_mask, static_cast<uint32_t>(RDMA_COUNTER_MASK_QP_TYPE));
@@ -243,8 +249,10 @@ TEST_F(QpCountersTest, AutoModeIsSetOnManagedPortsAndReappliedAfterAReload) {
 }
 
 TEST_F(QpCountersTest, PortSetOtherwiseByAnOperatorIsLeftAloneUnlessTakenOver) {
-  config_.qp_counters.ports = {{.device = "mlx5_0", .mode = QpCountersOptions::Mode::auto_mode,
-                                .by_qp_type = true, .by_pid = false}};
+  config_.qp_counters.ports = {{.device = "mlx5_0",
+                                .mode = QpCountersOptions::Mode::auto_mode,
+                                .by_qp_type = true,
+                                .by_pid = false}};
   port(1).counter_mode = RDMA_COUNTER_MODE_AUTO;
   port(1).auto_mask = RDMA_COUNTER_MASK_PID;
   collection().maintain();
@@ -260,17 +268,21 @@ TEST_F(QpCountersTest, PortSetOtherwiseByAnOperatorIsLeftAloneUnlessTakenOver) {
 }
 
 TEST_F(QpCountersTest, TakeOverChangesTheModeAndBusyPortsAreReported) {
-  config_.qp_counters.ports = {{.device = "mlx5_0", .port = 1,
+  config_.qp_counters.ports = {{.device = "mlx5_0",
+                                .port = 1,
                                 .mode = QpCountersOptions::Mode::auto_mode,
-                                .by_qp_type = true, .by_pid = false, .take_over = true}};
+                                .by_qp_type = true,
+                                .by_pid = false,
+                                .take_over = true}};
   port(1).counter_mode = RDMA_COUNTER_MODE_AUTO;
   port(1).auto_mask = RDMA_COUNTER_MASK_PID;
   kernel().create_qp(1, 1, kRC, 100);  // bound: changing the criteria is EBUSY
   collection().maintain();
   collection().maintain();
   auto s = collect();
-  EXPECT_EQ(sample(*s, "rdma_qp_stat_writes_total", {{"operation", "set_auto"}, {"result", "EBUSY"}}),
-            2.0);
+  EXPECT_EQ(
+      sample(*s, "rdma_qp_stat_writes_total", {{"operation", "set_auto"}, {"result", "EBUSY"}}),
+      2.0);
   EXPECT_EQ(sample(*s, "rdma_qp_stat_mode_drift", {{"port", "1"}}), 1.0);
   kernel().exit_process(100);
   collection().maintain();
@@ -291,7 +303,8 @@ TEST_F(QpCountersTest, WithoutCapNetAdminWritesFailVisibly) {
 }
 
 TEST_F(QpCountersTest, ManualRulesGiveEachMatchingProcessItsOwnSet) {
-  config_.qp_counters.ports = {{.device = "mlx5_0", .port = 1, .mode = QpCountersOptions::Mode::manual}};
+  config_.qp_counters.ports = {
+      {.device = "mlx5_0", .port = 1, .mode = QpCountersOptions::Mode::manual}};
   config_.qp_counters.manual_rules = {{.name = "training", .comm = std::string("train.*")}};
   const uint32_t a = kernel().create_qp(1, 1, kRC, 100);
   const uint32_t b = kernel().create_qp(1, 1, kRC, 101);
@@ -310,15 +323,41 @@ TEST_F(QpCountersTest, ManualRulesGiveEachMatchingProcessItsOwnSet) {
   kernel().traffic(1, b, "rx_write_requests", 5);
   kernel().traffic(1, c, "rx_write_requests", 6);
   auto s = collect();
-  EXPECT_EQ(sample(*s, "rdma_qp_stat_rx_write_requests_total", {{"pid", "100"}, {"comm", "trainer"}}),
-            7.0);
+  EXPECT_EQ(
+      sample(*s, "rdma_qp_stat_rx_write_requests_total", {{"pid", "100"}, {"comm", "trainer"}}),
+      7.0);
   EXPECT_EQ(sample(*s, "rdma_qp_stat_rx_write_requests_total", {{"pid", "101"}}), 5.0);
   EXPECT_TRUE(std::isnan(sample(*s, "rdma_qp_stat_rx_write_requests_total", {{"pid", "200"}})));
-  EXPECT_EQ(sample(*s, "rdma_qp_stat_writes_total", {{"operation", "bind"}, {"result", "ok"}}), 3.0);
+  EXPECT_EQ(sample(*s, "rdma_qp_stat_writes_total", {{"operation", "bind"}, {"result", "ok"}}),
+            3.0);
+}
+
+TEST_F(QpCountersTest, QpsAlreadyInACounterSetAreNotBoundAgain) {
+  config_.qp_counters.ports = {
+      {.device = "mlx5_0", .port = 1, .mode = QpCountersOptions::Mode::manual, .take_over = true}};
+  config_.qp_counters.manual_rules = {{.name = "p", .pid = 100}};
+  port(1).counter_mode = RDMA_COUNTER_MODE_AUTO;
+  port(1).auto_mask = RDMA_COUNTER_MASK_PID;
+  const uint32_t old_qp = kernel().create_qp(1, 1, kRC, 100);  // auto-bound before the takeover
+  collection().maintain();
+  collection().maintain();
+  const auto& reqs = kernel().requests;
+  const auto binds = std::count_if(reqs.begin(), reqs.end(), [](const auto& r) {
+    return r.cmd == RDMA_NLDEV_CMD_STAT_SET && r.port == 1U;
+  });
+  EXPECT_EQ(binds, 1);  // only turning auto mode off
+  // A QP created after the takeover is bound to a set of the process.
+  const uint32_t new_qp = kernel().create_qp(1, 1, kRC, 100);
+  collection().maintain();
+  auto s = collect();
+  EXPECT_EQ(sample(*s, "rdma_qp_stat_writes_total", {{"operation", "bind"}, {"result", "ok"}}),
+            1.0);
+  EXPECT_NE(old_qp, new_qp);
 }
 
 TEST_F(QpCountersTest, ManualRulesByCgroupAndQpType) {
-  config_.qp_counters.ports = {{.device = "mlx5_0", .port = 1, .mode = QpCountersOptions::Mode::manual}};
+  config_.qp_counters.ports = {
+      {.device = "mlx5_0", .port = 1, .mode = QpCountersOptions::Mode::manual}};
   config_.qp_counters.manual_rules = {
       {.name = "pod-a-ud", .cgroup = std::string("/kubepods/pod-a/.*"), .qp_types = {"UD"}}};
   config_.qp_counters.cgroup_label = true;
@@ -335,7 +374,8 @@ TEST_F(QpCountersTest, ManualRulesByCgroupAndQpType) {
 }
 
 TEST_F(QpCountersTest, ManualBindOnADriverWithoutPerQpCountersFailsVisibly) {
-  config_.qp_counters.ports = {{.device = "mlx5_0", .port = 1, .mode = QpCountersOptions::Mode::manual}};
+  config_.qp_counters.ports = {
+      {.device = "mlx5_0", .port = 1, .mode = QpCountersOptions::Mode::manual}};
   config_.qp_counters.manual_rules = {{.name = "all", .pid = 100}};
   kernel().device(1)->qp_counters_supported = false;  // rxe
   kernel().create_qp(1, 1, kRC, 100);
@@ -348,9 +388,14 @@ TEST_F(QpCountersTest, ManualBindOnADriverWithoutPerQpCountersFailsVisibly) {
 }
 
 TEST_F(QpCountersTest, RestoreOnExitPutsBackTheModeAndUndoesBindings) {
-  config_.qp_counters.ports = {
-      {.device = "mlx5_0", .port = 1, .mode = QpCountersOptions::Mode::auto_mode, .restore_on_exit = true},
-      {.device = "mlx5_0", .port = 2, .mode = QpCountersOptions::Mode::manual, .restore_on_exit = true}};
+  config_.qp_counters.ports = {{.device = "mlx5_0",
+                                .port = 1,
+                                .mode = QpCountersOptions::Mode::auto_mode,
+                                .restore_on_exit = true},
+                               {.device = "mlx5_0",
+                                .port = 2,
+                                .mode = QpCountersOptions::Mode::manual,
+                                .restore_on_exit = true}};
   config_.qp_counters.manual_rules = {{.name = "p", .pid = 100}};
   kernel().create_qp(1, 2, kRC, 100);
   collection().maintain();
