@@ -23,6 +23,13 @@ const Result<Topology>& Scrape::topology() {
   return *topology_;
 }
 
+const Topology* Scrape::topology_for(std::vector<std::string>& errors) {
+  const auto& t = topology();
+  if (t) return &t.value();
+  if (!is_protocol_absent(t.error())) errors.push_back("list devices: " + t.error().message);
+  return nullptr;
+}
+
 bool Scrape::netlink_absent() {
   const auto& t = topology();
   return !t && is_protocol_absent(t.error());

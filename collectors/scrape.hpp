@@ -1,6 +1,7 @@
 #pragma once
 
 #include <optional>
+#include <string>
 #include <vector>
 
 #include "collectors/device_filter.hpp"
@@ -32,6 +33,11 @@ class Scrape {
 
   // The filtered device and port list from rdma netlink.
   const Result<Topology>& topology();
+
+  // The topology for a collector that needs it: nullptr when unavailable,
+  // with the reason appended to `errors` unless the kernel simply has no
+  // rdma netlink (nothing to read is not a failure).
+  const Topology* topology_for(std::vector<std::string>& errors);
 
   // True when this kernel has no rdma netlink at all (no RDMA support loaded):
   // netlink collectors then have nothing to read, which is not a failure.

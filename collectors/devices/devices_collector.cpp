@@ -29,12 +29,9 @@ std::string port_phys_state_name(uint8_t state) {
 }
 
 std::vector<std::string> DevicesCollector::collect(Scrape& scrape, MetricSink& sink) {
-  const auto& topology = scrape.topology();
-  if (!topology) {
-    if (scrape.netlink_absent()) return {};
-    return {"list devices: " + topology.error().message};
-  }
   std::vector<std::string> errors;
+  const Topology* topology = scrape.topology_for(errors);
+  if (topology == nullptr) return errors;
   for (const auto& entry : topology->devices) {
     const auto& d = entry.device;
     sink.info("rdma_device_info", "RDMA device identity from rdma netlink; the value is always 1.",

@@ -7,12 +7,9 @@ std::string port_hw_counter_metric(std::string_view kernel_name) {
 }
 
 std::vector<std::string> HwCountersCollector::collect(Scrape& scrape, MetricSink& sink) {
-  const auto& topology = scrape.topology();
-  if (!topology) {
-    if (scrape.netlink_absent()) return {};
-    return {"list devices: " + topology.error().message};
-  }
   std::vector<std::string> errors;
+  const Topology* topology = scrape.topology_for(errors);
+  if (topology == nullptr) return errors;
   for (const auto& entry : topology->devices) {
     if (!entry.ports) continue;  // reported by the devices collector
     for (const auto& port : *entry.ports) {

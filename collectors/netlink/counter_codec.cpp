@@ -41,71 +41,65 @@ Status read_qp_numbers(const nlattr* table, std::vector<uint32_t>& out) {
       });
 }
 
-Result<std::vector<CounterSet>> parse_counter_sets(const nlmsghdr& msg) {
-  auto t = table_of_message(msg, "counter sets");
+// The messages of per-device resource dumps: DEV_INDEX, DEV_NAME and a
+// table of entries. Calls parse(entry attributes, device index, device name)
+// for each entry and collects what it makes.
+template <typename T, typename Parse>
+Result<std::vector<T>> parse_device_table(const nlmsghdr& msg, uint16_t table_attr,
+                                          uint16_t entry_attr, const char* entry_name,
+                                          Parse&& parse) {
+  auto t = table_of_message(msg, entry_name);
   if (!t) return t.error();
   uint32_t dev_index = 0;
   std::string dev_name;
   Status s = all(required(*t, RDMA_NLDEV_ATTR_DEV_INDEX, "DEV_INDEX", get_u32, dev_index),
                  required(*t, RDMA_NLDEV_ATTR_DEV_NAME, "DEV_NAME", get_str, dev_name));
   if (!s) return s.error();
-  std::vector<CounterSet> sets;
-  const nlattr* table = (*t)[RDMA_NLDEV_ATTR_STAT_COUNTER];
-  if (table == nullptr) return sets;
-  s = for_each_entry(
-      table, RDMA_NLDEV_ATTR_STAT_COUNTER_ENTRY, "STAT_COUNTER", [&](const nlattr* e) -> Status {
-        auto et = table_of_nest(e, "STAT_COUNTER_ENTRY");
-        if (!et) return et.error();
-        CounterSet c;
-        c.dev_index = dev_index;
-        c.dev_name = dev_name;
-        Status es =
-            all(required(*et, RDMA_NLDEV_ATTR_PORT_INDEX, "PORT_INDEX", get_u32, c.port),
-                required(*et, RDMA_NLDEV_ATTR_STAT_COUNTER_ID, "STAT_COUNTER_ID", get_u32, c.id),
-                required(*et, RDMA_NLDEV_ATTR_STAT_MODE, "STAT_MODE", get_u32, c.mode),
-                optional(*et, RDMA_NLDEV_ATTR_RES_TYPE, "RES_TYPE", get_u8, c.qp_type),
-                optional(*et, RDMA_NLDEV_ATTR_RES_PID, "RES_PID", get_u32, c.pid),
-                optional(*et, RDMA_NLDEV_ATTR_RES_KERN_NAME, "RES_KERN_NAME", get_str, c.kern_name),
-                read_qp_numbers((*et)[RDMA_NLDEV_ATTR_RES_QP], c.lqpns),
-                read_hw_counters((*et)[RDMA_NLDEV_ATTR_STAT_HWCOUNTERS], c.counters));
-        if (!es) return es;
-        sets.push_back(std::move(c));
-        return ok_status();
-      });
-  if (!s) return s.error();
-  return sets;
-}
-
-Result<std::vector<Qp>> parse_qps(const nlmsghdr& msg) {
-  auto t = table_of_message(msg, "QPs");
-  if (!t) return t.error();
-  uint32_t dev_index = 0;
-  std::string dev_name;
-  Status s = all(required(*t, RDMA_NLDEV_ATTR_DEV_INDEX, "DEV_INDEX", get_u32, dev_index),
-                 required(*t, RDMA_NLDEV_ATTR_DEV_NAME, "DEV_NAME", get_str, dev_name));
-  if (!s) return s.error();
-  std::vector<Qp> qps;
-  const nlattr* table = (*t)[RDMA_NLDEV_ATTR_RES_QP];
-  if (table == nullptr) return qps;
-  s = for_each_entry(table, RDMA_NLDEV_ATTR_RES_QP_ENTRY, "RES_QP", [&](const nlattr* e) -> Status {
-    auto et = table_of_nest(e, "RES_QP_ENTRY");
+  std::vector<T> out;
+  const nlattr* table = (*t)[table_attr];
+  if (table == nullptr) return out;
+  s = for_each_entry(table, entry_attr, entry_name, [&](const nlattr* e) -> Status {
+    auto et = table_of_nest(e, entry_name);
     if (!et) return et.error();
-    Qp q;
-    q.dev_index = dev_index;
-    q.dev_name = dev_name;
-    Status es =
-        all(optional(*et, RDMA_NLDEV_ATTR_PORT_INDEX, "PORT_INDEX", get_u32, q.port),
-            required(*et, RDMA_NLDEV_ATTR_RES_LQPN, "RES_LQPN", get_u32, q.lqpn),
-            required(*et, RDMA_NLDEV_ATTR_RES_TYPE, "RES_TYPE", get_u8, q.type),
-            required(*et, RDMA_NLDEV_ATTR_RES_STATE, "RES_STATE", get_u8, q.state),
-            optional(*et, RDMA_NLDEV_ATTR_RES_PID, "RES_PID", get_u32, q.pid),
-            optional(*et, RDMA_NLDEV_ATTR_RES_KERN_NAME, "RES_KERN_NAME", get_str, q.kern_name));
-    if (!es) return es;
-    qps.push_back(std::move(q));
+    T item;
+    item.dev_index = dev_index;
+    item.dev_name = dev_name;
+    if (Status es = parse(*et, item); !es) return es;
+    out.push_back(std::move(item));
     return ok_status();
   });
   if (!s) return s.error();
-  return qps;
+  return out;
+}
+
+Result<std::vector<CounterSet>> parse_counter_sets(const nlmsghdr& msg) {
+  return parse_device_table<CounterSet>(
+      msg, RDMA_NLDEV_ATTR_STAT_COUNTER, RDMA_NLDEV_ATTR_STAT_COUNTER_ENTRY, "STAT_COUNTER_ENTRY",
+      [](const AttrTable& et, CounterSet& c) {
+        return all(
+            required(et, RDMA_NLDEV_ATTR_PORT_INDEX, "PORT_INDEX", get_u32, c.port),
+            required(et, RDMA_NLDEV_ATTR_STAT_COUNTER_ID, "STAT_COUNTER_ID", get_u32, c.id),
+            required(et, RDMA_NLDEV_ATTR_STAT_MODE, "STAT_MODE", get_u32, c.mode),
+            optional(et, RDMA_NLDEV_ATTR_RES_TYPE, "RES_TYPE", get_u8, c.qp_type),
+            optional(et, RDMA_NLDEV_ATTR_RES_PID, "RES_PID", get_u32, c.pid),
+            optional(et, RDMA_NLDEV_ATTR_RES_KERN_NAME, "RES_KERN_NAME", get_str, c.kern_name),
+            read_qp_numbers(et[RDMA_NLDEV_ATTR_RES_QP], c.lqpns),
+            read_hw_counters(et[RDMA_NLDEV_ATTR_STAT_HWCOUNTERS], c.counters));
+      });
+}
+
+Result<std::vector<Qp>> parse_qps(const nlmsghdr& msg) {
+  return parse_device_table<Qp>(
+      msg, RDMA_NLDEV_ATTR_RES_QP, RDMA_NLDEV_ATTR_RES_QP_ENTRY, "RES_QP_ENTRY",
+      [](const AttrTable& et, Qp& q) {
+        return all(
+            optional(et, RDMA_NLDEV_ATTR_PORT_INDEX, "PORT_INDEX", get_u32, q.port),
+            required(et, RDMA_NLDEV_ATTR_RES_LQPN, "RES_LQPN", get_u32, q.lqpn),
+            required(et, RDMA_NLDEV_ATTR_RES_TYPE, "RES_TYPE", get_u8, q.type),
+            required(et, RDMA_NLDEV_ATTR_RES_STATE, "RES_STATE", get_u8, q.state),
+            optional(et, RDMA_NLDEV_ATTR_RES_PID, "RES_PID", get_u32, q.pid),
+            optional(et, RDMA_NLDEV_ATTR_RES_KERN_NAME, "RES_KERN_NAME", get_str, q.kern_name));
+      });
 }
 
 // Concatenates what every message of a dump decodes to.

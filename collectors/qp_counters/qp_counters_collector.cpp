@@ -110,13 +110,10 @@ SeriesBook::Key QpCountersCollector::key_of(const nldev::CounterSet& set,
 }
 
 std::vector<std::string> QpCountersCollector::collect(Scrape& scrape, MetricSink& sink) {
-  const auto& topology = scrape.topology();
-  if (!topology) {
-    if (scrape.netlink_absent()) return {};
-    return {"list devices: " + topology.error().message};
-  }
-  processes_.clear();
   std::vector<std::string> errors;
+  const Topology* topology = scrape.topology_for(errors);
+  if (topology == nullptr) return errors;
+  processes_.clear();
   std::vector<nldev::CounterSet> all_sets;
   std::vector<nldev::Qp> all_qps;
   std::vector<SeriesBook::Observation> observations;

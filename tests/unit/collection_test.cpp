@@ -11,6 +11,7 @@
 #include "exporter/exposition.hpp"
 #include "tests/fake_kernel/fake_nldev.hpp"
 #include "tests/unit/fixtures.hpp"
+#include "tests/unit/snapshot_query.hpp"
 
 namespace rdma_exporter {
 namespace {
@@ -26,26 +27,8 @@ double fixture_value(const std::string& name, int dev, int port) {
   return static_cast<double>((sum * 1000 + dev * 100 + port * 10) % (1L << 32));
 }
 
-// Finds the value of one sample; NaN when absent.
-double sample(const Snapshot& s, const std::string& name, const Labels& labels = {}) {
-  for (const auto& f : s.families) {
-    if (f.name != name) continue;
-    for (const auto& m : f.metric) {
-      bool match = std::all_of(labels.begin(), labels.end(), [&](const auto& want) {
-        return std::any_of(m.label.begin(), m.label.end(), [&](const auto& l) {
-          return l.name == want.first && l.value == want.second;
-        });
-      });
-      if (match) return f.type == prometheus::MetricType::Counter ? m.counter.value : m.gauge.value;
-    }
-  }
-  return std::nan("");
-}
-
-bool has_family(const Snapshot& s, const std::string& name) {
-  return std::any_of(s.families.begin(), s.families.end(),
-                     [&](const auto& f) { return f.name == name; });
-}
+using testing::has_family;
+using testing::sample;
 
 const CollectorOutcome& outcome(const Snapshot& s, const std::string& name) {
   return *std::find_if(s.outcomes.begin(), s.outcomes.end(),

@@ -13,6 +13,7 @@
 #include "exporter/collection.hpp"
 #include "exporter/config.hpp"
 #include "tests/fake_kernel/fake_nldev.hpp"
+#include "tests/unit/snapshot_query.hpp"
 
 namespace rdma_exporter {
 namespace {
@@ -24,30 +25,8 @@ using testing::FakePort;
 constexpr uint8_t kRC = 2;
 constexpr uint8_t kUD = 4;
 
-double sample(const Snapshot& s, const std::string& name, const Labels& labels = {}) {
-  double total = std::nan("");
-  for (const auto& f : s.families) {
-    if (f.name != name) continue;
-    for (const auto& m : f.metric) {
-      bool match = std::all_of(labels.begin(), labels.end(), [&](const auto& want) {
-        return std::any_of(m.label.begin(), m.label.end(), [&](const auto& l) {
-          return l.name == want.first && l.value == want.second;
-        });
-      });
-      if (!match) continue;
-      if (!std::isnan(total)) return std::nan("ambiguous");
-      total = f.type == prometheus::MetricType::Counter ? m.counter.value : m.gauge.value;
-    }
-  }
-  return total;
-}
-
-std::size_t series_count(const Snapshot& s, const std::string& name) {
-  for (const auto& f : s.families) {
-    if (f.name == name) return f.metric.size();
-  }
-  return 0;
-}
+using testing::sample;
+using testing::series_count;
 
 std::size_t writes(const FakeNldev& k) {
   return static_cast<std::size_t>(

@@ -1,0 +1,47 @@
+#pragma once
+
+// Looks up samples in a collection's metric families, for assertions.
+
+#include <algorithm>
+#include <cmath>
+#include <string>
+
+#include "exporter/collection.hpp"
+
+namespace rdma_exporter::testing {
+
+// The value of the one sample of `name` whose labels include `labels`; NaN
+// when there is none, or more than one.
+inline double sample(const Snapshot& s, const std::string& name, const Labels& labels = {}) {
+  double found = std::nan("");
+  bool seen = false;
+  for (const auto& f : s.families) {
+    if (f.name != name) continue;
+    for (const auto& m : f.metric) {
+      const bool match = std::all_of(labels.begin(), labels.end(), [&](const auto& want) {
+        return std::any_of(m.label.begin(), m.label.end(), [&](const auto& l) {
+          return l.name == want.first && l.value == want.second;
+        });
+      });
+      if (!match) continue;
+      if (seen) return std::nan("");
+      seen = true;
+      found = f.type == prometheus::MetricType::Counter ? m.counter.value : m.gauge.value;
+    }
+  }
+  return found;
+}
+
+// Number of series of a family (0 when it is absent).
+inline std::size_t series_count(const Snapshot& s, const std::string& name) {
+  for (const auto& f : s.families) {
+    if (f.name == name) return f.metric.size();
+  }
+  return 0;
+}
+
+inline bool has_family(const Snapshot& s, const std::string& name) {
+  return series_count(s, name) > 0;
+}
+
+}  // namespace rdma_exporter::testing
