@@ -1,5 +1,6 @@
 #include "exporter/cli.hpp"
 
+#include <algorithm>
 #include <boost/program_options.hpp>
 #include <sstream>
 
@@ -19,6 +20,10 @@ std::vector<std::string> parse_command_line(int argc, const char* const* argv, C
       ("version", "print the version and exit")
       ("once", "collect once, print the metrics to stdout and exit: 0 when every collector "
                "succeeded, 1 otherwise")
+      ("format", po::value<std::string>(), "with --once: prometheus (default), openmetrics, json "
+                                           "or otlp-json")
+      ("output", po::value<std::string>(), "with --once: write to this file atomically (temporary "
+                                           "file, then rename) instead of stdout")
       ("config.file", po::value<std::string>(), "YAML configuration file")
       ("config.check", po::value<std::string>(), "validate a configuration file and exit: 0 when "
                                                  "valid, 2 with one line per problem")
@@ -54,6 +59,16 @@ std::vector<std::string> parse_command_line(int argc, const char* const* argv, C
   get("web.listen-address", out.listen_address);
   get("path.sysfs", out.sysfs_root);
   get("log.level", out.log_level);
+  get("output", out.output);
+  if (vm.count("format") != 0U) out.format = vm["format"].as<std::string>();
+  static const char* kFormats[] = {"prometheus", "openmetrics", "json", "otlp-json"};
+  if (std::find(std::begin(kFormats), std::end(kFormats), out.format) == std::end(kFormats)) {
+    return {"--format: expected prometheus, openmetrics, json or otlp-json, got \"" + out.format +
+            "\""};
+  }
+  if (!out.once && (vm.count("format") != 0U || out.output)) {
+    return {"--format and --output go with --once"};
+  }
   if (vm.count("devices.include") != 0U) {
     out.devices_include = vm["devices.include"].as<std::vector<std::string>>();
   }

@@ -21,6 +21,8 @@ struct CommandLine {
   std::optional<std::string> log_level;
   std::vector<std::string> devices_include;
   std::vector<std::string> devices_exclude;
+  std::string format = "prometheus";  // --once output format
+  std::optional<std::string> output;  // --once output file (written atomically)
 };
 
 // Returns one line per problem; empty on success.

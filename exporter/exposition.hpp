@@ -13,6 +13,24 @@ inline constexpr const char* kTextContentType = "text/plain; version=0.0.4; char
 // Prometheus text exposition format 0.0.4.
 std::string render_text(const std::vector<prometheus::MetricFamily>& families);
 
+// OpenMetrics 1.0 text: counter families named without `_total`, samples
+// with it, `# EOF` at the end.
+std::string render_openmetrics(const std::vector<prometheus::MetricFamily>& families);
+
+struct CollectorOutcome;
+// The stable JSON document of `--once --format=json` (schema in
+// docs/configuration.md): collectors' outcomes and every sample.
+std::string render_json(const std::vector<prometheus::MetricFamily>& families,
+                        const std::vector<CollectorOutcome>& outcomes, double timestamp_seconds);
+
+// JSON string literal of `text` (quotes included, control characters escaped).
+std::string json_quote(std::string_view text);
+
+// Writes `data` to `path` atomically: a temporary file in the same folder,
+// flushed to disk, then renamed over `path`. Readers see the old file or the
+// new one, never a part.
+bool write_file_atomically(const std::string& path, std::string_view data, std::string& error);
+
 // A gzip member (RFC 1952) holding `data`.
 std::string gzip_compress(std::string_view data);
 

@@ -12,6 +12,7 @@
 #include "common/log.hpp"
 #include "exporter/cli.hpp"
 #include "exporter/collection.hpp"
+#include "exporter/exposition.hpp"
 #include "exporter/http_server.hpp"
 #include "exporter/snapshot_cache.hpp"
 
@@ -38,20 +39,37 @@ void report_rdma_presence(const Config& config) {
   }
 }
 
-int run_once(const Config& config) {
+std::string render_once(const Snapshot& snap, const std::string& format) {
+  if (format == "openmetrics") return render_openmetrics(snap.families);
+  if (format == "json") {
+    const auto now = std::chrono::system_clock::now().time_since_epoch();
+    return render_json(snap.families, snap.outcomes, std::chrono::duration<double>(now).count());
+  }
+  return snap.text;
+}
+
+int run_once(const Config& config, const CommandLine& cli) {
   Collection collection(config);
   collection.maintain();
   auto snapshot = collection.collect();
   collection.restore_kernel_state();
-  std::fwrite(snapshot->text.data(), 1, snapshot->text.size(), stdout);
-  std::fflush(stdout);
   for (const auto& o : snapshot->outcomes) {
     for (const auto& e : o.errors)
       std::fprintf(stderr, "collector %s: %s\n", o.name.c_str(), e.c_str());
   }
-  if (std::ferror(stdout)) {
-    std::fprintf(stderr, "writing the metrics to stdout failed\n");
-    return kExitFailure;
+  const std::string body = render_once(*snapshot, cli.format);
+  if (cli.output) {
+    std::string error;
+    if (!write_file_atomically(*cli.output, body, error)) {
+      std::fprintf(stderr, "writing the metrics failed: %s\n", error.c_str());
+      return kExitFailure;
+    }
+  } else {
+    std::fwrite(body.data(), 1, body.size(), stdout);
+    if (std::fflush(stdout) != 0 || std::ferror(stdout)) {
+      std::fprintf(stderr, "writing the metrics to stdout failed\n");
+      return kExitFailure;
+    }
   }
   return snapshot->all_succeeded() && !snapshot->text.empty() ? kExitOk : kExitFailure;
 }
@@ -160,7 +178,7 @@ int main(int argc, char** argv) {
   report_rdma_presence(config);
 
   try {
-    return cli.once ? run_once(config) : serve(config);
+    return cli.once ? run_once(config, cli) : serve(config);
   } catch (const std::exception& e) {
     log::error(std::string("fatal: ") + e.what());
     return kExitFailure;

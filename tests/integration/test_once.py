@@ -1,6 +1,8 @@
 """rdma_exporter --once: one collection to stdout, exit code by outcome."""
+import json
 import os
 import subprocess
+import tempfile
 import unittest
 
 from harness import BIN, make_sysfs, promtool
@@ -60,6 +62,96 @@ class OnceTest(unittest.TestCase):
                                stdout=full, stderr=subprocess.PIPE, text=True, timeout=60)
         self.assertEqual(r.returncode, 1)
         self.assertIn("writing the metrics to stdout failed", r.stderr)
+
+
+class FormatTest(unittest.TestCase):
+    @classmethod
+    def setUpClass(cls):
+        cls.sysfs = make_sysfs("mlx5:1:2 rxe")
+        cls.text = once("--path.sysfs", cls.sysfs).stdout
+
+    def prometheus_values(self):
+        from prometheus_client.parser import text_string_to_metric_families
+        out = {}
+        for fam in text_string_to_metric_families(self.text):
+            for s in fam.samples:
+                if s.name.startswith("rdma_exporter_collector_duration") or \
+                        s.name.startswith("rdma_exporter_collection_duration"):
+                    continue
+                out[(s.name, tuple(sorted(s.labels.items())))] = s.value
+        return out
+
+    def test_openmetrics_parses_strictly_and_carries_the_same_samples(self):
+        from prometheus_client.openmetrics.parser import text_string_to_metric_families
+        r = once("--path.sysfs", self.sysfs, "--format", "openmetrics")
+        self.assertEqual(r.returncode, 0, r.stderr)
+        self.assertTrue(r.stdout.endswith("# EOF\n"))
+        got = {}
+        types = {}
+        for fam in text_string_to_metric_families(r.stdout):
+            types[fam.name] = fam.type
+            for s in fam.samples:
+                got[(s.name, tuple(sorted(s.labels.items())))] = s.value
+        self.assertEqual(types["rdma_port_pma_port_xmit_data_bytes"], "counter")
+        want = self.prometheus_values()
+        for key, value in want.items():
+            self.assertIn(key, got)
+            self.assertEqual(got[key], value, key)
+
+    def test_json_schema(self):
+        r = once("--path.sysfs", self.sysfs, "--format", "json")
+        self.assertEqual(r.returncode, 0, r.stderr)
+        doc = json.loads(r.stdout)
+        self.assertEqual(doc["schema"], "rdma_exporter/v1")
+        self.assertIsInstance(doc["timestamp_seconds"], (int, float))
+        names = {c["name"]: c for c in doc["collectors"]}
+        self.assertTrue(names["sysfs"]["success"])
+        self.assertEqual(names["sysfs"]["errors"], [])
+        fams = {m["name"]: m for m in doc["metrics"]}
+        xmit = fams["rdma_port_pma_port_xmit_data_bytes_total"]
+        self.assertEqual(xmit["type"], "counter")
+        sample = [s for s in xmit["samples"] if s["labels"] == {"device": "mlx5_0", "port": "2"}]
+        self.assertEqual(len(sample), 1)
+        want = self.prometheus_values()[("rdma_port_pma_port_xmit_data_bytes_total",
+                                         (("device", "mlx5_0"), ("port", "2")))]
+        self.assertEqual(sample[0]["value"], want)
+
+    def test_json_reports_failures(self):
+        r = once("--path.sysfs", make_sysfs("broken"), "--format", "json")
+        self.assertEqual(r.returncode, 1)
+        doc = json.loads(r.stdout)
+        sysfs = [c for c in doc["collectors"] if c["name"] == "sysfs"][0]
+        self.assertFalse(sysfs["success"])
+        self.assertTrue(any("port_rcv_errors" in e for e in sysfs["errors"]))
+
+    def test_output_file_is_replaced_atomically(self):
+        out_dir = tempfile.mkdtemp(prefix="rdma_once_out_")
+        path = os.path.join(out_dir, "rdma.prom")
+        with open(path, "w") as f:
+            f.write("old\n")
+        r = once("--path.sysfs", self.sysfs, "--output", path)
+        self.assertEqual(r.returncode, 0, r.stderr)
+        self.assertEqual(r.stdout, "")
+        with open(path) as f:
+            content = f.read()
+        self.assertNotIn("old", content.splitlines()[0])
+        self.assertIn("rdma_port_pma_symbol_error_total", content)
+        self.assertEqual(os.listdir(out_dir), ["rdma.prom"])  # no temporary file left
+        self.assertEqual(oct(os.stat(path).st_mode & 0o777), "0o644")
+
+    def test_unwritable_output_fails_and_keeps_the_old_file(self):
+        out_dir = tempfile.mkdtemp(prefix="rdma_once_ro_")
+        path = os.path.join(out_dir, "rdma.prom")
+        r = once("--path.sysfs", self.sysfs, "--output", os.path.join(out_dir, "missing", "x.prom"))
+        self.assertEqual(r.returncode, 1)
+        self.assertIn("writing the metrics failed", r.stderr)
+        self.assertFalse(os.path.exists(path))
+
+    def test_format_usage_errors(self):
+        self.assertEqual(once("--format", "xml").returncode, 2)
+        r = subprocess.run([BIN, "--format", "json"], capture_output=True, text=True, timeout=30)
+        self.assertEqual(r.returncode, 2)
+        self.assertIn("go with --once", r.stderr)
 
 
 if __name__ == "__main__":
