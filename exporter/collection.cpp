@@ -38,21 +38,47 @@ Collection::Collection(const Config& config)
 
 Collection::Collection(const Config& config, std::unique_ptr<nldev::Transport> transport)
     : config_(config), transport_(std::move(transport)), client_(*transport_) {
+  build_collectors();
+}
+
+void Collection::reconfigure(const Config& config) {
+  config_ = config;
+  build_collectors();
+}
+
+void Collection::build_collectors() {
   // The configuration was validated before it got here.
-  auto filter = DeviceFilter::make(config.devices.include, config.devices.exclude);
+  auto filter = DeviceFilter::make(config_.devices.include, config_.devices.exclude);
   if (filter) filter_ = std::move(filter).value();
-  if (config.collectors.devices) collectors_.push_back(std::make_unique<DevicesCollector>());
-  if (config.collectors.hw_counters) collectors_.push_back(std::make_unique<HwCountersCollector>());
-  if (config.collectors.resources) collectors_.push_back(std::make_unique<ResourcesCollector>());
-  if (config.collectors.qp_counters) {
-    manager_ = std::make_unique<CounterModeManager>(config.qp_counters);
-    if (!manager_->active()) manager_.reset();
-    collectors_.push_back(
-        std::make_unique<QpCountersCollector>(config.qp_counters, manager_.get()));
+  const auto& c = config_.collectors;
+  collectors_.clear();
+  order_.clear();
+  auto add = [&](std::unique_ptr<Collector> collector) {
+    order_.push_back(collector.get());
+    collectors_.push_back(std::move(collector));
+  };
+  if (c.devices) add(std::make_unique<DevicesCollector>());
+  if (c.hw_counters) add(std::make_unique<HwCountersCollector>());
+  if (c.resources) add(std::make_unique<ResourcesCollector>());
+  if (c.qp_counters) {
+    // The manager outlives reloads that stop it managing, so that it can undo
+    // its bindings.
+    if (manager_) {
+      manager_->reconfigure(config_.qp_counters);
+    } else {
+      auto m = std::make_unique<CounterModeManager>(config_.qp_counters);
+      if (m->active()) manager_ = std::move(m);
+    }
+    if (qp_counters_) {
+      qp_counters_->reconfigure(config_.qp_counters, manager_.get());
+    } else {
+      qp_counters_ = std::make_unique<QpCountersCollector>(config_.qp_counters, manager_.get());
+    }
+    order_.push_back(qp_counters_.get());
+  } else {
+    qp_counters_.reset();
   }
-  if (config.collectors.sysfs) {
-    collectors_.push_back(std::make_unique<SysfsCollector>(config.sysfs.root));
-  }
+  if (c.sysfs) add(std::make_unique<SysfsCollector>(config_.sysfs.root));
 }
 
 bool Collection::manages_kernel_state() const {
@@ -81,7 +107,7 @@ void Collection::restore_kernel_state() {
 
 std::vector<std::string> Collection::collector_names() const {
   std::vector<std::string> names;
-  for (const auto& c : collectors_) names.emplace_back(c->name());
+  for (Collector* c : order_) names.emplace_back(c->name());
   return names;
 }
 
@@ -106,7 +132,7 @@ std::shared_ptr<const Snapshot> Collection::collect() {
   Scrape scrape(client_, filter_);
   ++collections_;
 
-  for (const auto& collector : collectors_) {
+  for (Collector* collector : order_) {
     CollectorOutcome outcome;
     outcome.name = std::string(collector->name());
     const auto t0 = clock::now();

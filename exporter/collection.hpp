@@ -14,6 +14,7 @@
 #include "collectors/netlink/client.hpp"
 #include "collectors/netlink/transport.hpp"
 #include "collectors/qp_counters/mode_manager.hpp"
+#include "collectors/qp_counters/qp_counters_collector.hpp"
 #include "exporter/config.hpp"
 
 namespace rdma_exporter {
@@ -51,6 +52,12 @@ class Collection {
 
   void add_self_metrics(MetricSource source) { sources_.push_back(std::move(source)); }
 
+  // Applies a new, valid configuration (reload) between collections. State
+  // that must outlive it is kept: collector failure counts, per-QP series and
+  // the counter mode manager's bindings. `collection.netlink_timeout` takes
+  // effect at the next start.
+  void reconfigure(const Config& config);
+
   std::shared_ptr<const Snapshot> collect();
 
   // Kernel writes the configuration asks for (per-QP counter modes and
@@ -69,8 +76,14 @@ class Collection {
   DeviceFilter filter_;
   std::unique_ptr<nldev::Transport> transport_;
   nldev::Client client_;
+  void build_collectors();
+
   std::unique_ptr<CounterModeManager> manager_;
-  std::vector<std::unique_ptr<Collector>> collectors_;
+  std::unique_ptr<QpCountersCollector> qp_counters_;    // kept across reloads
+  std::vector<std::unique_ptr<Collector>> collectors_;  // the stateless ones, rebuilt on reload
+  // Every enabled collector in collection order: devices, hw_counters,
+  // resources, qp_counters, sysfs.
+  std::vector<Collector*> order_;
   std::vector<MetricSource> sources_;
 
   // Process-lifetime state for self metrics and change-only logging.

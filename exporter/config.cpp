@@ -7,6 +7,7 @@
 #include <fstream>
 #include <functional>
 #include <map>
+#include <set>
 #include <sstream>
 
 #include "collectors/device_filter.hpp"
@@ -259,6 +260,9 @@ void read_qp_counters(Walker& w, const YAML::Node& node, const std::string& path
                {"pid", w.optional_pid(r.pid)},
                {"cgroup", w.optional_string(r.cgroup, pattern_problem)},
                {"qp_types", w.string_list(r.qp_types, qp_type_problem)}});
+    if (r.name.empty() && w.take_count() == before) {
+      w.error_at(n, p, "a manual rule needs a name (unique among the rules)");
+    }
     if (!r.comm && !r.pid && !r.cgroup && r.qp_types.empty() && w.take_count() == before) {
       w.error_at(n, p, "a manual rule needs at least one of comm, pid, cgroup, qp_types");
     }
@@ -275,6 +279,12 @@ void read_qp_counters(Walker& w, const YAML::Node& node, const std::string& path
              {"inventory_by_comm", w.boolean(q.inventory_by_comm)},
              {"proc_root", w.string(q.proc_root)}});
   q.max_series = static_cast<std::size_t>(max_series);
+  std::set<std::string> names;
+  for (const auto& r : q.manual_rules) {
+    if (!r.name.empty() && !names.insert(r.name).second) {
+      w.error_at(node, path + ".manual_rules", "the name \"" + r.name + "\" is used twice");
+    }
+  }
 }
 
 }  // namespace
@@ -360,7 +370,8 @@ std::vector<std::string> parse_config(const std::string& yaml_text, const std::s
                         {"read_timeout", w.duration(c.web.read_timeout)},
                         {"idle_timeout", w.duration(c.web.idle_timeout)},
                         {"write_timeout", w.duration(c.web.write_timeout)},
-                        {"max_request_bytes", w.size(c.web.max_request_bytes, 1024, 1 << 20)}});
+                        {"max_request_bytes", w.size(c.web.max_request_bytes, 1024, 1 << 20)},
+                        {"enable_lifecycle", w.boolean(c.web.enable_lifecycle)}});
            }},
           {"collection",
            [&](const YAML::Node& n, const std::string& p) {
@@ -393,6 +404,73 @@ std::vector<std::string> parse_config(const std::string& yaml_text, const std::s
            [&](const YAML::Node& n, const std::string& p) {
              w.mapping(n, p, {{"level", w.string(c.log.level)}});
            }},
+          {"otlp",
+           [&](const YAML::Node& n, const std::string& p) {
+             auto& o = c.otlp;
+             std::string choice;  // encoding and compression land in o as enums
+             // A duration that must be positive; a rejected value keeps the default.
+             auto positive = [&w](Duration& out) -> Walker::Field {
+               return [&w, &out](const YAML::Node& v, const std::string& key) {
+                 Duration d = out;
+                 const std::size_t before = w.take_count();
+                 w.duration(d)(v, key);
+                 if (w.take_count() != before) return;
+                 if (d.count() <= 0) return w.error_at(v, key, "must be positive");
+                 out = d;
+               };
+             };
+             // A mapping of strings to strings, each pair checked by `check`.
+             auto pairs =
+                 [&w](OtlpOptions::Pairs& out,
+                      std::function<std::string(const std::string&, const std::string&)> check)
+                 -> Walker::Field {
+               return [&w, &out, check](const YAML::Node& v, const std::string& key) {
+                 if (v.IsNull()) return out.clear();
+                 if (!v.IsMap())
+                   return w.error_at(v, key, "expected a mapping of names to strings");
+                 out.clear();
+                 for (const auto& kv : v) {
+                   if (!kv.second.IsScalar()) {
+                     w.error_at(kv.second, key + "." + kv.first.Scalar(), "expected a string");
+                     continue;
+                   }
+                   if (std::string problem = check(kv.first.Scalar(), kv.second.Scalar());
+                       !problem.empty()) {
+                     w.error_at(kv.first, key + "." + kv.first.Scalar(), problem);
+                     continue;
+                   }
+                   out.emplace_back(kv.first.Scalar(), kv.second.Scalar());
+                 }
+               };
+             };
+             w.mapping(
+                 n, p,
+                 {{"enabled", w.boolean(o.enabled)},
+                  {"endpoint", w.optional_string_into(o.endpoint, otlp_endpoint_problem)},
+                  {"encoding", w.optional_string_into(choice,
+                                                      [&o](const std::string& v) {
+                                                        return otlp_encoding_problem(v, o.encoding);
+                                                      })},
+                  {"compression", w.optional_string_into(choice,
+                                                         [&o](const std::string& v) {
+                                                           return otlp_compression_problem(
+                                                               v, o.compression);
+                                                         })},
+                  {"headers", pairs(o.headers, otlp_header_problem)},
+                  {"interval", positive(o.interval)},
+                  {"timeout", positive(o.timeout)},
+                  {"max_backoff", positive(o.max_backoff)},
+                  {"queue_size", w.size(o.queue_size, 1, 1000)},
+                  {"service_name", w.optional_string_into(o.service_name,
+                                                          [](const std::string& v) {
+                                                            return v.empty() ? "must not be empty"
+                                                                             : "";
+                                                          })},
+                  {"resource_attributes",
+                   pairs(o.resource_attributes, [](const std::string& k, const std::string&) {
+                     return otlp_attribute_problem(k);
+                   })}});
+           }},
       });
   auto errors = w.take();
   for (auto& e : validate_config(c)) errors.push_back(source + ": " + e);
@@ -420,6 +498,7 @@ std::vector<std::string> validate_config(const Config& c) {
   if (std::find(std::begin(kLevels), std::end(kLevels), c.log.level) == std::end(kLevels)) {
     errors.push_back("log.level: expected debug, info, warn or error, got \"" + c.log.level + "\"");
   }
+  for (auto& e : validate_otlp_options(c.otlp)) errors.push_back(std::move(e));
   for (const auto* list : {&c.devices.include, &c.devices.exclude}) {
     for (const auto& p : *list) {
       if (std::string problem = pattern_problem(p); !problem.empty()) {

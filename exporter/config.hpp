@@ -6,6 +6,7 @@
 #include <vector>
 
 #include "collectors/qp_counters/options.hpp"
+#include "exporter/otlp/options.hpp"
 
 namespace rdma_exporter {
 
@@ -23,6 +24,7 @@ struct Config {
     Duration idle_timeout{std::chrono::seconds(60)};   // keep-alive between requests
     Duration write_timeout{std::chrono::seconds(30)};  // a whole response must be taken within
     std::size_t max_request_bytes = 8192;              // request line and headers
+    bool enable_lifecycle = false;                     // POST /-/reload
   } web;
 
   struct Collection {
@@ -48,6 +50,8 @@ struct Config {
   } collectors;
 
   QpCountersOptions qp_counters;
+
+  OtlpOptions otlp;
 
   struct Log {
     std::string level = "info";

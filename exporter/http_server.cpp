@@ -134,6 +134,8 @@ class HttpSession : public std::enable_shared_from_this<HttpSession> {
     keep_alive_ = req.keep_alive() && !server_->stopping;
     head_ = head;
 
+    if (path == "/-/reload") return handle_reload(req.method());
+
     std::string handler;
     if (path == "/metrics")
       handler = "/metrics";
@@ -163,6 +165,26 @@ class HttpSession : public std::enable_shared_from_this<HttpSession> {
     const bool gzip = accepts_gzip(std::string_view(encoding.data(), encoding.size()));
     server_->cache->get([self = shared_from_this(), gzip](std::shared_ptr<const Snapshot> snap) {
       self->serve_snapshot(std::move(snap), gzip);
+    });
+  }
+
+  void handle_reload(http::verb method) {
+    const std::string handler = "/-/reload";
+    if (!server_->config.enable_lifecycle || !server_->reload) {
+      server_->stats->count_request(handler, 403);
+      return respond(http::status::forbidden, "text/plain; charset=utf-8",
+                     "the lifecycle API is off (web.enable_lifecycle)\n");
+    }
+    if (method != http::verb::post && method != http::verb::put) {
+      server_->stats->count_request(handler, 405);
+      return respond(http::status::method_not_allowed, "text/plain; charset=utf-8",
+                     "method not allowed\n", {{"Allow", "POST, PUT"}});
+    }
+    server_->reload([self = shared_from_this(), handler](bool ok, std::string message) {
+      const auto status = ok ? http::status::ok : http::status::internal_server_error;
+      self->server_->stats->count_request(handler, static_cast<unsigned>(status));
+      self->owned_body_ = std::move(message) + "\n";
+      self->respond(status, "text/plain; charset=utf-8", self->owned_body_);
     });
   }
 
@@ -350,6 +372,12 @@ void HttpServer::accept() {
     }
     accept();
   });
+}
+
+void HttpServer::update_config(const Config::Web& config) {
+  const std::string listen = state_->config.listen_address;
+  state_->config = config;
+  state_->config.listen_address = listen;
 }
 
 void HttpServer::stop(std::function<void()> drained) {

@@ -40,6 +40,8 @@ class HttpStats {
 // of open connections.
 class HttpServer {
  public:
+  using ReloadHook = std::function<void(std::function<void(bool, std::string)>)>;
+
   HttpServer(boost::asio::io_context& io, const Config::Web& config, SnapshotCache& cache);
   ~HttpServer();
 
@@ -53,6 +55,13 @@ class HttpServer {
   void stop(std::function<void()> drained = nullptr);
 
   bool stopping() const { return state_->stopping; }
+
+  // Takes new limits and timeouts (reload); the listen address stays.
+  void update_config(const Config::Web& config);
+
+  // What POST /-/reload runs when web.enable_lifecycle is on: it calls the
+  // given function with success and a message once the reload is done.
+  void set_reload_hook(ReloadHook hook) { state_->reload = std::move(hook); }
   std::shared_ptr<HttpStats> stats() const { return state_->stats; }
 
   // What sessions share with the server. Sessions hold it by shared_ptr, so
@@ -65,6 +74,7 @@ class HttpServer {
     int open = 0;
     bool stopping = false;
     std::function<void()> drained;
+    ReloadHook reload;
   };
 
  private:

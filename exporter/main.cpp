@@ -1,8 +1,10 @@
 // rdma_exporter: Prometheus exporter for the Linux RDMA stack.
 
+#include <atomic>
 #include <boost/asio/io_context.hpp>
 #include <boost/asio/signal_set.hpp>
 #include <boost/asio/steady_timer.hpp>
+#include <chrono>
 #include <csignal>
 #include <cstdio>
 #include <iostream>
@@ -74,13 +76,92 @@ int run_once(const Config& config, const CommandLine& cli) {
   return snapshot->all_succeeded() && !snapshot->text.empty() ? kExitOk : kExitFailure;
 }
 
-int serve(const Config& config) {
+// The configuration the command line asks for: the file (if any), then the
+// flags over it. One line per problem.
+std::vector<std::string> load_config(const CommandLine& cli, Config& config) {
+  config = Config{};
+  std::vector<std::string> errors;
+  if (cli.config_file) errors = load_config_file(*cli.config_file, config);
+  if (!errors.empty()) return errors;
+  apply_overrides(cli, config);
+  return validate_config(config);
+}
+
+void apply_log_level(const Config& config) {
+  log::Level level = log::Level::info;
+  log::parse_level(config.log.level, level);
+  log::set_level(level);
+}
+
+// Outcome of configuration reloads, for self metrics.
+struct ReloadStatus {
+  std::atomic<bool> successful{true};
+  std::atomic<double> success_timestamp{0};
+
+  void add_metrics(MetricSink& sink) const {
+    sink.gauge("rdma_exporter_config_last_reload_successful",
+               "1 when the last configuration reload succeeded (or none was tried).", {},
+               successful ? 1.0 : 0.0);
+    sink.gauge("rdma_exporter_config_last_reload_success_timestamp_seconds",
+               "When the configuration was last loaded successfully (start or reload), in "
+               "seconds since the epoch.",
+               {}, success_timestamp);
+  }
+};
+
+double now_seconds() {
+  return std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch()).count();
+}
+
+int serve(const Config& initial, const CommandLine& cli) {
+  Config config = initial;
   Collection collection(config);
   boost::asio::io_context io;
   SnapshotCache cache(io, collection, config.collection.max_age);
   HttpServer server(io, config.web, cache);
+  auto reload_status = std::make_shared<ReloadStatus>();
+  reload_status->success_timestamp = now_seconds();
   collection.add_self_metrics(
       [stats = server.stats()](MetricSink& sink) { stats->add_metrics(sink); });
+  collection.add_self_metrics(
+      [reload_status](MetricSink& sink) { reload_status->add_metrics(sink); });
+
+  // Reload: read and check the file on the event loop; an invalid file
+  // changes nothing. A valid one is applied between collections, keeping
+  // counters, per-QP series and bindings.
+  auto reload = [&](const std::function<void(bool, std::string)>& done) {
+    Config next;
+    auto errors = load_config(cli, next);
+    if (!errors.empty()) {
+      for (const auto& e : errors) log::error("reload rejected: " + e);
+      reload_status->successful = false;
+      done(false,
+           "reload rejected, configuration kept: " + errors.front() +
+               (errors.size() > 1 ? " (and " + std::to_string(errors.size() - 1) + " more)" : ""));
+      return;
+    }
+    if (next.web.listen_address != config.web.listen_address) {
+      log::warn("reload: web.listen_address changes take effect at the next start");
+    }
+    if (next.collection.netlink_timeout != config.collection.netlink_timeout) {
+      log::warn("reload: collection.netlink_timeout changes take effect at the next start");
+    }
+    cache.run_exclusive([next](Collection& c) { c.reconfigure(next); },
+                        [&, next, done] {
+                          config = next;
+                          apply_log_level(config);
+                          server.update_config(config.web);
+                          cache.set_max_age(config.collection.max_age);
+                          cache.start_maintenance(collection.manages_kernel_state()
+                                                      ? config.qp_counters.reconcile_interval
+                                                      : Duration::zero());
+                          reload_status->successful = true;
+                          reload_status->success_timestamp = now_seconds();
+                          log::info("configuration reloaded");
+                          done(true, "configuration reloaded");
+                        });
+  };
+  server.set_reload_hook(reload);
 
   // Signals are caught before the server announces itself, so a supervisor
   // that signals right after the "listening" line is never too early.
@@ -90,9 +171,8 @@ int serve(const Config& config) {
     signals.async_wait([&](const boost::system::error_code& ec, int sig) {
       if (ec) return;
       if (sig == SIGHUP) {
-        log::warn(
-            "SIGHUP: configuration reload is not supported by this version; restart to "
-            "apply changes");
+        log::info("SIGHUP: reloading the configuration");
+        reload([](bool, const std::string&) {});
         wait_signal();
         return;
       }
@@ -161,24 +241,16 @@ int main(int argc, char** argv) {
   }
 
   Config config;
-  if (cli.config_file) {
-    errors = load_config_file(*cli.config_file, config);
-  }
-  if (errors.empty()) {
-    apply_overrides(cli, config);
-    errors = validate_config(config);
-  }
+  errors = load_config(cli, config);
   if (!errors.empty()) {
     for (const auto& e : errors) std::fprintf(stderr, "rdma_exporter: %s\n", e.c_str());
     return kExitUsage;
   }
-  log::Level level = log::Level::info;
-  log::parse_level(config.log.level, level);
-  log::set_level(level);
+  apply_log_level(config);
   report_rdma_presence(config);
 
   try {
-    return cli.once ? run_once(config, cli) : serve(config);
+    return cli.once ? run_once(config, cli) : serve(config, cli);
   } catch (const std::exception& e) {
     log::error(std::string("fatal: ") + e.what());
     return kExitFailure;

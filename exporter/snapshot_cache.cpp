@@ -35,8 +35,26 @@ void SnapshotCache::start_collection() {
   });
 }
 
+void SnapshotCache::run_exclusive(std::function<void(Collection&)> job,
+                                  std::function<void()> done) {
+  auto guard =
+      std::make_shared<boost::asio::executor_work_guard<boost::asio::io_context::executor_type>>(
+          io_.get_executor());
+  boost::asio::post(worker_, [this, job = std::move(job), done = std::move(done), guard] {
+    job(collection_);
+    boost::asio::post(io_, [done, guard] {
+      if (done) done();
+    });
+  });
+}
+
 void SnapshotCache::start_maintenance(Duration period) {
+  if (maintenance_timer_) maintenance_timer_->cancel();
   maintenance_period_ = period;
+  if (period.count() <= 0) {
+    maintenance_timer_.reset();
+    return;
+  }
   maintenance_timer_ = std::make_unique<boost::asio::steady_timer>(io_);
   boost::asio::post(worker_, [this] { collection_.maintain(); });
   schedule_maintenance();

@@ -31,7 +31,14 @@ class SnapshotCache {
 
   // Runs the collection's kernel maintenance now and then every `period`, on
   // the collecting thread (so never at the same time as a collection).
+  // Calling it again changes the period; a zero period stops it.
   void start_maintenance(Duration period);
+
+  // Runs `job` on the collecting thread (between collections), then `done`
+  // on the event loop.
+  void run_exclusive(std::function<void(Collection&)> job, std::function<void()> done);
+
+  void set_max_age(Duration max_age) { max_age_ = max_age; }
   // Stops the maintenance timer; then runs `last` on the collecting thread
   // and waits for it (used to restore kernel state on exit).
   void stop(const std::function<void(Collection&)>& last);

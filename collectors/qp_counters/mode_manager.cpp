@@ -49,6 +49,19 @@ std::string result_name(const Status& s) {
 
 CounterModeManager::CounterModeManager(const QpCountersOptions& options)
     : options_(options), processes_(options.proc_root) {
+  compile();
+}
+
+void CounterModeManager::reconfigure(const QpCountersOptions& options) {
+  options_ = options;
+  processes_ = ProcessInfo(options.proc_root);
+  compile();
+}
+
+void CounterModeManager::compile() {
+  active_ = false;
+  device_patterns_.clear();
+  rules_.clear();
   for (const auto& p : options_.ports) {
     device_patterns_.emplace_back(p.device, std::regex::ECMAScript);
     if (p.mode != Mode::observe) active_ = true;
@@ -89,7 +102,28 @@ void CounterModeManager::record(const PortKey& key, const std::string& operation
   }
 }
 
+void CounterModeManager::drop_orphans(Scrape& scrape) {
+  std::set<std::string> rule_names;
+  for (const auto& r : options_.manual_rules) rule_names.insert(r.name);
+  for (auto it = bindings_.begin(); it != bindings_.end();) {
+    const PortKey key{std::get<0>(it->first), std::get<1>(it->first)};
+    const auto* rule = rule_for(key.first, key.second);
+    const bool still_managed =
+        rule != nullptr && rule->mode == Mode::manual && rule_names.count(it->second.rule) != 0U;
+    auto st = ports_.find(key);
+    if (still_managed || st == ports_.end()) {
+      ++it;
+      continue;
+    }
+    record(key, "unbind",
+           scrape.netlink().unbind_qp(st->second.dev_index, key.second, it->second.counter_id,
+                                      std::get<2>(it->first)));
+    it = bindings_.erase(it);
+  }
+}
+
 void CounterModeManager::reconcile(Scrape& scrape) {
+  if (!bindings_.empty()) drop_orphans(scrape);
   if (!active_) return;
   const auto& topology = scrape.topology();
   if (!topology) return;
@@ -236,7 +270,10 @@ void CounterModeManager::reconcile_manual(nldev::Client& nl, const PortKey& key,
     const auto bkey = std::make_tuple(key.first, key.second, qp.lqpn);
     auto bound = bindings_.find(bkey);
     if (bound != bindings_.end()) {
-      if (rule_index && *rule_index == bound->second.rule && bound->second.pid == *qp.pid) continue;
+      if (rule_index && options_.manual_rules[*rule_index].name == bound->second.rule &&
+          bound->second.pid == *qp.pid) {
+        continue;
+      }
       // It no longer matches (or matches another rule): undo our binding.
       Status s = nl.unbind_qp(st.dev_index, key.second, bound->second.counter_id, qp.lqpn);
       record(key, "unbind", s);
@@ -248,7 +285,8 @@ void CounterModeManager::reconcile_manual(nldev::Client& nl, const PortKey& key,
     // operator) stays there: binding it again would fail, and some kernels
     // leak the port's set count on that failure.
     if (bound_elsewhere.count(qp.lqpn) != 0U) continue;
-    const auto gkey = std::make_tuple(key.first, key.second, *rule_index, *qp.pid);
+    const std::string& rule_name = options_.manual_rules[*rule_index].name;
+    const auto gkey = std::make_tuple(key.first, key.second, rule_name, *qp.pid);
     std::optional<uint32_t> group;
     if (auto g = groups_.find(gkey); g != groups_.end()) group = g->second;
     auto r = nl.bind_qp(st.dev_index, key.second, qp.lqpn, group);
@@ -260,7 +298,7 @@ void CounterModeManager::reconcile_manual(nldev::Client& nl, const PortKey& key,
     record(key, "bind", r ? ok_status() : Status(r.error()));
     if (!r) continue;
     groups_[gkey] = r->counter_id;
-    bindings_[bkey] = Binding{r->counter_id, *rule_index, *qp.pid};
+    bindings_[bkey] = Binding{r->counter_id, rule_name, *qp.pid};
     st.changed_by_us = true;
   }
   // Destroyed QPs were unbound by the kernel.

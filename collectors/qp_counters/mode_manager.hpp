@@ -29,6 +29,11 @@ class CounterModeManager {
  public:
   explicit CounterModeManager(const QpCountersOptions& options);
 
+  // A new configuration (reload): the state of ports, bindings and write
+  // counts is kept. Bindings whose rule is gone, or whose port is no longer
+  // manual, are undone at the next reconcile.
+  void reconfigure(const QpCountersOptions& options);
+
   // True when some port rule asks for auto or manual: then the exporter writes.
   bool active() const { return active_; }
 
@@ -53,7 +58,7 @@ class CounterModeManager {
   };
   struct Binding {
     uint32_t counter_id = 0;
-    std::size_t rule = 0;
+    std::string rule;  // the manual rule's name
     uint32_t pid = 0;
   };
 
@@ -65,6 +70,9 @@ class CounterModeManager {
                         const std::vector<nldev::Qp>& qps, const std::set<uint32_t>& bound);
   std::optional<std::size_t> matching_rule(const nldev::Qp& qp);
   void record(const PortKey& key, const std::string& operation, const Status& result);
+  void compile();
+  // Undoes bindings on ports that are no longer managed in manual mode.
+  void drop_orphans(Scrape& scrape);
 
   QpCountersOptions options_;
   bool active_ = false;
@@ -81,7 +89,7 @@ class CounterModeManager {
   // Our manual bindings: (device, port, lqpn) -> binding; and the counter
   // set of each (device, port, rule, pid) group.
   std::map<std::tuple<std::string, uint32_t, uint32_t>, Binding> bindings_;
-  std::map<std::tuple<std::string, uint32_t, std::size_t, uint32_t>, uint32_t> groups_;
+  std::map<std::tuple<std::string, uint32_t, std::string, uint32_t>, uint32_t> groups_;
   std::map<std::tuple<std::string, uint32_t, std::string, std::string>, uint64_t> writes_;
   std::map<std::tuple<std::string, uint32_t, std::string>, std::string> last_result_;
   std::map<PortKey, bool> drift_logged_;

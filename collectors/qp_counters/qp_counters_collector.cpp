@@ -58,6 +58,26 @@ QpCountersCollector::QpCountersCollector(const QpCountersOptions& options,
       manager_(manager),
       processes_(options.proc_root),
       book_(options.max_series, options.retired_ttl) {
+  choose_labels();
+}
+
+void QpCountersCollector::reconfigure(const QpCountersOptions& options,
+                                      CounterModeManager* manager) {
+  const auto old_labels = label_names_;
+  options_ = options;
+  manager_ = manager;
+  processes_ = ProcessInfo(options.proc_root);
+  choose_labels();
+  if (label_names_ != old_labels) {
+    book_ = SeriesBook(options.max_series, options.retired_ttl);
+  } else {
+    book_.set_limits(options.max_series, options.retired_ttl);
+  }
+}
+
+void QpCountersCollector::choose_labels() {
+  with_type_ = with_pid_ = with_comm_ = true;
+  with_cgroup_ = false;
   const auto& agg = options_.aggregate_by;
   if (!agg.empty()) {
     with_type_ = wants(agg, "qp_type");

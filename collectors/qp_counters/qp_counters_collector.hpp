@@ -22,9 +22,14 @@ class QpCountersCollector final : public Collector {
   explicit QpCountersCollector(const QpCountersOptions& options,
                                CounterModeManager* manager = nullptr);
   std::string_view name() const override { return "qp_counters"; }
+
+  // A new configuration (reload). Series keep their values unless the label
+  // dimensions changed (aggregate_by, cgroup_label): then they start afresh.
+  void reconfigure(const QpCountersOptions& options, CounterModeManager* manager);
   std::vector<std::string> collect(Scrape& scrape, MetricSink& sink) override;
 
  private:
+  void choose_labels();
   SeriesBook::Key key_of(const nldev::CounterSet& set,
                          const std::map<uint32_t, const nldev::Qp*>& qps);
 

@@ -55,6 +55,11 @@ class SeriesBook {
   SeriesBook(std::size_t max_series, Clock::duration retired_ttl)
       : max_series_(max_series), retired_ttl_(retired_ttl) {}
 
+  void set_limits(std::size_t max_series, Clock::duration retired_ttl) {
+    max_series_ = max_series;
+    retired_ttl_ = retired_ttl;
+  }
+
   // Feeds one collection's sets (of every port) and returns the series to
   // export. `overflow_key` makes the overflow series' key from a set's key.
   std::vector<Series> update(const std::vector<Observation>& observations,

@@ -334,6 +334,38 @@ TEST_F(QpCountersTest, QpsAlreadyInACounterSetAreNotBoundAgain) {
   EXPECT_NE(old_qp, new_qp);
 }
 
+TEST_F(QpCountersTest, ReloadKeepsSeriesAndUndoesBindingsOfRemovedRules) {
+  config_.qp_counters.ports = {
+      {.device = "mlx5_0", .port = 1, .mode = QpCountersOptions::Mode::manual}};
+  config_.qp_counters.manual_rules = {{.name = "p", .pid = 100}, {.name = "s", .pid = 200}};
+  const uint32_t a = kernel().create_qp(1, 1, kRC, 100);
+  const uint32_t b = kernel().create_qp(1, 1, kRC, 200);
+  collection().maintain();
+  ASSERT_EQ(kernel().device(1)->counter_sets.size(), 2U);
+  kernel().traffic(1, a, "rx_write_requests", 8);
+  kernel().traffic(1, b, "rx_write_requests", 2);
+  auto first = collect();
+  EXPECT_EQ(sample(*first, "rdma_qp_stat_rx_write_requests_total", {{"pid", "100"}}), 8.0);
+
+  Config next = config_;
+  next.qp_counters.manual_rules = {{.name = "p", .pid = 100}};  // rule "s" removed
+  collection().reconfigure(next);
+  collection().maintain();
+  ASSERT_EQ(kernel().device(1)->counter_sets.size(), 1U);  // pid 200's QP unbound
+  kernel().traffic(1, a, "rx_write_requests", 1);
+  auto second = collect();
+  EXPECT_EQ(sample(*second, "rdma_qp_stat_rx_write_requests_total", {{"pid", "100"}}), 9.0);
+  EXPECT_EQ(
+      sample(*second, "rdma_qp_stat_writes_total", {{"operation", "unbind"}, {"result", "ok"}}),
+      1.0);
+
+  // No port rule left: the remaining binding is undone too.
+  next.qp_counters.ports.clear();
+  collection().reconfigure(next);
+  collection().maintain();
+  EXPECT_TRUE(kernel().device(1)->counter_sets.empty());
+}
+
 TEST_F(QpCountersTest, ManualRulesByCgroupAndQpType) {
   config_.qp_counters.ports = {
       {.device = "mlx5_0", .port = 1, .mode = QpCountersOptions::Mode::manual}};

@@ -1,0 +1,165 @@
+#include "exporter/otlp/options.hpp"
+
+#include <algorithm>
+#include <cctype>
+#include <charconv>
+#include <string_view>
+
+namespace rdma_exporter {
+namespace {
+
+constexpr std::string_view kDefaultPath = "/v1/metrics";
+
+bool starts_with_nocase(std::string_view text, std::string_view prefix) {
+  if (text.size() < prefix.size()) return false;
+  for (std::size_t i = 0; i < prefix.size(); ++i) {
+    if (std::tolower(static_cast<unsigned char>(text[i])) != prefix[i]) return false;
+  }
+  return true;
+}
+
+bool equals_nocase(std::string_view a, std::string_view b) {
+  return a.size() == b.size() && starts_with_nocase(a, b);
+}
+
+bool is_token_char(char c) {
+  const auto u = static_cast<unsigned char>(c);
+  return std::isalnum(u) != 0 ||
+         std::string_view("!#$%&'*+-.^_`|~").find(c) != std::string_view::npos;
+}
+
+}  // namespace
+
+std::string parse_otlp_endpoint(const std::string& url, OtlpEndpoint& out) {
+  const std::string example = "expected an http:// URL such as http://127.0.0.1:4318/v1/metrics";
+  for (char c : url) {
+    const auto u = static_cast<unsigned char>(c);
+    if (u <= 0x20 || u == 0x7f) return example + ", got one with a space or control character";
+  }
+  if (starts_with_nocase(url, "https://")) {
+    return "https:// endpoints are not supported yet (no TLS in this version); use http://, "
+           "for example a Collector on the same host";
+  }
+  if (!starts_with_nocase(url, "http://")) return example + ", got \"" + url + "\"";
+  const std::string_view rest = std::string_view(url).substr(7);
+  const std::size_t authority_end = std::min(rest.find_first_of("/?#"), rest.size());
+  const std::string_view authority = rest.substr(0, authority_end);
+  std::string_view tail = rest.substr(authority_end);
+  if (authority.find('@') != std::string_view::npos) {
+    return "credentials in the URL are not supported; put them in otlp.headers";
+  }
+  if (tail.find('#') != std::string_view::npos) return "a URL fragment (#...) is not allowed";
+
+  std::string_view host;
+  std::string_view port;
+  if (!authority.empty() && authority.front() == '[') {
+    const std::size_t close = authority.find(']');
+    if (close == std::string_view::npos) return example + ": unclosed [ in the host";
+    host = authority.substr(1, close - 1);
+    const std::string_view after = authority.substr(close + 1);
+    if (!after.empty()) {
+      if (after.front() != ':') return example + ": unexpected text after ]";
+      port = after.substr(1);
+      if (port.empty()) return example + ": empty port";
+    }
+  } else {
+    const std::size_t colon = authority.find(':');
+    host = authority.substr(0, colon);
+    if (colon != std::string_view::npos) {
+      port = authority.substr(colon + 1);
+      if (port.empty()) return example + ": empty port";
+    }
+  }
+  if (host.empty()) return example + ": no host";
+  unsigned value = 80;
+  if (!port.empty()) {
+    auto [p, ec] = std::from_chars(port.data(), port.data() + port.size(), value);
+    if (ec != std::errc() || p != port.data() + port.size() || value == 0 || value > 65535) {
+      return "the port must be a number from 1 to 65535, got \"" + std::string(port) + "\"";
+    }
+  }
+  out.host = std::string(host);
+  out.port = static_cast<unsigned short>(value);
+  out.host_header = std::string(authority);
+  if (tail.empty() || tail.front() == '?') {
+    out.target = std::string(kDefaultPath) + std::string(tail);
+  } else {
+    out.target = std::string(tail);
+  }
+  return {};
+}
+
+std::string otlp_endpoint_problem(const std::string& url) {
+  OtlpEndpoint ignored;
+  return parse_otlp_endpoint(url, ignored);
+}
+
+std::string otlp_header_problem(const std::string& name, const std::string& value) {
+  if (name.empty() || !std::all_of(name.begin(), name.end(), is_token_char)) {
+    return "\"" + name + "\" is not a valid HTTP header name";
+  }
+  for (const char* own : {"host", "content-type", "content-length", "content-encoding",
+                          "transfer-encoding", "connection", "user-agent"}) {
+    if (equals_nocase(name, own)) return "header " + name + " is set by the exporter";
+  }
+  for (char c : value) {
+    const auto u = static_cast<unsigned char>(c);
+    if ((u < 0x20 && c != '\t') || u == 0x7f) {
+      return "the value of header " + name + " holds a control character";
+    }
+  }
+  return {};
+}
+
+std::string otlp_attribute_problem(const std::string& key) {
+  return key.empty() ? "an attribute key must not be empty" : std::string();
+}
+
+std::string otlp_encoding_problem(const std::string& value, OtlpOptions::Encoding& out) {
+  if (value == "protobuf") {
+    out = OtlpOptions::Encoding::protobuf;
+  } else if (value == "json") {
+    out = OtlpOptions::Encoding::json;
+  } else {
+    return "expected one of protobuf, json, got \"" + value + "\"";
+  }
+  return {};
+}
+
+std::string otlp_compression_problem(const std::string& value, OtlpOptions::Compression& out) {
+  if (value == "none") {
+    out = OtlpOptions::Compression::none;
+  } else if (value == "gzip") {
+    out = OtlpOptions::Compression::gzip;
+  } else {
+    return "expected one of none, gzip, got \"" + value + "\"";
+  }
+  return {};
+}
+
+std::vector<std::string> validate_otlp_options(const OtlpOptions& o) {
+  std::vector<std::string> errors;
+  if (std::string p = otlp_endpoint_problem(o.endpoint); !p.empty()) {
+    errors.push_back("otlp.endpoint: " + p);
+  }
+  if (o.interval.count() <= 0) errors.push_back("otlp.interval: must be positive");
+  if (o.timeout.count() <= 0) errors.push_back("otlp.timeout: must be positive");
+  if (o.max_backoff.count() <= 0) errors.push_back("otlp.max_backoff: must be positive");
+  if (o.queue_size < 1 || o.queue_size > 1000) {
+    errors.push_back("otlp.queue_size: expected an integer from 1 to 1000");
+  }
+  if (o.service_name.empty()) errors.push_back("otlp.service_name: must not be empty");
+  for (const auto& [name, value] : o.headers) {
+    if (std::string p = otlp_header_problem(name, value); !p.empty()) {
+      errors.push_back("otlp.headers: " + p);
+    }
+  }
+  for (const auto& kv : o.resource_attributes) {
+    if (std::string p = otlp_attribute_problem(kv.first); !p.empty()) {
+      errors.push_back("otlp.resource_attributes: " + p);
+    }
+  }
+  return errors;
+}
+
+}  // namespace rdma_exporter

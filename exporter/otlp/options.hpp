@@ -1,0 +1,55 @@
+#pragma once
+
+#include <chrono>
+#include <cstddef>
+#include <string>
+#include <utility>
+#include <vector>
+
+namespace rdma_exporter {
+
+// The `otlp` section of the configuration: periodic push of every metric
+// family to an OpenTelemetry Collector over OTLP/HTTP. docs/configuration.md
+// documents each key.
+struct OtlpOptions {
+  enum class Encoding { protobuf, json };
+  enum class Compression { none, gzip };
+  using Pairs = std::vector<std::pair<std::string, std::string>>;
+
+  bool enabled = false;
+  std::string endpoint = "http://127.0.0.1:4318/v1/metrics";
+  Encoding encoding = Encoding::protobuf;
+  Compression compression = Compression::none;
+  Pairs headers;  // extra request headers, in file order
+  std::chrono::milliseconds interval{std::chrono::seconds(60)};  // between collections
+  std::chrono::milliseconds timeout{std::chrono::seconds(10)};   // one whole HTTP exchange
+  std::chrono::milliseconds max_backoff{std::chrono::seconds(30)};
+  std::size_t queue_size = 8;  // payloads waiting to be sent, at most
+  std::string service_name = "rdma_exporter";
+  Pairs resource_attributes;  // added to (or overriding) the defaults
+};
+
+// Where to send: the parts of an http:// URL.
+struct OtlpEndpoint {
+  std::string host;  // without brackets for IPv6
+  unsigned short port = 80;
+  std::string target;       // path and query; "/v1/metrics" when the URL has no path
+  std::string host_header;  // as written in the URL ("[::1]:4318")
+};
+
+// Parses an endpoint URL. Returns an empty string on success, else what is
+// wrong ("https:// is not supported yet ...").
+std::string parse_otlp_endpoint(const std::string& url, OtlpEndpoint& out);
+
+// Each returns an empty string when the value is acceptable, else the problem.
+std::string otlp_endpoint_problem(const std::string& url);
+std::string otlp_header_problem(const std::string& name, const std::string& value);
+std::string otlp_attribute_problem(const std::string& key);
+std::string otlp_encoding_problem(const std::string& value, OtlpOptions::Encoding& out);
+std::string otlp_compression_problem(const std::string& value, OtlpOptions::Compression& out);
+
+// Every problem of the options as set (file or code), one line each, keys
+// prefixed with "otlp.". Empty when valid.
+std::vector<std::string> validate_otlp_options(const OtlpOptions& options);
+
+}  // namespace rdma_exporter

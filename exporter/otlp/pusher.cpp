@@ -1,0 +1,312 @@
+#include "exporter/otlp/pusher.hpp"
+
+#include <time.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <charconv>
+#include <fstream>
+#include <sstream>
+
+#include "common/log.hpp"
+#include "exporter/exposition.hpp"
+
+namespace rdma_exporter {
+namespace {
+
+using Clock = std::chrono::steady_clock;
+using std::chrono::milliseconds;
+
+constexpr milliseconds kInitialBackoff{1000};
+
+uint64_t clock_ns(clockid_t id) {
+  timespec ts{};
+  clock_gettime(id, &ts);
+  return static_cast<uint64_t>(ts.tv_sec) * 1'000'000'000ULL + static_cast<uint64_t>(ts.tv_nsec);
+}
+
+uint64_t unix_now_ns() {
+  return clock_ns(CLOCK_REALTIME);
+}
+
+std::string host_name() {
+  char buf[256] = {};
+  if (gethostname(buf, sizeof buf - 1) != 0) return "";
+  return buf;
+}
+
+// Seconds of a Retry-After header given in seconds; false for an HTTP date
+// or anything else.
+bool retry_after_seconds(const std::string& value, uint64_t& out) {
+  std::string_view v = value;
+  while (!v.empty() && (v.front() == ' ' || v.front() == '\t')) v.remove_prefix(1);
+  while (!v.empty() && (v.back() == ' ' || v.back() == '\t')) v.remove_suffix(1);
+  auto [p, ec] = std::from_chars(v.data(), v.data() + v.size(), out);
+  return !v.empty() && ec == std::errc() && p == v.data() + v.size();
+}
+
+std::string excerpt(std::string body) {
+  for (char& c : body) {
+    if (static_cast<unsigned char>(c) < 0x20) c = ' ';
+  }
+  return body.size() > 200 ? body.substr(0, 200) + "..." : body;
+}
+
+}  // namespace
+
+uint64_t process_start_time_unix_nano() {
+  std::ifstream in("/proc/self/stat");
+  std::string stat;
+  std::getline(in, stat);
+  const auto close = stat.rfind(')');
+  if (close != std::string::npos) {
+    // Fields after the command name start with field 3 (state); field 22
+    // is the start time in clock ticks after boot.
+    std::istringstream fields(stat.substr(close + 1));
+    std::string field;
+    for (int i = 3; i <= 22 && fields >> field; ++i) {
+      if (i != 22) continue;
+      uint64_t ticks = 0;
+      auto [p, ec] = std::from_chars(field.data(), field.data() + field.size(), ticks);
+      const long hz = sysconf(_SC_CLK_TCK);
+      if (ec != std::errc() || hz <= 0) break;
+      const uint64_t since_boot = ticks * (1'000'000'000ULL / static_cast<uint64_t>(hz));
+      const uint64_t boot_now = clock_ns(CLOCK_BOOTTIME);
+      const uint64_t unix_now = unix_now_ns();
+      if (since_boot <= boot_now && boot_now - since_boot <= unix_now) {
+        return unix_now - (boot_now - since_boot);
+      }
+    }
+  }
+  return unix_now_ns();
+}
+
+OtlpPusher::OtlpPusher(OtlpOptions options, FetchSnapshot fetch_snapshot)
+    : options_(std::move(options)),
+      fetch_(std::move(fetch_snapshot)),
+      endpoint_([this] {
+        OtlpEndpoint e;
+        parse_otlp_endpoint(options_.endpoint, e);  // validated with the configuration
+        return e;
+      }()),
+      client_(endpoint_),
+      jitter_(std::random_device{}()) {
+  // Defaults first; a user attribute with the same key replaces the default.
+  auto& attrs = context_.resource_attributes;
+  attrs = {{"service.name", options_.service_name},
+           {"service.version", exporter_version()},
+           {"host.name", host_name()}};
+  for (const auto& [key, value] : options_.resource_attributes) {
+    auto it =
+        std::find_if(attrs.begin(), attrs.end(), [&](const auto& a) { return a.first == key; });
+    if (it != attrs.end()) {
+      it->second = value;
+    } else {
+      attrs.emplace_back(key, value);
+    }
+  }
+  context_.scope_name = "rdma_exporter";
+  context_.scope_version = exporter_version();
+  context_.start_time_unix_nano = process_start_time_unix_nano();
+
+  const bool json = options_.encoding == OtlpOptions::Encoding::json;
+  headers_ = {{"Content-Type", json ? "application/json" : "application/x-protobuf"},
+              {"User-Agent", std::string("rdma_exporter/") + exporter_version()}};
+  if (options_.compression == OtlpOptions::Compression::gzip) {
+    headers_.emplace_back("Content-Encoding", "gzip");
+  }
+  for (const auto& h : options_.headers) headers_.push_back(h);
+}
+
+OtlpPusher::~OtlpPusher() {
+  stop();
+}
+
+void OtlpPusher::start() {
+  if (thread_.joinable()) return;
+  {
+    std::lock_guard lock(mutex_);
+    if (stopping_) return;
+  }
+  log::info("OTLP push to " + options_.endpoint + " every " +
+            std::to_string(options_.interval.count()) + "ms");
+  thread_ = std::thread([this] { run(); });
+}
+
+void OtlpPusher::request_stop() {
+  {
+    std::lock_guard lock(mutex_);
+    stopping_ = true;
+  }
+  wake_.notify_all();
+  client_.abort();
+}
+
+void OtlpPusher::stop() {
+  request_stop();
+  if (thread_.joinable()) thread_.join();
+}
+
+void OtlpPusher::run() {
+  auto next_collect = Clock::now();
+  std::unique_lock lock(mutex_);
+  while (!stopping_) {
+    auto now = Clock::now();
+    if (now >= next_collect) {
+      lock.unlock();
+      collect();
+      lock.lock();
+      now = Clock::now();
+      next_collect += options_.interval;
+      if (next_collect <= now) next_collect = now + options_.interval;  // fell behind: skip
+      continue;
+    }
+    if (!queue_.empty() && now >= retry_at_) {
+      lock.unlock();
+      send();
+      lock.lock();
+      continue;
+    }
+    auto until = next_collect;
+    if (!queue_.empty()) until = std::min(until, retry_at_);
+    wake_.wait_until(lock, until, [this] { return stopping_; });
+  }
+  queue_.clear();
+}
+
+void OtlpPusher::collect() {
+  std::shared_ptr<const Snapshot> snapshot;
+  try {
+    snapshot = fetch_();
+  } catch (const std::exception& e) {
+    log::warn(std::string("OTLP push: collecting failed: ") + e.what());
+    return;
+  }
+  if (!snapshot || snapshot->families.empty()) return;
+  // The same collection again (served from the cache): nothing new to say.
+  if (snapshot->taken == last_taken_) return;
+  last_taken_ = snapshot->taken;
+
+  OtlpEncodeContext context = context_;
+  const auto age =
+      std::chrono::duration_cast<std::chrono::nanoseconds>(Clock::now() - snapshot->taken);
+  const uint64_t now = unix_now_ns();
+  const uint64_t age_ns = age.count() > 0 ? static_cast<uint64_t>(age.count()) : 0;
+  context.time_unix_nano = age_ns < now ? now - age_ns : now;
+  // The data point's time must not precede the start of its series.
+  context.time_unix_nano = std::max(context.time_unix_nano, context.start_time_unix_nano + 1);
+
+  std::string payload = options_.encoding == OtlpOptions::Encoding::json
+                            ? encode_otlp_json(snapshot->families, context)
+                            : encode_otlp_protobuf(snapshot->families, context);
+  if (options_.compression == OtlpOptions::Compression::gzip) payload = gzip_compress(payload);
+  auto shared = std::make_shared<const std::string>(std::move(payload));
+
+  std::lock_guard lock(mutex_);
+  if (queue_.size() >= options_.queue_size) {
+    queue_.pop_front();
+    ++dropped_;
+  }
+  queue_.push_back(std::move(shared));
+}
+
+milliseconds OtlpPusher::backoff() {
+  milliseconds delay = kInitialBackoff;
+  for (unsigned i = 1; i < failures_in_a_row_ && delay < options_.max_backoff; ++i) delay *= 2;
+  delay = std::min(delay, options_.max_backoff);
+  // Jitter: between half and all of the delay, so exporters restarted
+  // together do not retry in step.
+  std::uniform_int_distribution<long long> pick(delay.count() / 2, delay.count());
+  return milliseconds(pick(jitter_));
+}
+
+void OtlpPusher::note(const std::string& state, const std::string& message, bool warn) {
+  if (state == state_) return;
+  state_ = state;
+  if (warn) {
+    log::warn(message);
+  } else {
+    log::info(message);
+  }
+}
+
+void OtlpPusher::send() {
+  std::shared_ptr<const std::string> payload;
+  {
+    std::lock_guard lock(mutex_);
+    if (queue_.empty()) return;
+    payload = queue_.front();
+  }
+  const OtlpHttpResult r = client_.post(*payload, headers_, options_.timeout);
+  if (r.kind == OtlpHttpResult::Kind::aborted) return;
+
+  const auto now = Clock::now();
+  Result result = kNetwork;
+  milliseconds delay{0};
+  const std::string where = "OTLP push to " + options_.endpoint;
+  if (r.kind == OtlpHttpResult::Kind::network_error) {
+    ++failures_in_a_row_;
+    delay = backoff();
+    note("network", where + " failed: " + r.error + "; retrying with backoff", true);
+  } else if (r.status >= 200 && r.status < 300) {
+    result = kSuccess;
+    note("ok",
+         where + " succeeded (" + std::to_string(payload->size()) + " bytes, HTTP " +
+             std::to_string(r.status) + ")",
+         false);
+    failures_in_a_row_ = 0;
+  } else if (r.status == 429 || r.status == 502 || r.status == 503 || r.status == 504) {
+    result = kRetryable;
+    ++failures_in_a_row_;
+    uint64_t seconds = 0;
+    if (retry_after_seconds(r.retry_after, seconds)) {
+      delay = seconds > 1'000'000 ? options_.max_backoff
+                                  : std::min(milliseconds(static_cast<long long>(seconds) * 1000),
+                                             options_.max_backoff);
+    } else {
+      delay = backoff();
+    }
+    note("retry " + std::to_string(r.status),
+         where + ": receiver answered HTTP " + std::to_string(r.status) + "; retrying", true);
+  } else {
+    result = kPermanent;
+    failures_in_a_row_ = 0;
+    note("permanent " + std::to_string(r.status),
+         where + ": receiver rejected the payload with HTTP " + std::to_string(r.status) +
+             " (dropped, not retried): " + excerpt(r.body),
+         true);
+  }
+
+  std::lock_guard lock(mutex_);
+  ++results_[result];
+  retry_at_ = now + delay;
+  if (result == kSuccess || result == kPermanent) {
+    // Only this thread changes the queue, so the front is the payload sent.
+    if (!queue_.empty() && queue_.front() == payload) queue_.pop_front();
+    if (result == kSuccess) last_success_ = static_cast<double>(unix_now_ns()) / 1e9;
+  }
+}
+
+void OtlpPusher::add_metrics(MetricSink& sink) const {
+  std::lock_guard lock(mutex_);
+  static const char* kNames[kResults] = {"success", "retryable_error", "permanent_error",
+                                         "network_error"};
+  for (int i = 0; i < kResults; ++i) {
+    sink.counter("rdma_exporter_otlp_exports_total",
+                 "OTLP export requests by result: success (2xx), retryable_error (429, 502, "
+                 "503, 504; retried), permanent_error (any other status; payload dropped), "
+                 "network_error (no connection or no answer within otlp.timeout; retried).",
+                 {{"result", kNames[i]}}, static_cast<double>(results_[i]));
+  }
+  sink.counter("rdma_exporter_otlp_dropped_total",
+               "Payloads dropped unsent because the queue held otlp.queue_size payloads.", {},
+               static_cast<double>(dropped_));
+  sink.gauge("rdma_exporter_otlp_queue_length",
+             "Payloads waiting to be sent, including one being retried.", {},
+             static_cast<double>(queue_.size()));
+  sink.gauge("rdma_exporter_otlp_last_success_timestamp_seconds",
+             "Unix time of the last export the receiver accepted; 0 before the first.", {},
+             last_success_);
+}
+
+}  // namespace rdma_exporter

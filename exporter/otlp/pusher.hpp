@@ -1,0 +1,103 @@
+#pragma once
+
+#include <chrono>
+#include <condition_variable>
+#include <cstdint>
+#include <deque>
+#include <functional>
+#include <memory>
+#include <mutex>
+#include <random>
+#include <string>
+#include <thread>
+
+#include "collectors/metric_sink.hpp"
+#include "exporter/collection.hpp"
+#include "exporter/otlp/encode.hpp"
+#include "exporter/otlp/http_client.hpp"
+#include "exporter/otlp/options.hpp"
+
+namespace rdma_exporter {
+
+// Pushes the exporter's metric families to an OTLP/HTTP receiver on a thread
+// of its own: every `interval` it fetches a snapshot, encodes it and queues
+// the payload; the oldest queued payload is sent until the receiver takes it.
+//
+// - 2xx: sent; the next queued payload goes at once (the queue drains in
+//   order, so points collected during a short outage still arrive).
+// - 429, 502, 503, 504 and network errors (no connection, no answer within
+//   `timeout`): the payload is retried after an exponential backoff with
+//   jitter (1s, 2s, 4s, ... up to `max_backoff`), or after Retry-After
+//   seconds when the receiver sends one (also capped by `max_backoff`).
+// - any other status: the receiver will never take this payload; it is
+//   dropped (counted as permanent_error) and the next one goes.
+// - the queue holds at most `queue_size` payloads; when full the oldest is
+//   dropped and counted. Values are cumulative, so the first push after an
+//   outage carries everything that happened during it.
+//
+// A receiver that is down or slow only ever blocks this thread.
+class OtlpPusher {
+ public:
+  // Must return within a bounded time; nullptr or an empty snapshot means
+  // nothing to send this time. Called on the pusher's thread only.
+  using FetchSnapshot = std::function<std::shared_ptr<const Snapshot>()>;
+
+  OtlpPusher(OtlpOptions options, FetchSnapshot fetch_snapshot);
+  ~OtlpPusher();  // stop()
+  OtlpPusher(const OtlpPusher&) = delete;
+  OtlpPusher& operator=(const OtlpPusher&) = delete;
+
+  // Starts the thread; the first collection is pushed right away.
+  void start();
+  // Asks the thread to finish: a request in flight is abandoned and queued
+  // payloads are discarded. Returns at once; safe from any thread.
+  void request_stop();
+  // request_stop(), then waits for the thread. Prompt unless the thread is
+  // inside fetch_snapshot, which it finishes first.
+  void stop();
+
+  // Self metrics (rdma_exporter_otlp_*); thread-safe.
+  void add_metrics(MetricSink& sink) const;
+
+  // The fixed part of every request: resource attributes, scope, start time.
+  const OtlpEncodeContext& context() const { return context_; }
+
+ private:
+  enum Result { kSuccess, kRetryable, kPermanent, kNetwork, kResults };
+
+  void run();
+  void collect();
+  void send();
+  std::chrono::milliseconds backoff();
+  void note(const std::string& state, const std::string& message, bool warn);
+
+  const OtlpOptions options_;
+  const FetchSnapshot fetch_;
+  OtlpEndpoint endpoint_;
+  OtlpEncodeContext context_;
+  OtlpHttpClient::Headers headers_;
+  OtlpHttpClient client_;
+  std::thread thread_;
+
+  // Shared with request_stop() and add_metrics().
+  mutable std::mutex mutex_;
+  std::condition_variable wake_;
+  bool stopping_ = false;
+  std::deque<std::shared_ptr<const std::string>> queue_;
+  uint64_t results_[kResults] = {};
+  uint64_t dropped_ = 0;
+  double last_success_ = 0;
+
+  // The pusher thread's own state.
+  std::chrono::steady_clock::time_point last_taken_{};
+  std::chrono::steady_clock::time_point retry_at_{};
+  unsigned failures_in_a_row_ = 0;
+  std::string state_;  // last logged outcome, so each change is logged once
+  std::minstd_rand jitter_;
+};
+
+// When this process started, in nanoseconds since the Unix epoch (from
+// /proc/self/stat; the current time when that cannot be read).
+uint64_t process_start_time_unix_nano();
+
+}  // namespace rdma_exporter

@@ -1,0 +1,105 @@
+"""Configuration reload: SIGHUP and POST /-/reload, valid and invalid files."""
+import http.client
+import re
+import signal
+import time
+import unittest
+
+from harness import Exporter, make_sysfs
+
+
+def get(port, path, method="GET"):
+    conn = http.client.HTTPConnection("127.0.0.1", port, timeout=10)
+    conn.request(method, path)
+    resp = conn.getresponse()
+    body = resp.read().decode()
+    conn.close()
+    return resp.status, body
+
+
+def value(text, name, labels=""):
+    m = re.search(r"^" + re.escape(name + labels) + r" (\S+)$", text, re.M)
+    return float(m.group(1)) if m else None
+
+
+def wait_log(exporter, needle, count=1, timeout=15):
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if exporter.log().count(needle) >= count:
+            return
+        time.sleep(0.05)
+    raise AssertionError(f"no {count}x {needle!r} in the log:\n{exporter.log()}")
+
+
+class ReloadTest(unittest.TestCase):
+    def setUp(self):
+        self.sysfs = make_sysfs("mlx5:2:1")
+        self.base = f"collection: {{max_age: 0s}}\nsysfs: {{root: {self.sysfs}}}\n"
+
+    def start(self, extra=""):
+        exp = Exporter(config=self.base + extra)
+        self.addCleanup(exp.stop)
+        self.path = exp.proc.args[exp.proc.args.index("--config.file") + 1]
+        return exp
+
+    def rewrite(self, text):
+        with open(self.path, "w") as f:
+            f.write(text)
+
+    def test_sighup_applies_a_valid_file_without_resetting_counters(self):
+        exp = self.start()
+        _, before = get(exp.port, "/metrics")
+        self.assertIn('device="mlx5_1"', before)
+        collections = value(before, "rdma_exporter_collections_total")
+        stamp = value(before, "rdma_exporter_config_last_reload_success_timestamp_seconds")
+        self.rewrite(self.base + "devices: {exclude: [mlx5_1]}\n")
+        time.sleep(0.01)
+        exp.proc.send_signal(signal.SIGHUP)
+        wait_log(exp, "configuration reloaded")
+        _, after = get(exp.port, "/metrics")
+        self.assertNotIn('device="mlx5_1"', after)
+        self.assertIn('device="mlx5_0"', after)
+        self.assertEqual(value(after, "rdma_exporter_config_last_reload_successful"), 1)
+        self.assertGreater(value(after, "rdma_exporter_collections_total"), collections)
+        self.assertGreater(value(after, "rdma_exporter_config_last_reload_success_timestamp_seconds"),
+                           stamp)
+        self.assertGreaterEqual(
+            value(after, "rdma_exporter_http_requests_total", '{handler="/metrics",code="200"}'), 1)
+
+    def test_invalid_file_is_rejected_and_the_running_configuration_kept(self):
+        exp = self.start()
+        self.rewrite(self.base + "devices: {exclude: [mlx5_1]}\nweb: {max_connections: none}\n")
+        exp.proc.send_signal(signal.SIGHUP)
+        wait_log(exp, "reload rejected")
+        self.assertRegex(exp.log(), r"reload rejected: \S+:4:\d+: web.max_connections")
+        _, text = get(exp.port, "/metrics")
+        self.assertIn('device="mlx5_1"', text)  # the old configuration still applies
+        self.assertEqual(value(text, "rdma_exporter_config_last_reload_successful"), 0)
+        # A good file afterwards recovers.
+        self.rewrite(self.base)
+        exp.proc.send_signal(signal.SIGHUP)
+        wait_log(exp, "configuration reloaded")
+        _, text = get(exp.port, "/metrics")
+        self.assertEqual(value(text, "rdma_exporter_config_last_reload_successful"), 1)
+
+    def test_lifecycle_endpoint_is_off_by_default(self):
+        exp = self.start()
+        self.assertEqual(get(exp.port, "/-/reload", "POST")[0], 403)
+
+    def test_lifecycle_endpoint_reloads_when_enabled(self):
+        exp = self.start("web: {enable_lifecycle: true}\n")
+        self.assertEqual(get(exp.port, "/-/reload", "GET")[0], 405)
+        self.rewrite(self.base + "web: {enable_lifecycle: true}\ndevices: {include: [mlx5_0]}\n")
+        status, body = get(exp.port, "/-/reload", "POST")
+        self.assertEqual((status, body), (200, "configuration reloaded\n"))
+        _, text = get(exp.port, "/metrics")
+        self.assertNotIn('device="mlx5_1"', text)
+        self.rewrite("web: [broken\n")
+        status, body = get(exp.port, "/-/reload", "POST")
+        self.assertEqual(status, 500)
+        self.assertIn("reload rejected", body)
+        self.assertEqual(get(exp.port, "/healthz")[0], 200)
+
+
+if __name__ == "__main__":
+    unittest.main()
