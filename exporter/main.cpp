@@ -2,11 +2,13 @@
 
 #include <atomic>
 #include <boost/asio/io_context.hpp>
+#include <boost/asio/post.hpp>
 #include <boost/asio/signal_set.hpp>
 #include <boost/asio/steady_timer.hpp>
 #include <chrono>
 #include <csignal>
 #include <cstdio>
+#include <future>
 #include <iostream>
 
 #include "collectors/netlink/socket_transport.hpp"
@@ -16,6 +18,7 @@
 #include "exporter/collection.hpp"
 #include "exporter/exposition.hpp"
 #include "exporter/http_server.hpp"
+#include "exporter/otlp/pusher.hpp"
 #include "exporter/snapshot_cache.hpp"
 
 namespace rdma_exporter {
@@ -41,8 +44,9 @@ void report_rdma_presence(const Config& config) {
   }
 }
 
-std::string render_once(const Snapshot& snap, const std::string& format) {
+std::string render_once(const Snapshot& snap, const std::string& format, const Config& config) {
   if (format == "openmetrics") return render_openmetrics(snap.families);
+  if (format == "otlp-json") return encode_otlp_json(snap.families, otlp_context(config.otlp));
   if (format == "json") {
     const auto now = std::chrono::system_clock::now().time_since_epoch();
     return render_json(snap.families, snap.outcomes, std::chrono::duration<double>(now).count());
@@ -59,7 +63,7 @@ int run_once(const Config& config, const CommandLine& cli) {
     for (const auto& e : o.errors)
       std::fprintf(stderr, "collector %s: %s\n", o.name.c_str(), e.c_str());
   }
-  const std::string body = render_once(*snapshot, cli.format);
+  const std::string body = render_once(*snapshot, cli.format, config);
   if (cli.output) {
     std::string error;
     if (!write_file_atomically(*cli.output, body, error)) {
@@ -126,6 +130,35 @@ int serve(const Config& initial, const CommandLine& cli) {
   collection.add_self_metrics(
       [reload_status](MetricSink& sink) { reload_status->add_metrics(sink); });
 
+  // OTLP push, on a thread of its own. It asks the event loop for a snapshot
+  // (the same single-flight cache the scrapes use) and waits at most
+  // otlp.timeout for it, so it never outlives a stopped loop.
+  // Held by shared_ptr: a collection still running after a forced shutdown
+  // may read its self metrics.
+  std::shared_ptr<OtlpPusher> pusher;
+  if (config.otlp.enabled) {
+    const Duration wait = config.otlp.timeout;
+    pusher = std::make_shared<OtlpPusher>(
+        config.otlp, [&io, &cache, wait]() -> std::shared_ptr<const Snapshot> {
+          auto promise = std::make_shared<std::promise<std::shared_ptr<const Snapshot>>>();
+          auto future = promise->get_future();
+          boost::asio::post(io, [&cache, promise] {
+            cache.get(
+                [promise](std::shared_ptr<const Snapshot> s) { promise->set_value(std::move(s)); });
+          });
+          const auto limit = std::chrono::steady_clock::now() + wait;
+          while (future.wait_for(std::chrono::milliseconds(100)) != std::future_status::ready) {
+            if (io.stopped() || std::chrono::steady_clock::now() >= limit) return nullptr;
+          }
+          try {
+            return future.get();
+          } catch (const std::future_error&) {
+            return nullptr;
+          }
+        });
+    collection.add_self_metrics([pusher](MetricSink& sink) { pusher->add_metrics(sink); });
+  }
+
   // Reload: read and check the file on the event loop; an invalid file
   // changes nothing. A valid one is applied between collections, keeping
   // counters, per-QP series and bindings.
@@ -145,6 +178,9 @@ int serve(const Config& initial, const CommandLine& cli) {
     }
     if (next.collection.netlink_timeout != config.collection.netlink_timeout) {
       log::warn("reload: collection.netlink_timeout changes take effect at the next start");
+    }
+    if (next.otlp != config.otlp) {
+      log::warn("reload: otlp changes take effect at the next start");
     }
     cache.run_exclusive([next](Collection& c) { c.reconfigure(next); },
                         [&, next, done] {
@@ -188,6 +224,7 @@ int serve(const Config& initial, const CommandLine& cli) {
         }
       });
       server.stop([&] { deadline.cancel(); });
+      if (pusher) pusher->request_stop();
       cache.stop([](Collection& c) { c.restore_kernel_state(); });
     });
   };
@@ -200,11 +237,13 @@ int serve(const Config& initial, const CommandLine& cli) {
   if (collection.manages_kernel_state()) {
     cache.start_maintenance(config.qp_counters.reconcile_interval);
   }
+  if (pusher) pusher->start();
   const auto ep = server.local_endpoint();
   log::info("rdma_exporter " + std::string(exporter_version()) + " listening on " +
             ep.address().to_string() + ":" + std::to_string(ep.port()));
 
   io.run();
+  if (pusher) pusher->stop();
   log::info("stopped");
   return kExitOk;
 }

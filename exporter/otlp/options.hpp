@@ -27,6 +27,8 @@ struct OtlpOptions {
   std::size_t queue_size = 8;  // payloads waiting to be sent, at most
   std::string service_name = "rdma_exporter";
   Pairs resource_attributes;  // added to (or overriding) the defaults
+
+  bool operator==(const OtlpOptions&) const = default;
 };
 
 // Where to send: the parts of an http:// URL.

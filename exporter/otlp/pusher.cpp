@@ -91,23 +91,7 @@ OtlpPusher::OtlpPusher(OtlpOptions options, FetchSnapshot fetch_snapshot)
       }()),
       client_(endpoint_),
       jitter_(std::random_device{}()) {
-  // Defaults first; a user attribute with the same key replaces the default.
-  auto& attrs = context_.resource_attributes;
-  attrs = {{"service.name", options_.service_name},
-           {"service.version", exporter_version()},
-           {"host.name", host_name()}};
-  for (const auto& [key, value] : options_.resource_attributes) {
-    auto it =
-        std::find_if(attrs.begin(), attrs.end(), [&](const auto& a) { return a.first == key; });
-    if (it != attrs.end()) {
-      it->second = value;
-    } else {
-      attrs.emplace_back(key, value);
-    }
-  }
-  context_.scope_name = "rdma_exporter";
-  context_.scope_version = exporter_version();
-  context_.start_time_unix_nano = process_start_time_unix_nano();
+  context_ = otlp_context(options_);
 
   const bool json = options_.encoding == OtlpOptions::Encoding::json;
   headers_ = {{"Content-Type", json ? "application/json" : "application/x-protobuf"},
@@ -154,9 +138,16 @@ void OtlpPusher::run() {
     auto now = Clock::now();
     if (now >= next_collect) {
       lock.unlock();
-      collect();
+      const bool served_again = collect();
       lock.lock();
       now = Clock::now();
+      if (served_again) {
+        // The cache gave the collection already pushed (its max_age is not
+        // over): look again shortly rather than a whole interval later.
+        next_collect =
+            now + std::clamp(options_.interval / 10, milliseconds(10), milliseconds(1000));
+        continue;
+      }
       next_collect += options_.interval;
       if (next_collect <= now) next_collect = now + options_.interval;  // fell behind: skip
       continue;
@@ -174,17 +165,17 @@ void OtlpPusher::run() {
   queue_.clear();
 }
 
-void OtlpPusher::collect() {
+bool OtlpPusher::collect() {
   std::shared_ptr<const Snapshot> snapshot;
   try {
     snapshot = fetch_();
   } catch (const std::exception& e) {
     log::warn(std::string("OTLP push: collecting failed: ") + e.what());
-    return;
+    return false;
   }
-  if (!snapshot || snapshot->families.empty()) return;
-  // The same collection again (served from the cache): nothing new to say.
-  if (snapshot->taken == last_taken_) return;
+  if (!snapshot || snapshot->families.empty()) return false;
+  // The same collection again: nothing new to say.
+  if (snapshot->taken == last_taken_) return true;
   last_taken_ = snapshot->taken;
 
   OtlpEncodeContext context = context_;
@@ -208,6 +199,7 @@ void OtlpPusher::collect() {
     ++dropped_;
   }
   queue_.push_back(std::move(shared));
+  return false;
 }
 
 milliseconds OtlpPusher::backoff() {
@@ -258,13 +250,15 @@ void OtlpPusher::send() {
   } else if (r.status == 429 || r.status == 502 || r.status == 503 || r.status == 504) {
     result = kRetryable;
     ++failures_in_a_row_;
+    // At least what Retry-After asks for (up to max_backoff), and never
+    // sooner than the backoff: a "Retry-After: 0" must not become a loop.
+    delay = backoff();
     uint64_t seconds = 0;
     if (retry_after_seconds(r.retry_after, seconds)) {
-      delay = seconds > 1'000'000 ? options_.max_backoff
-                                  : std::min(milliseconds(static_cast<long long>(seconds) * 1000),
-                                             options_.max_backoff);
-    } else {
-      delay = backoff();
+      const milliseconds asked = seconds > 1'000'000
+                                     ? options_.max_backoff
+                                     : milliseconds(static_cast<long long>(seconds) * 1000);
+      delay = std::max(delay, std::min(asked, options_.max_backoff));
     }
     note("retry " + std::to_string(r.status),
          where + ": receiver answered HTTP " + std::to_string(r.status) + "; retrying", true);
@@ -307,6 +301,29 @@ void OtlpPusher::add_metrics(MetricSink& sink) const {
   sink.gauge("rdma_exporter_otlp_last_success_timestamp_seconds",
              "Unix time of the last export the receiver accepted; 0 before the first.", {},
              last_success_);
+}
+
+OtlpEncodeContext otlp_context(const OtlpOptions& options) {
+  OtlpEncodeContext context;
+  // Defaults first; a user attribute with the same key replaces the default.
+  auto& attrs = context.resource_attributes;
+  attrs = {{"service.name", options.service_name},
+           {"service.version", exporter_version()},
+           {"host.name", host_name()}};
+  for (const auto& [key, value] : options.resource_attributes) {
+    auto it =
+        std::find_if(attrs.begin(), attrs.end(), [&](const auto& a) { return a.first == key; });
+    if (it != attrs.end()) {
+      it->second = value;
+    } else {
+      attrs.emplace_back(key, value);
+    }
+  }
+  context.scope_name = "rdma_exporter";
+  context.scope_version = exporter_version();
+  context.start_time_unix_nano = process_start_time_unix_nano();
+  context.time_unix_nano = unix_now_ns();
+  return context;
 }
 
 }  // namespace rdma_exporter

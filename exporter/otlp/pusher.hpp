@@ -19,6 +19,11 @@
 
 namespace rdma_exporter {
 
+// The resource, scope and times an export carries: service.name,
+// service.version, host.name and the configured attributes; the process
+// start as the start of every cumulative series; now as the time.
+OtlpEncodeContext otlp_context(const OtlpOptions& options);
+
 // Pushes the exporter's metric families to an OTLP/HTTP receiver on a thread
 // of its own: every `interval` it fetches a snapshot, encodes it and queues
 // the payload; the oldest queued payload is sent until the receiver takes it.
@@ -28,12 +33,16 @@ namespace rdma_exporter {
 // - 429, 502, 503, 504 and network errors (no connection, no answer within
 //   `timeout`): the payload is retried after an exponential backoff with
 //   jitter (1s, 2s, 4s, ... up to `max_backoff`), or after Retry-After
-//   seconds when the receiver sends one (also capped by `max_backoff`).
+//   seconds when the receiver asks for longer (also capped by `max_backoff`).
 // - any other status: the receiver will never take this payload; it is
 //   dropped (counted as permanent_error) and the next one goes.
 // - the queue holds at most `queue_size` payloads; when full the oldest is
 //   dropped and counted. Values are cumulative, so the first push after an
 //   outage carries everything that happened during it.
+//
+// A snapshot already pushed (the cache serves a collection again within its
+// max_age) is not pushed twice; the pusher looks again a tenth of an
+// interval later.
 //
 // A receiver that is down or slow only ever blocks this thread.
 class OtlpPusher {
@@ -59,14 +68,11 @@ class OtlpPusher {
   // Self metrics (rdma_exporter_otlp_*); thread-safe.
   void add_metrics(MetricSink& sink) const;
 
-  // The fixed part of every request: resource attributes, scope, start time.
-  const OtlpEncodeContext& context() const { return context_; }
-
  private:
   enum Result { kSuccess, kRetryable, kPermanent, kNetwork, kResults };
 
   void run();
-  void collect();
+  bool collect();  // true when the snapshot was the one pushed last
   void send();
   std::chrono::milliseconds backoff();
   void note(const std::string& state, const std::string& message, bool warn);

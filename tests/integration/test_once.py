@@ -116,6 +116,25 @@ class FormatTest(unittest.TestCase):
                                          (("device", "mlx5_0"), ("port", "2")))]
         self.assertEqual(sample[0]["value"], want)
 
+    def test_otlp_json_carries_the_same_values(self):
+        r = once("--path.sysfs", self.sysfs, "--format", "otlp-json")
+        self.assertEqual(r.returncode, 0, r.stderr)
+        doc = json.loads(r.stdout)
+        rm = doc["resourceMetrics"][0]
+        attrs = {a["key"]: a["value"]["stringValue"] for a in rm["resource"]["attributes"]}
+        self.assertEqual(attrs["service.name"], "rdma_exporter")
+        metrics = {m["name"]: m for m in rm["scopeMetrics"][0]["metrics"]}
+        xmit = metrics["rdma.port.pma.port_xmit_data"]
+        self.assertEqual(xmit["unit"], "By")
+        self.assertTrue(xmit["sum"]["isMonotonic"])
+        self.assertEqual(xmit["sum"]["aggregationTemporality"], 2)
+        point = [p for p in xmit["sum"]["dataPoints"]
+                 if {a["key"]: a["value"]["stringValue"] for a in p["attributes"]}
+                 == {"device": "mlx5_0", "port": "2"}][0]
+        want = self.prometheus_values()[("rdma_port_pma_port_xmit_data_bytes_total",
+                                         (("device", "mlx5_0"), ("port", "2")))]
+        self.assertEqual(int(point["asInt"]), want)
+
     def test_json_reports_failures(self):
         r = once("--path.sysfs", make_sysfs("broken"), "--format", "json")
         self.assertEqual(r.returncode, 1)
