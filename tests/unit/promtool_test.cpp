@@ -5,8 +5,11 @@
 #include <gtest/gtest.h>
 #include <rdma/rdma_netlink.h>
 
+#include <algorithm>
 #include <cstdio>
 #include <fstream>
+#include <iterator>
+#include <regex>
 
 #include "exporter/collection.hpp"
 #include "tests/fake_kernel/fake_nldev.hpp"
@@ -15,7 +18,7 @@
 namespace rdma_exporter {
 namespace {
 
-TEST(Promtool, AcceptsEveryFamilyTheExporterMakes) {
+TEST(Promtool, AcceptsAndDocsListEveryFamilyTheExporterMakes) {
   auto k = std::make_unique<testing::FakeNldev>();
   testing::FakeDevice dev{.index = 1, .name = "mlx5_0", .fw_version = "16.35.2000"};
   dev.ports.push_back(
@@ -43,6 +46,27 @@ TEST(Promtool, AcceptsEveryFamilyTheExporterMakes) {
   ASSERT_NE(snap->text.find("rdma_qp_stat_rx_write_requests_total"), std::string::npos);
   ASSERT_NE(snap->text.find("rdma_qp_stat_writes_total"), std::string::npos);
   ASSERT_NE(snap->text.find("rdma_port_pma_"), std::string::npos);
+
+  // Every family is documented in docs/metrics.md, by name or by a pattern
+  // such as rdma_port_hw_<name>_total.
+  std::ifstream doc_file(RDMA_EXPORTER_SOURCE_DIR "/docs/metrics.md");
+  const std::string doc((std::istreambuf_iterator<char>(doc_file)),
+                        std::istreambuf_iterator<char>());
+  ASSERT_FALSE(doc.empty());
+  std::vector<std::regex> patterns;
+  const std::regex placeholder("`(rdma_[a-z_]*<name>[a-z_]*)`");
+  for (std::sregex_iterator it(doc.begin(), doc.end(), placeholder), end; it != end; ++it) {
+    std::string p = (*it)[1];
+    p.replace(p.find("<name>"), 6, "[A-Za-z0-9_]+");
+    patterns.emplace_back(p);
+  }
+  for (const auto& f : snap->families) {
+    const bool named = doc.find("`" + f.name + "`") != std::string::npos;
+    const bool patterned = std::any_of(patterns.begin(), patterns.end(), [&](const std::regex& r) {
+      return std::regex_match(f.name, r);
+    });
+    EXPECT_TRUE(named || patterned) << f.name << " is not in docs/metrics.md";
+  }
 
   const std::string file = ::testing::TempDir() + "promtool_input.prom";
   std::ofstream(file) << snap->text;
