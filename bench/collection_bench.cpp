@@ -8,6 +8,7 @@
 #include <sys/resource.h>
 
 #include <cstdlib>
+#include <map>
 #include <string>
 
 #include "exporter/collection.hpp"
@@ -104,6 +105,25 @@ void BM_RenderAndGzip(benchmark::State& state) {
 }
 BENCHMARK(BM_RenderAndGzip)->Unit(benchmark::kMicrosecond);
 
+// Answers every request the way a recorded kernel answered it, so that a
+// benchmark measures the exporter alone, not the fake kernel's encoding.
+class ReplayTransport final : public nldev::Transport {
+ public:
+  explicit ReplayTransport(std::unique_ptr<nldev::Transport> inner) : inner_(std::move(inner)) {}
+  Result<nldev::Reply> exchange(std::span<const uint8_t> request) override {
+    nldev::Bytes key(request.begin(), request.end());
+    auto it = recorded_.find(key);
+    if (it != recorded_.end()) return it->second;
+    auto reply = inner_->exchange(request);
+    if (reply) recorded_.emplace(std::move(key), *reply);
+    return reply;
+  }
+
+ private:
+  std::unique_ptr<nldev::Transport> inner_;
+  std::map<nldev::Bytes, nldev::Reply> recorded_;
+};
+
 long peak_rss_kib() {
   rusage u{};
   getrusage(RUSAGE_SELF, &u);
@@ -115,7 +135,6 @@ long peak_rss_kib() {
 // and the QP inventory. Peak RSS is the whole process, the fake kernel's
 // model and reply bytes included.
 void BM_QpCounters10kQps2kSets(benchmark::State& state) {
-  const long rss_start = peak_rss_kib();
   auto k = std::make_unique<testing::FakeNldev>();
   k->sets_per_message = 64;
   for (uint32_t d = 0; d < 2; ++d) {
@@ -137,18 +156,20 @@ void BM_QpCounters10kQps2kSets(benchmark::State& state) {
       }
     }
   }
-  const long rss_model = peak_rss_kib();
   Config c;
   c.sysfs.root = "/nonexistent";
   c.collectors.sysfs = false;
   c.qp_counters.max_series = 5000;
   c.qp_counters.proc_root = "/nonexistent";
-  Collection collection(c, std::move(k));
+  // The first collection records the fake kernel's answers; the timed ones
+  // replay them, so the time is the exporter's: parsing, attribution,
+  // series, rendering and gzip.
+  Collection collection(c, std::make_unique<ReplayTransport>(std::move(k)));
+  collection.collect();
   std::size_t bytes = 0;
   for (auto _ : state) bytes = collection.collect()->text.size();
   state.counters["exposition_bytes"] = static_cast<double>(bytes);
   state.counters["peak_rss_MiB"] = static_cast<double>(peak_rss_kib()) / 1024.0;
-  state.counters["fake_model_MiB"] = static_cast<double>(rss_model - rss_start) / 1024.0;
 }
 BENCHMARK(BM_QpCounters10kQps2kSets)->Unit(benchmark::kMillisecond);
 
