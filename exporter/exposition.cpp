@@ -14,6 +14,7 @@
 #include <sstream>
 #include <stdexcept>
 
+#include "common/text.hpp"
 #include "exporter/collection.hpp"
 
 namespace rdma_exporter {
@@ -138,38 +139,6 @@ std::string render_openmetrics(const std::vector<prometheus::MetricFamily>& fami
   }
   out += "# EOF\n";
   return out;
-}
-
-std::string json_quote(std::string_view text) {
-  std::string out = "\"";
-  for (unsigned char c : text) {
-    switch (c) {
-      case '"':
-        out += "\\\"";
-        break;
-      case '\\':
-        out += "\\\\";
-        break;
-      case '\n':
-        out += "\\n";
-        break;
-      case '\r':
-        out += "\\r";
-        break;
-      case '\t':
-        out += "\\t";
-        break;
-      default:
-        if (c < 0x20) {
-          char buf[8];
-          std::snprintf(buf, sizeof buf, "\\u%04x", c);
-          out += buf;
-        } else {
-          out += static_cast<char>(c);
-        }
-    }
-  }
-  return out + "\"";
 }
 
 std::string render_json(const std::vector<prometheus::MetricFamily>& families,

@@ -23,9 +23,6 @@ struct CollectorOutcome;
 std::string render_json(const std::vector<prometheus::MetricFamily>& families,
                         const std::vector<CollectorOutcome>& outcomes, double timestamp_seconds);
 
-// JSON string literal of `text` (quotes included, control characters escaped).
-std::string json_quote(std::string_view text);
-
 // Writes `data` to `path` atomically: a temporary file in the same folder,
 // flushed to disk, then renamed over `path`. Readers see the old file or the
 // new one, never a part.

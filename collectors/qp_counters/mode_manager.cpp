@@ -102,16 +102,12 @@ void CounterModeManager::record(const PortKey& key, const std::string& operation
   }
 }
 
-void CounterModeManager::drop_orphans(Scrape& scrape) {
-  std::set<std::string> rule_names;
-  for (const auto& r : options_.manual_rules) rule_names.insert(r.name);
+void CounterModeManager::unbind_where(
+    Scrape& scrape, const std::function<bool(const PortKey&, const Binding&)>& should) {
   for (auto it = bindings_.begin(); it != bindings_.end();) {
     const PortKey key{std::get<0>(it->first), std::get<1>(it->first)};
-    const auto* rule = rule_for(key.first, key.second);
-    const bool still_managed =
-        rule != nullptr && rule->mode == Mode::manual && rule_names.count(it->second.rule) != 0U;
     auto st = ports_.find(key);
-    if (still_managed || st == ports_.end()) {
+    if (st == ports_.end() || !should(key, it->second)) {
       ++it;
       continue;
     }
@@ -120,6 +116,15 @@ void CounterModeManager::drop_orphans(Scrape& scrape) {
                                       std::get<2>(it->first)));
     it = bindings_.erase(it);
   }
+}
+
+void CounterModeManager::drop_orphans(Scrape& scrape) {
+  std::set<std::string> rule_names;
+  for (const auto& r : options_.manual_rules) rule_names.insert(r.name);
+  unbind_where(scrape, [&](const PortKey& key, const Binding& b) {
+    const auto* rule = rule_for(key.first, key.second);
+    return rule == nullptr || rule->mode != Mode::manual || rule_names.count(b.rule) == 0U;
+  });
 }
 
 void CounterModeManager::reconcile(Scrape& scrape) {
@@ -309,18 +314,8 @@ void CounterModeManager::reconcile_manual(nldev::Client& nl, const PortKey& key,
 }
 
 void CounterModeManager::restore(Scrape& scrape) {
-  for (auto it = bindings_.begin(); it != bindings_.end();) {
-    const PortKey key{std::get<0>(it->first), std::get<1>(it->first)};
-    auto st = ports_.find(key);
-    if (st == ports_.end() || !st->second.restore_on_exit) {
-      ++it;
-      continue;
-    }
-    record(key, "unbind",
-           scrape.netlink().unbind_qp(st->second.dev_index, key.second, it->second.counter_id,
-                                      std::get<2>(it->first)));
-    it = bindings_.erase(it);
-  }
+  unbind_where(scrape,
+               [&](const PortKey& key, const Binding&) { return ports_.at(key).restore_on_exit; });
   for (auto& [key, st] : ports_) {
     if (!st.restore_on_exit || !st.changed_by_us || !st.initial) continue;
     const uint32_t mask = st.initial->mode == RDMA_COUNTER_MODE_AUTO ? st.initial->auto_mask : 0;

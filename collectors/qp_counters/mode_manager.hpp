@@ -1,5 +1,6 @@
 #pragma once
 
+#include <functional>
 #include <map>
 #include <optional>
 #include <regex>
@@ -73,6 +74,9 @@ class CounterModeManager {
   void compile();
   // Undoes bindings on ports that are no longer managed in manual mode.
   void drop_orphans(Scrape& scrape);
+  // Undoes this process's bindings for which `should` says so.
+  void unbind_where(Scrape& scrape,
+                    const std::function<bool(const PortKey&, const Binding&)>& should);
 
   QpCountersOptions options_;
   bool active_ = false;

@@ -39,9 +39,4 @@ std::string encode_otlp_protobuf(const std::vector<prometheus::MetricFamily>& fa
 std::string encode_otlp_json(const std::vector<prometheus::MetricFamily>& families,
                              const OtlpEncodeContext& context);
 
-// `text` as valid UTF-8: each byte that does not start a well-formed
-// sequence becomes U+FFFD. Protobuf strings and JSON must be UTF-8, while
-// label values read from the kernel need not be.
-std::string valid_utf8(std::string_view text);
-
 }  // namespace rdma_exporter

@@ -21,6 +21,7 @@
 #include <variant>
 
 #include "collectors/metric_sink.hpp"
+#include "common/text.hpp"
 #include "exporter/config.hpp"
 #include "exporter/otlp/encode.hpp"
 #include "exporter/otlp/naming.hpp"
