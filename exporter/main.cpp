@@ -19,6 +19,7 @@
 #include "exporter/exposition.hpp"
 #include "exporter/http_server.hpp"
 #include "exporter/otlp/pusher.hpp"
+#include "exporter/privileges.hpp"
 #include "exporter/snapshot_cache.hpp"
 
 namespace rdma_exporter {
@@ -287,6 +288,7 @@ int main(int argc, char** argv) {
   }
   apply_log_level(config);
   report_rdma_presence(config);
+  for (const auto& problem : privilege_problems(config, read_privileges())) log::warn(problem);
 
   try {
     return cli.once ? run_once(config, cli) : serve(config, cli);

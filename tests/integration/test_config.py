@@ -47,6 +47,16 @@ class ConfigTest(unittest.TestCase):
         self.assertEqual(run("--no-such-flag").returncode, 2)
         self.assertEqual(run("stray-argument").returncode, 2)
 
+    def test_missing_cap_net_admin_is_said_once_at_start(self):
+        cfg = write_config("qp_counters:\n  ports: [{device: mlx5_0, mode: auto}]\n")
+        r = subprocess.run(["setpriv", "--bounding-set=-net_admin", "--inh-caps=-net_admin", BIN,
+                            "--once", "--path.sysfs", "/nonexistent", "--config.file", cfg],
+                           capture_output=True, text=True, timeout=30)
+        self.assertEqual(r.returncode, 0, r.stderr)
+        self.assertEqual(r.stderr.count("lacks CAP_NET_ADMIN"), 1, r.stderr)
+        r = run("--once", "--path.sysfs", "/nonexistent", "--config.file", cfg)
+        self.assertNotIn("CAP_NET_ADMIN", r.stderr)  # root has it
+
     def test_help_and_version(self):
         r = run("--help")
         self.assertEqual(r.returncode, 0)

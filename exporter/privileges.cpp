@@ -1,0 +1,58 @@
+#include "exporter/privileges.hpp"
+
+#include <unistd.h>
+
+#include <sstream>
+
+#include "collectors/sysfs/reader.hpp"
+
+namespace rdma_exporter {
+namespace {
+
+constexpr int kCapNetAdmin = 12;
+// The inode of the initial pid namespace (PROC_PID_INIT_INO in the kernel).
+constexpr const char* kInitialPidNamespace = "pid:[4026531836]";
+
+}  // namespace
+
+Privileges read_privileges(const std::string& proc_root) {
+  Privileges p;
+  auto status = sysfs::read_attribute(proc_root + "/self/status");
+  if (status) {
+    std::istringstream lines(*status);
+    std::string line;
+    while (std::getline(lines, line)) {
+      if (line.rfind("CapEff:", 0) != 0) continue;
+      const uint64_t caps = std::stoull(line.substr(7), nullptr, 16);
+      p.cap_net_admin = ((caps >> kCapNetAdmin) & 1U) != 0U;
+    }
+  }
+  char buf[64] = {};
+  const std::string ns = proc_root + "/self/ns/pid";
+  const ssize_t n = ::readlink(ns.c_str(), buf, sizeof buf - 1);
+  if (n > 0)
+    p.host_pid_namespace = std::string(buf, static_cast<std::size_t>(n)) == kInitialPidNamespace;
+  return p;
+}
+
+std::vector<std::string> privilege_problems(const Config& config, const Privileges& have) {
+  std::vector<std::string> out;
+  if (!config.collectors.qp_counters) return out;
+  bool writes = false;
+  for (const auto& p : config.qp_counters.ports) {
+    if (p.mode != QpCountersOptions::Mode::observe) writes = true;
+  }
+  if (writes && !have.cap_net_admin) {
+    out.emplace_back(
+        "qp_counters.ports asks for auto or manual counter modes, but this process lacks "
+        "CAP_NET_ADMIN: those kernel writes will fail with EPERM (reading still works)");
+  }
+  if (!have.host_pid_namespace) {
+    out.emplace_back(
+        "not in the host pid namespace: per-QP counter sets and QPs of processes in other "
+        "namespaces cannot be attributed to them (pid and comm labels stay empty)");
+  }
+  return out;
+}
+
+}  // namespace rdma_exporter

@@ -1,0 +1,73 @@
+"""Deployment files: the systemd unit and drop-in pass systemd-analyze verify,
+and cmake --install puts everything where a Debian package would."""
+import os
+import shutil
+import subprocess
+import tempfile
+import unittest
+
+from harness import BIN, SOURCE_DIR
+
+UNIT = os.path.join(SOURCE_DIR, "config/systemd/rdma_exporter.service")
+DROPIN = os.path.join(SOURCE_DIR, "config/systemd/rdma_exporter.service.d/qp-counter-management.conf")
+
+
+class DeployTest(unittest.TestCase):
+    def verify(self, unit_text, dropin_text=None):
+        d = tempfile.mkdtemp(prefix="rdma_unit_")
+        # verify checks that ExecStart exists: point it at the built binary.
+        path = os.path.join(d, "rdma_exporter.service")
+        with open(path, "w") as f:
+            f.write(unit_text.replace("/usr/bin/rdma_exporter", os.path.abspath(BIN)))
+        if dropin_text is not None:
+            os.makedirs(path + ".d")
+            with open(os.path.join(path + ".d", "qp.conf"), "w") as f:
+                f.write(dropin_text)
+        env = dict(os.environ, SYSTEMD_UNIT_PATH=d + ":")
+        return subprocess.run(["systemd-analyze", "verify", "--man=no", path],
+                              capture_output=True, text=True, timeout=60, env=env)
+
+    def test_unit_verifies(self):
+        with open(UNIT) as f:
+            unit = f.read()
+        r = self.verify(unit)
+        self.assertEqual(r.returncode, 0, r.stdout + r.stderr)
+        self.assertNotIn("rdma_exporter.service:", r.stderr)  # no warning about our unit
+        for hardening in ("NoNewPrivileges=yes", "ProtectSystem=strict", "PrivateTmp=yes",
+                          "RestrictAddressFamilies=AF_NETLINK AF_INET AF_INET6 AF_UNIX",
+                          "CapabilityBoundingSet=\n", "User=rdma_exporter"):
+            self.assertIn(hardening, unit)
+        settings = [l for l in unit.split("[Service]")[1].splitlines() if l and not l.startswith("#")]
+        self.assertFalse([l for l in settings if "CAP_" in l], "the unit itself grants nothing")
+
+    def test_dropin_adds_only_cap_net_admin(self):
+        with open(UNIT) as f, open(DROPIN) as g:
+            unit, dropin = f.read(), g.read()
+        r = self.verify(unit, dropin)
+        self.assertEqual(r.returncode, 0, r.stdout + r.stderr)
+        settings = [l for l in dropin.splitlines() if l and not l.startswith("#") and "=" in l]
+        self.assertEqual(sorted(settings), ["AmbientCapabilities=CAP_NET_ADMIN",
+                                            "CapabilityBoundingSet=CAP_NET_ADMIN"])
+
+    def test_cmake_install_layout(self):
+        build = os.path.dirname(os.path.abspath(BIN))
+        dest = tempfile.mkdtemp(prefix="rdma_install_")
+        r = subprocess.run(["cmake", "--install", build, "--prefix", "/usr"],
+                           env=dict(os.environ, DESTDIR=dest), capture_output=True, text=True,
+                           timeout=120)
+        self.assertEqual(r.returncode, 0, r.stdout + r.stderr)
+        for rel in ("usr/bin/rdma_exporter", "usr/lib/systemd/system/rdma_exporter.service",
+                    "usr/lib/sysusers.d/rdma_exporter.conf",
+                    "usr/share/doc/rdma_exporter/metrics.md"):
+            self.assertTrue(os.path.exists(os.path.join(dest, rel)), rel)
+        etc = [os.path.join(root, f) for root, _, files in os.walk(dest) for f in files
+               if f == "rdma_exporter.yml"]
+        self.assertEqual(len(etc), 1, etc)
+        installed = os.path.join(dest, "usr/bin/rdma_exporter")
+        r = subprocess.run([installed, "--config.check", etc[0]], capture_output=True, text=True)
+        self.assertEqual(r.returncode, 0, r.stderr)
+        shutil.rmtree(dest)
+
+
+if __name__ == "__main__":
+    unittest.main()
