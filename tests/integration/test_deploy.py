@@ -1,6 +1,7 @@
 """Deployment files: the systemd unit and drop-in pass systemd-analyze verify,
 and cmake --install puts everything where a Debian package would."""
 import os
+import re
 import shutil
 import subprocess
 import tempfile
@@ -49,6 +50,20 @@ class DeployTest(unittest.TestCase):
         self.assertEqual(sorted(settings), ["AmbientCapabilities=CAP_NET_ADMIN",
                                             "CapabilityBoundingSet=CAP_NET_ADMIN"])
 
+    def test_man_page_documents_every_flag_of_help(self):
+        help_text = subprocess.run([BIN, "--help"], capture_output=True, text=True).stdout
+        flags = set(re.findall(r"--[a-z][a-z.-]*[a-z]", help_text))
+        self.assertGreater(len(flags), 8)
+        with open(os.path.join(SOURCE_DIR, "docs/man/rdma_exporter.8")) as f:
+            man = f.read().replace("\\-", "-")
+        man_flags = set(re.findall(r"--[a-z][a-z.-]*[a-z]", man))
+        self.assertEqual(flags, man_flags)
+        # The page renders without a single groff warning.
+        r = subprocess.run(["groff", "-man", "-ww", "-z",
+                            os.path.join(SOURCE_DIR, "docs/man/rdma_exporter.8")],
+                           capture_output=True, text=True, timeout=30)
+        self.assertEqual((r.returncode, r.stderr.strip()), (0, ""))
+
     def test_cmake_install_layout(self):
         build = os.path.dirname(os.path.abspath(BIN))
         dest = tempfile.mkdtemp(prefix="rdma_install_")
@@ -58,7 +73,8 @@ class DeployTest(unittest.TestCase):
         self.assertEqual(r.returncode, 0, r.stdout + r.stderr)
         for rel in ("usr/bin/rdma_exporter", "usr/lib/systemd/system/rdma_exporter.service",
                     "usr/lib/sysusers.d/rdma_exporter.conf",
-                    "usr/share/doc/rdma_exporter/metrics.md"):
+                    "usr/share/doc/rdma_exporter/metrics.md",
+                    "usr/share/man/man8/rdma_exporter.8"):
             self.assertTrue(os.path.exists(os.path.join(dest, rel)), rel)
         etc = [os.path.join(root, f) for root, _, files in os.walk(dest) for f in files
                if f == "rdma_exporter.yml"]
