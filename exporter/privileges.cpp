@@ -2,6 +2,7 @@
 
 #include <unistd.h>
 
+#include <charconv>
 #include <sstream>
 
 #include "collectors/sysfs/reader.hpp"
@@ -23,8 +24,12 @@ Privileges read_privileges(const std::string& proc_root) {
     std::string line;
     while (std::getline(lines, line)) {
       if (line.rfind("CapEff:", 0) != 0) continue;
-      const uint64_t caps = std::stoull(line.substr(7), nullptr, 16);
-      p.cap_net_admin = ((caps >> kCapNetAdmin) & 1U) != 0U;
+      uint64_t caps = 0;
+      const std::string hex = line.substr(7);
+      const char* first = hex.data();
+      while (*first == ' ' || *first == '\t') ++first;
+      auto [end, ec] = std::from_chars(first, hex.data() + hex.size(), caps, 16);
+      if (ec == std::errc() && end != first) p.cap_net_admin = ((caps >> kCapNetAdmin) & 1U) != 0U;
     }
   }
   char buf[64] = {};

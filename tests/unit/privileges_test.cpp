@@ -37,6 +37,16 @@ TEST(Privileges, ReadsCapNetAdminAndThePidNamespace) {
   EXPECT_FALSE(p.host_pid_namespace);
 }
 
+TEST(Privileges, GarbageInProcIsNoCapabilityNotACrash) {
+  auto root = fake_proc("zzz", "nonsense");
+  Privileges p = read_privileges(root);
+  EXPECT_FALSE(p.cap_net_admin);
+  EXPECT_FALSE(p.host_pid_namespace);
+  p = read_privileges("/nonexistent-proc");
+  EXPECT_FALSE(p.cap_net_admin);
+  EXPECT_TRUE(p.host_pid_namespace);  // unknown: no warning
+}
+
 TEST(Privileges, SaysOnceWhatCannotWork) {
   EXPECT_TRUE(privilege_problems(Config{}, {.cap_net_admin = false}).empty());  // observe only
   auto problems = privilege_problems(managing(), {.cap_net_admin = false});
