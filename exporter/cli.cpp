@@ -28,6 +28,9 @@ std::vector<std::string> parse_command_line(int argc, const char* const* argv, C
       ("config.check", po::value<std::string>(), "validate a configuration file and exit: 0 when "
                                                  "valid, 2 with one line per problem")
       ("web.listen-address", po::value<std::string>(), listen_help.c_str())
+      ("web.config.file", po::value<std::string>(), "web configuration file (exporter-toolkit "
+                                                    "format): TLS, basic auth; overrides "
+                                                    "web.config_file")
       ("path.sysfs", po::value<std::string>(), "sysfs mount point (default /sys)")
       ("devices.include", po::value<std::vector<std::string>>(), "regular expression of device "
                                                                 "names to read (repeatable)")
@@ -57,6 +60,7 @@ std::vector<std::string> parse_command_line(int argc, const char* const* argv, C
   get("config.file", out.config_file);
   get("config.check", out.check_file);
   get("web.listen-address", out.listen_address);
+  get("web.config.file", out.web_config_file);
   get("path.sysfs", out.sysfs_root);
   get("log.level", out.log_level);
   get("output", out.output);
@@ -80,6 +84,7 @@ std::vector<std::string> parse_command_line(int argc, const char* const* argv, C
 
 void apply_overrides(const CommandLine& cli, Config& config) {
   if (cli.listen_address) config.web.listen_address = *cli.listen_address;
+  if (cli.web_config_file) config.web.config_file = *cli.web_config_file;
   if (cli.sysfs_root) config.sysfs.root = *cli.sysfs_root;
   if (cli.log_level) config.log.level = *cli.log_level;
   if (!cli.devices_include.empty()) config.devices.include = cli.devices_include;

@@ -17,6 +17,7 @@ struct CommandLine {
   std::optional<std::string> config_file;
   std::optional<std::string> check_file;
   std::optional<std::string> listen_address;
+  std::optional<std::string> web_config_file;
   std::optional<std::string> sysfs_root;
   std::optional<std::string> log_level;
   std::vector<std::string> devices_include;

@@ -25,6 +25,9 @@ struct Config {
     Duration write_timeout{std::chrono::seconds(30)};  // a whole response must be taken within
     std::size_t max_request_bytes = 8192;              // request line and headers
     bool enable_lifecycle = false;                     // POST /-/reload
+    // TLS and basic auth (exporter/web_config.hpp); empty: plain HTTP, no
+    // auth. A relative path in the file is resolved against its directory.
+    std::string config_file;
   } web;
 
   struct Collection {
@@ -66,6 +69,10 @@ std::vector<std::string> parse_config(const std::string& yaml_text, const std::s
 
 // Reads and parses a file; a missing or unreadable file is one problem.
 std::vector<std::string> load_config_file(const std::string& path, Config& out);
+
+// A path read from `file`: relative ones are resolved against the file's
+// directory; empty and absolute paths are returned unchanged.
+std::string resolve_relative(const std::string& path, const std::string& file);
 
 // Checks the values that command-line flags may also set.
 std::vector<std::string> validate_config(const Config& config);

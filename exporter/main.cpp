@@ -118,12 +118,13 @@ double now_seconds() {
   return std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch()).count();
 }
 
-int serve(const Config& initial, const CommandLine& cli) {
+int serve(const Config& initial, std::shared_ptr<const WebSecurity> security,
+          const CommandLine& cli) {
   Config config = initial;
   Collection collection(config);
   boost::asio::io_context io;
   SnapshotCache cache(io, collection, config.collection.max_age);
-  HttpServer server(io, config.web, cache);
+  HttpServer server(io, config.web, cache, security);
   auto reload_status = std::make_shared<ReloadStatus>();
   reload_status->success_timestamp = now_seconds();
   collection.add_self_metrics(
@@ -165,7 +166,11 @@ int serve(const Config& initial, const CommandLine& cli) {
   // counters, per-QP series and bindings.
   auto reload = [&](const std::function<void(bool, std::string)>& done) {
     Config next;
+    std::shared_ptr<const WebSecurity> next_security;
     auto errors = load_config(cli, next);
+    // The web configuration file and its certificates are read again too; a
+    // broken one rejects the reload like a broken configuration file.
+    if (errors.empty()) errors = load_web_security(next.web.config_file, next_security);
     if (!errors.empty()) {
       for (const auto& e : errors) log::error("reload rejected: " + e);
       reload_status->successful = false;
@@ -184,10 +189,15 @@ int serve(const Config& initial, const CommandLine& cli) {
       log::warn("reload: otlp changes take effect at the next start");
     }
     cache.run_exclusive([next](Collection& c) { c.reconfigure(next); },
-                        [&, next, done] {
+                        [&, next, next_security, done] {
                           config = next;
                           apply_log_level(config);
                           server.update_config(config.web);
+                          server.update_security(next_security);
+                          if (!config.web.config_file.empty()) {
+                            log::info("web configuration " + config.web.config_file + ": " +
+                                      next_security->describe());
+                          }
                           cache.set_max_age(config.collection.max_age);
                           cache.start_maintenance(collection.manages_kernel_state()
                                                       ? config.qp_counters.reconcile_interval
@@ -240,8 +250,12 @@ int serve(const Config& initial, const CommandLine& cli) {
   }
   if (pusher) pusher->start();
   const auto ep = server.local_endpoint();
+  if (!config.web.config_file.empty()) {
+    log::info("web configuration " + config.web.config_file + ": " + security->describe());
+  }
   log::info("rdma_exporter " + std::string(exporter_version()) + " listening on " +
-            ep.address().to_string() + ":" + std::to_string(ep.port()));
+            ep.address().to_string() + ":" + std::to_string(ep.port()) +
+            (server.serves_tls() ? " (TLS)" : ""));
 
   io.run();
   if (pusher) pusher->stop();
@@ -274,6 +288,8 @@ int main(int argc, char** argv) {
   if (cli.check_file) {
     Config config;
     auto problems = load_config_file(*cli.check_file, config);
+    std::shared_ptr<const WebSecurity> security;
+    if (problems.empty()) problems = load_web_security(config.web.config_file, security);
     for (const auto& p : problems) std::fprintf(stderr, "%s\n", p.c_str());
     if (!problems.empty()) return kExitUsage;
     std::printf("%s: configuration is valid\n", cli.check_file->c_str());
@@ -286,12 +302,18 @@ int main(int argc, char** argv) {
     for (const auto& e : errors) std::fprintf(stderr, "rdma_exporter: %s\n", e.c_str());
     return kExitUsage;
   }
+  std::shared_ptr<const WebSecurity> security;
+  if (!cli.once) errors = load_web_security(config.web.config_file, security);
+  if (!errors.empty()) {
+    for (const auto& e : errors) std::fprintf(stderr, "rdma_exporter: %s\n", e.c_str());
+    return kExitUsage;
+  }
   apply_log_level(config);
   report_rdma_presence(config);
   for (const auto& problem : privilege_problems(config, read_privileges())) log::warn(problem);
 
   try {
-    return cli.once ? run_once(config, cli) : serve(config, cli);
+    return cli.once ? run_once(config, cli) : serve(config, security, cli);
   } catch (const std::exception& e) {
     log::error(std::string("fatal: ") + e.what());
     return kExitFailure;

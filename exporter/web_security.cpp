@@ -1,0 +1,227 @@
+#include "exporter/web_security.hpp"
+
+#include <openssl/crypto.h>
+#include <openssl/err.h>
+#include <openssl/pem.h>
+#include <openssl/ssl.h>
+#include <openssl/x509.h>
+
+#include <boost/asio/buffer.hpp>
+#include <cerrno>
+#include <cstring>
+#include <fstream>
+#include <sstream>
+
+namespace rdma_exporter {
+namespace {
+
+namespace ssl = boost::asio::ssl;
+
+// The oldest error OpenSSL queued (the root cause), then the queue cleared.
+std::string openssl_reason(const char* fallback) {
+  const unsigned long code = ERR_peek_error();
+  std::string reason = fallback;
+  if (code != 0) {
+    char buf[256];
+    ERR_error_string_n(code, buf, sizeof buf);
+    reason = buf;
+  }
+  ERR_clear_error();
+  return reason;
+}
+
+// Erases its text when it goes: it may hold a private key.
+struct SecretText {
+  std::string text;
+  ~SecretText() {
+    if (!text.empty()) OPENSSL_cleanse(text.data(), text.size());
+  }
+};
+
+Status read_file(const std::string& path, std::string& out) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in) return Error::system(errno, path);
+  std::ostringstream text;
+  text << in.rdbuf();
+  if (in.bad()) return Error{EIO, path + ": read failed"};
+  out = text.str();
+  return ok_status();
+}
+
+// PEM text from a file or given inline; `what` names it in errors.
+Status pem_text(const std::string& file, const std::string& inline_text, std::string& out,
+                std::string& what, const char* inline_key) {
+  if (!file.empty()) {
+    what = file;
+    return read_file(file, out);
+  }
+  what = std::string("tls_server_config.") + inline_key;
+  out = inline_text;
+  return ok_status();
+}
+
+// Every certificate of a PEM text becomes a trust anchor for client
+// certificates and is named to clients in the CertificateRequest.
+Status add_client_cas(SSL_CTX* ctx, const std::string& pem, const std::string& what) {
+  BIO* bio = BIO_new_mem_buf(pem.data(), static_cast<int>(pem.size()));
+  if (bio == nullptr) return Error{ENOMEM, what + ": out of memory"};
+  X509_STORE* store = SSL_CTX_get_cert_store(ctx);
+  int count = 0;
+  while (X509* cert = PEM_read_bio_X509(bio, nullptr, nullptr, nullptr)) {
+    const bool ok = X509_STORE_add_cert(store, cert) == 1 && SSL_CTX_add_client_CA(ctx, cert) == 1;
+    X509_free(cert);
+    if (!ok) {
+      BIO_free(bio);
+      return Error{EINVAL, what + ": " + openssl_reason("cannot use the CA certificate")};
+    }
+    ++count;
+  }
+  BIO_free(bio);
+  ERR_clear_error();  // the end of the text reads as "no start line"
+  if (count == 0) return Error{EINVAL, what + ": no PEM certificate in it"};
+  return ok_status();
+}
+
+const char* version_name(WebConfig::TlsVersion v) {
+  return v == WebConfig::TlsVersion::tls12 ? "TLS 1.2" : "TLS 1.3";
+}
+
+const char* client_auth_name(WebConfig::ClientAuth a) {
+  switch (a) {
+    case WebConfig::ClientAuth::none:
+      return "NoClientCert";
+    case WebConfig::ClientAuth::require_any:
+      return "RequireAnyClientCert";
+    case WebConfig::ClientAuth::verify_if_given:
+      return "VerifyClientCertIfGiven";
+    case WebConfig::ClientAuth::require_and_verify:
+      return "RequireAndVerifyClientCert";
+  }
+  return "?";
+}
+
+std::string join(const std::vector<std::string>& items) {
+  std::string out;
+  for (const auto& i : items) out += (out.empty() ? "" : ":") + i;
+  return out;
+}
+
+}  // namespace
+
+std::string WebSecurity::describe() const {
+  std::string s = tls ? "TLS (" + tls_summary + ")" : "plain HTTP";
+  s += auth ? ", basic auth for " + std::to_string(auth->user_count()) + " user(s)"
+            : ", no authentication";
+  return s;
+}
+
+Result<std::shared_ptr<ssl::context>> make_tls_context(const WebConfig::Tls& tls) {
+  ERR_clear_error();
+  auto ctx = std::make_shared<ssl::context>(ssl::context::tls_server);
+  SSL_CTX* h = ctx->native_handle();
+  ctx->set_options(ssl::context::default_workarounds | ssl::context::no_sslv2 |
+                   ssl::context::no_sslv3 | ssl::context::no_tlsv1 | ssl::context::no_tlsv1_1 |
+                   ssl::context::single_dh_use | ssl::context::no_compression);
+  SSL_CTX_set_options(h, SSL_OP_NO_RENEGOTIATION);
+  if (tls.prefer_server_cipher_suites) SSL_CTX_set_options(h, SSL_OP_CIPHER_SERVER_PREFERENCE);
+  auto proto = [](WebConfig::TlsVersion v) {
+    return v == WebConfig::TlsVersion::tls12 ? TLS1_2_VERSION : TLS1_3_VERSION;
+  };
+  if (SSL_CTX_set_min_proto_version(h, proto(tls.min_version)) != 1 ||
+      SSL_CTX_set_max_proto_version(h, proto(tls.max_version)) != 1) {
+    return Error{EINVAL, "tls_server_config: " + openssl_reason("cannot set the TLS versions")};
+  }
+  if (!tls.cipher_suites.empty() &&
+      SSL_CTX_set_cipher_list(h, join(tls.cipher_suites).c_str()) != 1) {
+    return Error{EINVAL, "tls_server_config.cipher_suites: " +
+                             openssl_reason("OpenSSL accepts none of these suites")};
+  }
+  if (!tls.tls13_cipher_suites.empty() &&
+      SSL_CTX_set_ciphersuites(h, join(tls.tls13_cipher_suites).c_str()) != 1) {
+    return Error{EINVAL, "tls_server_config.cipher_suites: " +
+                             openssl_reason("OpenSSL accepts none of the TLS 1.3 suites")};
+  }
+  if (!tls.curves.empty() && SSL_CTX_set1_groups_list(h, join(tls.curves).c_str()) != 1) {
+    return Error{EINVAL,
+                 "tls_server_config.curve_preferences: " + openssl_reason("unusable curves")};
+  }
+  // Needed for session resumption when client certificates are checked.
+  static constexpr unsigned char kSessionContext[] = "rdma_exporter";
+  SSL_CTX_set_session_id_context(h, kSessionContext, sizeof kSessionContext - 1);
+
+  std::string what;
+  SecretText cert;
+  if (Status s = pem_text(tls.cert_file, tls.cert, cert.text, what, "cert"); !s) return s.error();
+  boost::system::error_code ec;
+  ctx->use_certificate_chain(boost::asio::buffer(cert.text), ec);
+  if (ec) {
+    return Error{EINVAL, what + ": not a usable PEM certificate chain (" +
+                             openssl_reason(ec.message().c_str()) + ")"};
+  }
+  SecretText key;
+  if (Status s = pem_text(tls.key_file, tls.key, key.text, what, "key"); !s) return s.error();
+  ctx->use_private_key(boost::asio::buffer(key.text), ssl::context::pem, ec);
+  if (ec) {
+    return Error{EINVAL, what + ": not a usable PEM private key, or not the certificate's (" +
+                             openssl_reason(ec.message().c_str()) + ")"};
+  }
+  if (SSL_CTX_check_private_key(h) != 1) {
+    return Error{EINVAL, what + ": the private key does not match the certificate"};
+  }
+
+  using CA = WebConfig::ClientAuth;
+  if (!tls.client_ca_file.empty() || !tls.client_ca.empty()) {
+    std::string ca;
+    if (Status s = pem_text(tls.client_ca_file, tls.client_ca, ca, what, "client_ca"); !s) {
+      return s.error();
+    }
+    if (Status s = add_client_cas(h, ca, what); !s) return s.error();
+  }
+  switch (tls.client_auth) {
+    case CA::none:
+      ctx->set_verify_mode(ssl::verify_none);
+      break;
+    case CA::require_any:
+      // Any certificate will do, as in Go: the chain is not checked.
+      ctx->set_verify_mode(ssl::verify_peer | ssl::verify_fail_if_no_peer_cert);
+      ctx->set_verify_callback([](bool, ssl::verify_context&) { return true; });
+      break;
+    case CA::verify_if_given:
+      ctx->set_verify_mode(ssl::verify_peer);
+      break;
+    case CA::require_and_verify:
+      ctx->set_verify_mode(ssl::verify_peer | ssl::verify_fail_if_no_peer_cert);
+      break;
+  }
+  ERR_clear_error();
+  return ctx;
+}
+
+std::vector<std::string> load_web_security(const std::string& path,
+                                           std::shared_ptr<const WebSecurity>& out) {
+  if (path.empty()) {
+    out = std::make_shared<const WebSecurity>();
+    return {};
+  }
+  WebConfig config;
+  auto errors = load_web_config_file(path, config);
+  if (!errors.empty()) return errors;
+  auto security = std::make_shared<WebSecurity>();
+  if (config.tls) {
+    auto ctx = make_tls_context(*config.tls);
+    if (!ctx) return {path + ": " + ctx.error().message};
+    security->tls = std::move(ctx.value());
+  }
+  if (!config.users.empty()) security->auth = std::make_shared<BasicAuth>(std::move(config.users));
+  security->headers = std::move(config.headers);
+  if (config.tls) {
+    // The versions and the client certificate policy, for the log line.
+    security->tls_summary = std::string(version_name(config.tls->min_version)) + " to " +
+                            version_name(config.tls->max_version) + ", client certificates " +
+                            client_auth_name(config.tls->client_auth);
+  }
+  out = std::move(security);
+  return {};
+}
+
+}  // namespace rdma_exporter
