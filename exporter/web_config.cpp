@@ -145,6 +145,7 @@ std::vector<std::string> parse_web_config(const std::string& yaml_text, const st
 
   WebConfig::Tls tls;
   YAML::Node tls_node;
+  std::size_t tls_errors = 0;  // problems found inside tls_server_config
   // A file name, resolved against the web configuration file's directory.
   auto file = [&w, &source](std::string& dst) -> Walker::Field {
     return [&w, &source, &dst](const YAML::Node& n, const std::string& key) {
@@ -265,6 +266,7 @@ std::vector<std::string> parse_web_config(const std::string& yaml_text, const st
       {{"tls_server_config",
         [&](const YAML::Node& n, const std::string& p) {
           tls_node = n;
+          tls_errors = w.take_count();
           std::string choice;
           w.mapping(
               n, p,
@@ -292,6 +294,7 @@ std::vector<std::string> parse_web_config(const std::string& yaml_text, const st
                {"prefer_server_cipher_suites", w.boolean(tls.prefer_server_cipher_suites)},
                {"client_allowed_sans", unsupported("use RequireAndVerifyClientCert with a CA "
                                                    "that signs only the allowed clients")}});
+          tls_errors = w.take_count() - tls_errors;
         }},
        {"http_server_config",
         [&](const YAML::Node& n, const std::string& p) {
@@ -300,8 +303,9 @@ std::vector<std::string> parse_web_config(const std::string& yaml_text, const st
        {"basic_auth_users", users},
        {"rate_limit", unsupported("web.max_connections bounds the load a client can make")}});
 
-  // tls_server_config with no key at all means plain HTTP, as in exporter-toolkit.
-  if (tls_node && tls_node.IsMap() && tls_node.size() > 0) {
+  // tls_server_config with no key at all means plain HTTP, as in
+  // exporter-toolkit. How the keys go together is checked once each is valid.
+  if (tls_node && tls_node.IsMap() && tls_node.size() > 0 && tls_errors == 0) {
     const std::string p = "tls_server_config";
     auto need_one = [&](const std::string& from_file, const std::string& inline_text,
                         const char* file_key, const char* inline_key) {
