@@ -11,7 +11,7 @@ import tempfile
 import time
 import unittest
 
-from harness import Exporter, make_sysfs, raw_request
+from harness import BIN, Exporter, make_sysfs, raw_request
 
 PASSWORD = "correct horse battery"
 D = None  # the directory with every certificate, made once for the module
@@ -254,12 +254,23 @@ class ServerTlsTest(TlsTestCase):
                             (TLS + "  min_version: TLS10\n", "TLS10 is not accepted")):
             with open(path("bad-web.yml"), "w") as f:
                 f.write(web)
-            r = subprocess.run([os.environ.get("RDMA_EXPORTER_BIN", "../../build/rdma_exporter"),
-                                "--web.listen-address", "127.0.0.1:0", "--web.config.file",
+            r = subprocess.run([BIN, "--web.listen-address", "127.0.0.1:0", "--web.config.file",
                                 path("bad-web.yml")], capture_output=True, text=True, timeout=30)
             self.assertEqual(r.returncode, 2, r.stderr)
             self.assertIn(needle, r.stderr)
             self.assertNotIn("PRIVATE KEY", r.stderr)
+            # --config.check follows web.config_file (relative to the checked file).
+            with open(path("check.yml"), "w") as f:
+                f.write("web: {config_file: bad-web.yml}\n")
+            r = subprocess.run([BIN, "--config.check", path("check.yml")], capture_output=True,
+                               text=True, timeout=30)
+            self.assertEqual(r.returncode, 2, r.stderr)
+            self.assertIn(needle, r.stderr)
+        with open(path("bad-web.yml"), "w") as f:
+            f.write(TLS)
+        r = subprocess.run([BIN, "--config.check", path("check.yml")], capture_output=True,
+                           text=True, timeout=30)
+        self.assertEqual(r.returncode, 0, r.stderr)
 
 
 class ClientCertificateTest(TlsTestCase):

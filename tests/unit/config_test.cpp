@@ -1,6 +1,10 @@
 #include "exporter/config.hpp"
 
 #include <gtest/gtest.h>
+#include <unistd.h>
+
+#include <filesystem>
+#include <fstream>
 
 #include "exporter/cli.hpp"
 
@@ -112,6 +116,30 @@ TEST(Config, MissingFileIsOneProblem) {
   auto errors = load_config_file("/nonexistent/rdma.yml", c);
   ASSERT_EQ(errors.size(), 1U);
   EXPECT_NE(errors[0].find("No such file"), std::string::npos);
+}
+
+TEST(Config, WebConfigFileIsResolvedAgainstTheFileAndTheFlagWins) {
+  const std::string dir = ::testing::TempDir() + "rdma_cfg_" + std::to_string(::getpid());
+  std::filesystem::create_directories(dir);
+  const std::string path = dir + "/rdma.yml";
+  std::ofstream(path) << "web:\n  config_file: tls/web.yml\n";
+  Config c;
+  auto errors = load_config_file(path, c);
+  ASSERT_TRUE(errors.empty()) << errors.front();
+  EXPECT_EQ(c.web.config_file, dir + "/tls/web.yml");
+  std::ofstream(path) << "web:\n  config_file: /etc/web.yml\n";
+  ASSERT_TRUE(load_config_file(path, c).empty());
+  EXPECT_EQ(c.web.config_file, "/etc/web.yml");
+  std::filesystem::remove_all(dir);
+
+  const char* argv[] = {"rdma_exporter", "--web.config.file", "other.yml"};
+  CommandLine cli;
+  ASSERT_TRUE(parse_command_line(3, argv, cli).empty());
+  apply_overrides(cli, c);
+  EXPECT_EQ(c.web.config_file, "other.yml");  // the flag's name: against the working directory
+  EXPECT_EQ(resolve_relative("", "/a/b.yml"), "");
+  EXPECT_EQ(resolve_relative("c.pem", "b.yml"), "c.pem");
+  EXPECT_EQ(resolve_relative("../c.pem", "/a/b/w.yml"), "/a/c.pem");
 }
 
 TEST(Config, Durations) {
