@@ -326,13 +326,21 @@ std::string resolve_relative(const std::string& path, const std::string& file) {
   return (std::filesystem::path(file).parent_path() / path).lexically_normal().string();
 }
 
-std::vector<std::string> load_config_file(const std::string& path, Config& out) {
+Result<std::string> read_whole_file(const std::string& path) {
   std::ifstream in(path, std::ios::binary);
-  if (!in) return {path + ": cannot read configuration file: " + std::strerror(errno)};
+  if (!in) return Error::system(errno, path);
   std::ostringstream text;
   text << in.rdbuf();
-  if (in.bad()) return {path + ": cannot read configuration file"};
-  auto errors = parse_config(text.str(), path, out);
+  if (in.bad()) return Error::system(EIO, path);
+  return text.str();
+}
+
+std::vector<std::string> load_config_file(const std::string& path, Config& out) {
+  auto text = read_whole_file(path);
+  if (!text) {
+    return {path + ": cannot read configuration file: " + std::strerror(text.error().code)};
+  }
+  auto errors = parse_config(*text, path, out);
   out.web.config_file = resolve_relative(out.web.config_file, path);
   return errors;
 }

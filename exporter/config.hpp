@@ -6,6 +6,7 @@
 #include <vector>
 
 #include "collectors/qp_counters/options.hpp"
+#include "collectors/result.hpp"
 #include "exporter/otlp/options.hpp"
 
 namespace rdma_exporter {
@@ -69,6 +70,9 @@ std::vector<std::string> parse_config(const std::string& yaml_text, const std::s
 
 // Reads and parses a file; a missing or unreadable file is one problem.
 std::vector<std::string> load_config_file(const std::string& path, Config& out);
+
+// The whole content of a file; the error carries the errno.
+Result<std::string> read_whole_file(const std::string& path);
 
 // A path read from `file`: relative ones are resolved against the file's
 // directory; empty and absolute paths are returned unchanged.

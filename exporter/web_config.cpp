@@ -5,8 +5,6 @@
 #include <algorithm>
 #include <cerrno>
 #include <cstring>
-#include <fstream>
-#include <sstream>
 #include <string_view>
 
 #include "exporter/config.hpp"
@@ -343,12 +341,11 @@ std::vector<std::string> parse_web_config(const std::string& yaml_text, const st
 }
 
 std::vector<std::string> load_web_config_file(const std::string& path, WebConfig& out) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) return {path + ": cannot read web configuration file: " + std::strerror(errno)};
-  std::ostringstream text;
-  text << in.rdbuf();
-  if (in.bad()) return {path + ": cannot read web configuration file"};
-  return parse_web_config(text.str(), path, out);
+  auto text = read_whole_file(path);
+  if (!text) {
+    return {path + ": cannot read web configuration file: " + std::strerror(text.error().code)};
+  }
+  return parse_web_config(*text, path, out);
 }
 
 }  // namespace rdma_exporter

@@ -9,8 +9,8 @@
 #include <boost/asio/buffer.hpp>
 #include <cerrno>
 #include <cstring>
-#include <fstream>
-#include <sstream>
+
+#include "exporter/config.hpp"
 
 namespace rdma_exporter {
 namespace {
@@ -38,22 +38,15 @@ struct SecretText {
   }
 };
 
-Status read_file(const std::string& path, std::string& out) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) return Error::system(errno, path);
-  std::ostringstream text;
-  text << in.rdbuf();
-  if (in.bad()) return Error{EIO, path + ": read failed"};
-  out = text.str();
-  return ok_status();
-}
-
 // PEM text from a file or given inline; `what` names it in errors.
 Status pem_text(const std::string& file, const std::string& inline_text, std::string& out,
                 std::string& what, const char* inline_key) {
   if (!file.empty()) {
     what = file;
-    return read_file(file, out);
+    auto text = read_whole_file(file);
+    if (!text) return text.error();
+    out = std::move(*text);
+    return ok_status();
   }
   what = std::string("tls_server_config.") + inline_key;
   out = inline_text;

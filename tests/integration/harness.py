@@ -103,3 +103,18 @@ def status_of(response):
 
 def promtool():
     return shutil.which("promtool")
+
+
+def value(text, name, labels=""):
+    """The value of one sample in exposition text, or None."""
+    m = re.search(r"^" + re.escape(name + labels) + r" (\S+)$", text, re.M)
+    return float(m.group(1)) if m else None
+
+
+def wait_log(exporter, needle, count=1, timeout=15):
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if exporter.log().count(needle) >= count:
+            return
+        time.sleep(0.05)
+    raise AssertionError(f"no {count}x {needle!r} in the log:\n{exporter.log()}")

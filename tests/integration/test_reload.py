@@ -5,7 +5,7 @@ import signal
 import time
 import unittest
 
-from harness import Exporter, make_sysfs
+from harness import Exporter, make_sysfs, value, wait_log
 
 
 def get(port, path, method="GET"):
@@ -15,20 +15,6 @@ def get(port, path, method="GET"):
     body = resp.read().decode()
     conn.close()
     return resp.status, body
-
-
-def value(text, name, labels=""):
-    m = re.search(r"^" + re.escape(name + labels) + r" (\S+)$", text, re.M)
-    return float(m.group(1)) if m else None
-
-
-def wait_log(exporter, needle, count=1, timeout=15):
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        if exporter.log().count(needle) >= count:
-            return
-        time.sleep(0.05)
-    raise AssertionError(f"no {count}x {needle!r} in the log:\n{exporter.log()}")
 
 
 class ReloadTest(unittest.TestCase):

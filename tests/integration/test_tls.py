@@ -11,7 +11,7 @@ import tempfile
 import time
 import unittest
 
-from harness import BIN, Exporter, make_sysfs, raw_request
+from harness import BIN, Exporter, make_sysfs, raw_request, value, wait_log
 
 PASSWORD = "correct horse battery"
 D = None  # the directory with every certificate, made once for the module
@@ -117,20 +117,6 @@ def s_client(port, *args):
                         "-CAfile", path("ca.pem"), "-verify_return_error", *args],
                        input="", capture_output=True, text=True, timeout=30)
     return r.returncode, r.stdout + r.stderr
-
-
-def value(text, name, labels=""):
-    m = re.search(r"^" + re.escape(name + labels) + r" (\S+)$", text, re.M)
-    return float(m.group(1)) if m else None
-
-
-def wait_log(exporter, needle, count=1, timeout=15):
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        if exporter.log().count(needle) >= count:
-            return
-        time.sleep(0.05)
-    raise AssertionError(f"no {count}x {needle!r} in the log:\n{exporter.log()}")
 
 
 class TlsTestCase(unittest.TestCase):
