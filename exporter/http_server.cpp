@@ -470,8 +470,11 @@ HttpServer::HttpServer(asio::io_context& io, const Config::Web& config, Snapshot
 }
 
 // Checks in progress are abandoned: their connections are released here, on
-// this thread, before the event loop they post to goes away.
+// this thread, before the event loop they post to goes away. Connections
+// released later (with the event loop, after a forced shutdown) must not
+// call a `drained` whose owner is gone.
 HttpServer::~HttpServer() {
+  state_->drained = nullptr;
   if (verifier_) {
     verifier_->stop();
     verifier_->join();

@@ -1,6 +1,5 @@
 """Configuration reload: SIGHUP and POST /-/reload, valid and invalid files."""
 import http.client
-import re
 import signal
 import time
 import unittest
