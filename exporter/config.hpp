@@ -5,8 +5,10 @@
 #include <string>
 #include <vector>
 
+#include "collectors/probe/options.hpp"
 #include "collectors/qp_counters/options.hpp"
 #include "collectors/result.hpp"
+#include "common/address.hpp"
 #include "exporter/otlp/options.hpp"
 
 namespace rdma_exporter {
@@ -57,6 +59,8 @@ struct Config {
 
   OtlpOptions otlp;
 
+  probe::ProbeOptions probe;
+
   struct Log {
     std::string level = "info";
   } log;
@@ -83,12 +87,5 @@ std::vector<std::string> validate_config(const Config& config);
 
 // "10s", "500ms", "1m30s", "2h" -> milliseconds; false when malformed.
 bool parse_duration(const std::string& text, Duration& out);
-
-struct ListenAddress {
-  std::string host;  // empty: all addresses
-  unsigned short port = 0;
-};
-// "host:port", ":port", "[v6]:port"; false when malformed.
-bool parse_listen_address(const std::string& text, ListenAddress& out);
 
 }  // namespace rdma_exporter

@@ -3,6 +3,7 @@
 #include <unistd.h>
 
 #include <charconv>
+#include <filesystem>
 #include <sstream>
 
 #include "collectors/sysfs/reader.hpp"
@@ -16,8 +17,16 @@ constexpr const char* kInitialPidNamespace = "pid:[4026531836]";
 
 }  // namespace
 
-Privileges read_privileges(const std::string& proc_root) {
+Privileges read_privileges(const std::string& proc_root, const std::string& dev_root) {
   Privileges p;
+  p.verbs_device = false;
+  std::error_code dir_error;
+  for (const auto& entry : std::filesystem::directory_iterator(dev_root, dir_error)) {
+    if (entry.path().filename().string().rfind("uverbs", 0) == 0 &&
+        ::access(entry.path().c_str(), R_OK | W_OK) == 0) {
+      p.verbs_device = true;
+    }
+  }
   auto status = sysfs::read_attribute(proc_root + "/self/status");
   if (status) {
     std::istringstream lines(*status);
@@ -42,6 +51,11 @@ Privileges read_privileges(const std::string& proc_root) {
 
 std::vector<std::string> privilege_problems(const Config& config, const Privileges& have) {
   std::vector<std::string> out;
+  if (config.probe.enabled && !have.verbs_device) {
+    out.emplace_back(
+        "probe.enabled, but no /dev/infiniband/uverbs* device can be opened by this process: the "
+        "probe cannot make queue pairs until one can (its responder refuses set-ups meanwhile)");
+  }
   if (!config.collectors.qp_counters) return out;
   bool writes = false;
   for (const auto& p : config.qp_counters.ports) {
