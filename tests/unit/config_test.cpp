@@ -182,9 +182,9 @@ TEST(Config, ProbeProblemsAreNamed) {
             std::string::npos);
   EXPECT_NE(first_problem("probe: {classes: [{name: a, mtu: 1500}]}").find("mtu"),
             std::string::npos);
-  EXPECT_NE(first_problem("probe: {targets: [{address: a:1, labels: {op: x}}]}")
-                .find("set by the probe"),
-            std::string::npos);
+  EXPECT_NE(
+      first_problem("probe: {targets: [{address: a:1, labels: {op: x}}]}").find("set by the probe"),
+      std::string::npos);
   EXPECT_NE(first_problem("probe: {targets: [{address: nowhere}]}").find("probe.targets[0]"),
             std::string::npos);
   EXPECT_NE(first_problem("probe: {memory: gpu}").find("probe.memory"), std::string::npos);
