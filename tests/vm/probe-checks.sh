@@ -30,25 +30,9 @@ BUSY_POLL=${PROBE_BUSY_POLL:-20ms}
 : "${RESULTS:?RESULTS must name the results directory}"
 R=$RESULTS
 
-note() { printf 'probe-checks: [%3ds] %s\n' "$SECONDS" "$*" | tee -a "$R/steps.log" >&2; }
-die() {
-	note "ERROR: $*"
-	exit 1
-}
-t() {
-	local secs=$1
-	shift
-	timeout --kill-after=5 "$secs" "$@"
-}
-
-wait_listen() {
-	local port=$1 deadline=$((SECONDS + $2))
-	while ((SECONDS < deadline)); do
-		t 5 ss -Hltn "sport = :$port" | grep -q . && return 0
-		sleep 0.1
-	done
-	return 1
-}
+PROG=probe-checks
+# shellcheck source=guest-lib.sh
+source "$HERE/guest-lib.sh"
 
 scrape() { t 15 curl -sS -o "$R/$2" "http://127.0.0.1:$1/metrics" 2>>"$R/curl.err" || true; }
 
@@ -201,14 +185,8 @@ wait_listen 10930 60 || die "exporter C (ASan) did not start (see c.log)"
 sleep "$CHURN_SECS"
 scrape 10930 c-churn.prom
 scrape 10940 d-churn.prom
-kill -TERM "$c_pid" "$d_pid"
-rc_c=0
-rc_d=0
-wait "$c_pid" || rc_c=$?
-wait "$d_pid" || rc_d=$?
-echo "$rc_c" >"$R/c.rc"
-echo "$rc_d" >"$R/d.rc"
-note "churn done: C exit $rc_c, D exit $rc_d"
+stop_recording "c d" "$c_pid" "$d_pid"
+note "churn done: C exit $(<"$R/c.rc"), D exit $(<"$R/d.rc")"
 
 # ------------------------------------------------------------ dma-buf memory
 # rxe cannot register dma-buf memory: the exporter must say so at start and
@@ -230,19 +208,10 @@ e_pid=$!
 wait_listen 10950 30 || die "exporter E did not start (see e.log)"
 sleep 4
 scrape 10950 e-udmabuf.prom
-kill -TERM "$e_pid"
-rc_e=0
-wait "$e_pid" || rc_e=$?
-echo "$rc_e" >"$R/e.rc"
-note "udmabuf phase done: E exit $rc_e"
+stop_recording e "$e_pid"
+note "udmabuf phase done: E exit $(<"$R/e.rc")"
 
 # ------------------------------------------------------------ clean stop
-kill -TERM "$a_pid" "$b_pid"
-rc_a=0
-rc_b=0
-wait "$a_pid" || rc_a=$?
-wait "$b_pid" || rc_b=$?
-echo "$rc_a" >"$R/a.rc"
-echo "$rc_b" >"$R/b.rc"
+stop_recording "a b" "$a_pid" "$b_pid"
 trap - EXIT
-note "stopped: A exit $rc_a, B exit $rc_b"
+note "stopped: A exit $(<"$R/a.rc"), B exit $(<"$R/b.rc")"
