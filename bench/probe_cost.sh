@@ -31,9 +31,14 @@ wait_listen() {
 	done
 }
 # CPU time of every thread of PID in nanoseconds, from the scheduler's own
-# accounting (/proc/PID/task/*/schedstat): tick-sampled utime/stime are
-# biased for a process that wakes often and briefly.
-cpu_ns() { cat /proc/"$1"/task/*/schedstat | awk '{s += $1} END {printf "%d", s}'; }
+# accounting (se.sum_exec_runtime in /proc/PID/task/*/sched, milliseconds
+# with six decimals): tick-sampled utime/stime are coarse for a process that
+# wakes often and briefly. It includes the kernel's work in the process's
+# context, which on rxe is the whole RDMA transport.
+cpu_ns() {
+	cat /proc/"$1"/task/*/sched |
+		awk '/se.sum_exec_runtime/ {s += $3} END {printf "%.0f", s * 1000000}'
+}
 
 gid=$(t 120 "$RXE_UP" --print-gid-index 2>"$R/rxe-up.log")
 out=$R/probe-cost.txt

@@ -83,9 +83,11 @@ void Prober::connect() {
                      const boost::asio::ip::tcp::resolver::results_type& results) {
         if (ec) return fail(reason::unreachable, "resolving: " + ec.message());
         control_ = std::make_shared<ControlChannel>(boost::asio::ip::tcp::socket(io_));
+        // The handler holds the channel: a teardown while connecting must
+        // not free the socket the operation still uses.
         boost::asio::async_connect(
             control_->socket(), results,
-            guarded([this](const boost::system::error_code& cec, const auto&) {
+            guarded([this, channel = control_](const boost::system::error_code& cec, const auto&) {
               if (cec) {
                 const char* why = cec == boost::asio::error::connection_refused ? reason::refused
                                   : cec == boost::asio::error::timed_out ? reason::connect_timeout

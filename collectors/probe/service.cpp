@@ -148,6 +148,13 @@ void ProbeService::open_device() {
   }
   device_ = std::move(device.value());
   device_warned_ = false;
+  // Memory is made per session; trying one buffer now turns a device or
+  // kernel that cannot register this kind into one clear line at start.
+  if (auto trial = Memory::create(*device_, 64, options_.memory); !trial) {
+    log::error("probe: probe.memory " + options_.memory + " cannot be used on " + device_->name() +
+               ": " + trial.error().message +
+               "; every probe session will fail with reason \"setup\"");
+  }
   responder_->set_device(device_);
   stats_->set_device(device_->name(), device_->thread_domain(), device_->completion_timestamps(),
                      options_.memory);

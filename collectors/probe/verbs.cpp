@@ -383,11 +383,16 @@ Status Endpoint::connect(const wire::Peer& remote) {
   return ok_status();
 }
 
-Status Endpoint::post_recv(uint64_t wr_id) {
+ibv_sge Endpoint::buffer() const {
   ibv_sge sge{};
   sge.addr = memory_->address();
   sge.length = config_.size;
   sge.lkey = memory_->lkey();
+  return sge;
+}
+
+Status Endpoint::post_recv(uint64_t wr_id) {
+  ibv_sge sge = buffer();
   ibv_recv_wr wr{};
   wr.wr_id = wr_id;
   wr.sg_list = &sge;
@@ -406,10 +411,7 @@ Status Endpoint::post(uint64_t wr_id, const wire::Peer& remote) {
 }
 
 Status Endpoint::post_as(Op op, uint64_t wr_id, const wire::Peer& remote) {
-  ibv_sge sge{};
-  sge.addr = memory_->address();
-  sge.length = config_.size;
-  sge.lkey = memory_->lkey();
+  ibv_sge sge = buffer();
   ibv_send_wr wr{};
   wr.wr_id = wr_id;
   wr.sg_list = &sge;

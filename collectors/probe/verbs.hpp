@@ -147,6 +147,8 @@ class Endpoint {
  private:
   Endpoint() = default;
   Status post_as(Op op, uint64_t wr_id, const wire::Peer& remote);
+  // The whole probe buffer as one scatter/gather entry.
+  ibv_sge buffer() const;
 
   std::shared_ptr<Device> device_;
   EndpointConfig config_;

@@ -15,6 +15,7 @@
 #include "collectors/probe/responder.hpp"
 #include "collectors/probe/service.hpp"
 #include "collectors/probe/targets.hpp"
+#include "collectors/probe/verbs.hpp"
 #include "snapshot_query.hpp"
 
 namespace rdma_exporter::probe {
@@ -142,6 +143,20 @@ TEST(ProbeStatsTest, SeriesCarryTargetClassAndTargetLabels) {
   // A target dropped from the configuration stops being exported.
   stats.retain({});
   EXPECT_EQ(series_count(metrics_of(stats), "rdma_probe_sent_total"), 0u);
+}
+
+TEST(ProbeVerbs, DeviceClockTicksBecomeSeconds) {
+  // mlx5's hca_core_clock is in kHz: 1,000,000 kHz is a 1 GHz clock.
+  EXPECT_DOUBLE_EQ(ticks_to_seconds(1000, 1000000), 1e-6);
+  EXPECT_DOUBLE_EQ(ticks_to_seconds(156250, 156250), 1e-3);
+  EXPECT_EQ(ticks_to_seconds(1000, 0), 0);  // no clock, no number
+}
+
+TEST(ProbeVerbs, MtuBytesAndEnumsRoundTrip) {
+  for (uint32_t bytes : {256u, 512u, 1024u, 2048u, 4096u}) {
+    EXPECT_EQ(mtu_bytes(mtu_enum(bytes)), bytes);
+  }
+  EXPECT_EQ(mtu_enum(4096), IBV_MTU_4096);
 }
 
 TEST(ProbeStatsTest, BucketsSpanOneMicrosecondToOneSecond) {

@@ -92,7 +92,7 @@ class VmTestCase(unittest.TestCase):
     """Boots the VM once for the class and runs GUEST_SCRIPT in it with the
     staged BINARIES ({staged name: host path}) as arguments, then rxe-up."""
     GUEST_SCRIPT = None
-    GUEST_FILES = ("rxe-up",)
+    GUEST_FILES = ("rxe-up", "guest-lib.sh")
     BINARIES = {}
     VM_TIMEOUT = 200
     LOGS = ()  # results files printed when the run fails
