@@ -115,24 +115,6 @@ Result<std::vector<T>> decode_flat(const Reply& reply, uint16_t cmd,
   return out;
 }
 
-// A doit answered with one message of `reply_cmd` and the ACK.
-Result<AttrTable> single_answer(const Reply& reply, uint16_t cmd, uint16_t reply_cmd) {
-  std::optional<AttrTable> table;
-  Status s = walk_reply(
-      reply, cmd,
-      [&](const nlmsghdr& m) -> Status {
-        if (table) return malformed("more than one answer to " + command_name(cmd));
-        auto t = table_of_message(m, command_name(cmd).c_str());
-        if (!t) return t.error();
-        table = *t;
-        return ok_status();
-      },
-      reply_cmd);
-  if (!s) return s.error();
-  if (!table) return malformed("no answer to " + command_name(cmd));
-  return *table;
-}
-
 }  // namespace
 
 Bytes build_counter_mode_get(uint32_t dev_index, uint32_t port) {

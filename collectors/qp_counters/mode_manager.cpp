@@ -23,30 +23,6 @@ uint32_t wanted_mask(const QpCountersOptions::PortRule& r) {
 
 }  // namespace
 
-std::string result_name(const Status& s) {
-  if (s) return "ok";
-  switch (s.error().code) {
-    case EPERM:
-      return "EPERM";
-    case EACCES:
-      return "EACCES";
-    case EBUSY:
-      return "EBUSY";
-    case EINVAL:
-      return "EINVAL";
-    case EOPNOTSUPP:
-      return "EOPNOTSUPP";
-    case ENOMEM:
-      return "ENOMEM";
-    case ENOENT:
-      return "ENOENT";
-    case ETIMEDOUT:
-      return "ETIMEDOUT";
-    default:
-      return "error";
-  }
-}
-
 CounterModeManager::CounterModeManager(const QpCountersOptions& options)
     : options_(options), processes_(options.proc_root) {
   compile();
