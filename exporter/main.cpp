@@ -189,9 +189,7 @@ int serve(const Config& initial, const CommandLine& cli) {
                           apply_log_level(config);
                           server.update_config(config.web);
                           cache.set_max_age(config.collection.max_age);
-                          cache.start_maintenance(collection.manages_kernel_state()
-                                                      ? config.qp_counters.reconcile_interval
-                                                      : Duration::zero());
+                          cache.start_maintenance(collection.maintenance_interval());
                           reload_status->successful = true;
                           reload_status->success_timestamp = now_seconds();
                           log::info("configuration reloaded");
@@ -235,9 +233,7 @@ int serve(const Config& initial, const CommandLine& cli) {
     log::error(s.error().message);
     return kExitFailure;
   }
-  if (collection.manages_kernel_state()) {
-    cache.start_maintenance(config.qp_counters.reconcile_interval);
-  }
+  if (collection.manages_kernel_state()) cache.start_maintenance(collection.maintenance_interval());
   if (pusher) pusher->start();
   const auto ep = server.local_endpoint();
   log::info("rdma_exporter " + std::string(exporter_version()) + " listening on " +
