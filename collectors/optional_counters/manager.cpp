@@ -126,7 +126,7 @@ void OptionalCounterManager::reconcile(Scrape& scrape) {
 
 void OptionalCounterManager::add_metrics(MetricSink& sink) const {
   for (const auto& [key, count] : writes_) {
-    sink.counter("rdma_port_optional_counter_writes_total",
+    sink.counter("rdma_port_optional_stat_writes_total",
                  "Writes of the enabled optional counter set of a port, by result (ok or the "
                  "errno's name).",
                  {{"device", std::get<0>(key)},

@@ -20,7 +20,7 @@ std::vector<std::string> OptionalCountersCollector::collect(Scrape& scrape, Metr
         }
         for (const auto& c : status->counters) {
           if (!c.enabled) continue;  // not an optional counter
-          sink.gauge("rdma_port_optional_counter_enabled",
+          sink.gauge("rdma_port_optional_stat_enabled",
                      "1 when the port's optional hw counter is enabled (its value is then "
                      "rdma_port_hw_<counter>_total), 0 when it is offered but disabled.",
                      {{"device", entry.device.name},

@@ -38,15 +38,15 @@ struct FakePort {
   std::optional<uint8_t> lmc;
   std::vector<std::pair<std::string, uint64_t>> counters;
   int stat_error = 0;  // errno STAT_GET answers with, if not 0
+  // Per-QP counter mode: RDMA_COUNTER_MODE_NONE/AUTO/MANUAL and the auto mask.
+  uint32_t counter_mode = 0;
+  uint32_t auto_mask = 0;
   // Optional counters follow `counters` in the driver's table: the index of
   // optional_counters[i] is counters.size() + i. Enabled ones are listed by
   // STAT_GET with their values, after the others. A port without any (rxe)
   // lists its counters in STAT_GET_STATUS without the enabled flag.
   std::vector<FakeOptionalCounter> optional_counters;
   int status_error = 0;  // errno STAT_GET_STATUS answers with (kernels before 5.16: EINVAL)
-  // Per-QP counter mode: RDMA_COUNTER_MODE_NONE/AUTO/MANUAL and the auto mask.
-  uint32_t counter_mode = 0;
-  uint32_t auto_mask = 0;
 };
 
 // A QP in the device's resource tracker.

@@ -262,11 +262,11 @@ TEST_F(OptionalCountersTest, EnabledGaugePerOfferedCounterAndValuesAsHwCounters)
   mlx_counter("cc_rx_ce_pkts").value = 1234;
   auto s = collection().collect();
   EXPECT_TRUE(s->all_succeeded());
-  EXPECT_EQ(series_count(*s, "rdma_port_optional_counter_enabled"), 7U);
-  EXPECT_EQ(sample(*s, "rdma_port_optional_counter_enabled",
+  EXPECT_EQ(series_count(*s, "rdma_port_optional_stat_enabled"), 7U);
+  EXPECT_EQ(sample(*s, "rdma_port_optional_stat_enabled",
                    {{"device", "mlx5_0"}, {"port", "1"}, {"counter", "cc_rx_ce_pkts"}}),
             1.0);
-  EXPECT_EQ(sample(*s, "rdma_port_optional_counter_enabled",
+  EXPECT_EQ(sample(*s, "rdma_port_optional_stat_enabled",
                    {{"device", "mlx5_0"}, {"counter", "cc_tx_cnp_pkts"}}),
             0.0);
   // The enabled one's value comes with the port's other hw counters; the
@@ -274,8 +274,8 @@ TEST_F(OptionalCountersTest, EnabledGaugePerOfferedCounterAndValuesAsHwCounters)
   EXPECT_EQ(sample(*s, "rdma_port_hw_cc_rx_ce_pkts_total", {{"device", "mlx5_0"}}), 1234.0);
   EXPECT_FALSE(testing::has_family(*s, "rdma_port_hw_cc_tx_cnp_pkts_total"));
   // rxe offers none: no series, no error.
-  EXPECT_TRUE(std::isnan(sample(*s, "rdma_port_optional_counter_enabled", {{"device", "rxe0"}})));
-  EXPECT_FALSE(testing::has_family(*s, "rdma_port_optional_counter_writes_total"));
+  EXPECT_TRUE(std::isnan(sample(*s, "rdma_port_optional_stat_enabled", {{"device", "rxe0"}})));
+  EXPECT_FALSE(testing::has_family(*s, "rdma_port_optional_stat_writes_total"));
   EXPECT_EQ(status_sets(), 0U);  // observing never writes
 }
 
@@ -284,7 +284,7 @@ TEST_F(OptionalCountersTest, OldKernelOrPortWithoutCountersIsNotAFailure) {
   kernel_->devices[1].ports[0].status_error = EOPNOTSUPP;
   auto s = collection().collect();
   EXPECT_TRUE(s->all_succeeded());
-  EXPECT_FALSE(testing::has_family(*s, "rdma_port_optional_counter_enabled"));
+  EXPECT_FALSE(testing::has_family(*s, "rdma_port_optional_stat_enabled"));
 }
 
 TEST_F(OptionalCountersTest, OtherErrorsFailTheCollectorAndNameThePort) {
@@ -325,10 +325,10 @@ TEST_F(OptionalCountersTest, ConfiguredCountersAreEnabledMergedAndReappliedAfter
   EXPECT_EQ(std::count_if(list.begin(), list.end(), [](const auto& c) { return c.enabled; }), 3);
 
   auto s = collection().collect();
-  EXPECT_EQ(sample(*s, "rdma_port_optional_counter_writes_total",
+  EXPECT_EQ(sample(*s, "rdma_port_optional_stat_writes_total",
                    {{"device", "mlx5_0"}, {"port", "1"}, {"result", "ok"}}),
             2.0);
-  EXPECT_EQ(sample(*s, "rdma_port_optional_counter_enabled",
+  EXPECT_EQ(sample(*s, "rdma_port_optional_stat_enabled",
                    {{"device", "mlx5_0"}, {"counter", "cc_tx_cnp_pkts"}}),
             1.0);
 }
@@ -351,7 +351,7 @@ TEST_F(OptionalCountersTest, WithoutCapNetAdminWritesFailVisibly) {
   collection().maintain();
   EXPECT_FALSE(mlx_counter("cc_rx_ce_pkts").enabled);
   auto s = collection().collect();
-  EXPECT_EQ(sample(*s, "rdma_port_optional_counter_writes_total",
+  EXPECT_EQ(sample(*s, "rdma_port_optional_stat_writes_total",
                    {{"device", "mlx5_0"}, {"result", "EPERM"}}),
             2.0);
   EXPECT_TRUE(s->all_succeeded());  // reading still works
