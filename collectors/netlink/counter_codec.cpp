@@ -190,9 +190,7 @@ Result<std::vector<CounterSet>> decode_counter_sets(const Reply& reply) {
 }
 
 Status decode_set_auto_mode(const Reply& reply) {
-  auto t = single_answer(reply, RDMA_NLDEV_CMD_STAT_SET, RDMA_NLDEV_CMD_STAT_SET);
-  if (!t) return t.error();
-  return ok_status();
+  return acknowledged(reply, RDMA_NLDEV_CMD_STAT_SET, RDMA_NLDEV_CMD_STAT_SET);
 }
 
 Result<BindResult> decode_bind_qp(const Reply& reply) {
@@ -207,9 +205,7 @@ Result<BindResult> decode_bind_qp(const Reply& reply) {
 }
 
 Status decode_unbind_qp(const Reply& reply) {
-  auto t = single_answer(reply, RDMA_NLDEV_CMD_STAT_DEL, RDMA_NLDEV_CMD_STAT_SET);
-  if (!t) return t.error();
-  return ok_status();
+  return acknowledged(reply, RDMA_NLDEV_CMD_STAT_DEL, RDMA_NLDEV_CMD_STAT_SET);
 }
 
 Result<std::vector<Qp>> decode_qps(const Reply& reply) {

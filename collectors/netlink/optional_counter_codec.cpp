@@ -70,9 +70,7 @@ Result<PortCounterStatus> decode_counter_status(const Reply& reply) {
 }
 
 Status decode_set_optional_counters(const Reply& reply) {
-  auto t = single_answer(reply, RDMA_NLDEV_CMD_STAT_SET, RDMA_NLDEV_CMD_STAT_SET);
-  if (!t) return t.error();
-  return ok_status();
+  return acknowledged(reply, RDMA_NLDEV_CMD_STAT_SET, RDMA_NLDEV_CMD_STAT_SET);
 }
 
 }  // namespace rdma_exporter::nldev

@@ -185,6 +185,14 @@ inline Result<AttrTable> single_answer(const Reply& reply, uint16_t cmd, uint16_
   return *table;
 }
 
+// A write answered with one message of `reply_cmd` and the ACK, whose
+// content does not matter.
+inline Status acknowledged(const Reply& reply, uint16_t cmd, uint16_t reply_cmd) {
+  auto t = single_answer(reply, cmd, reply_cmd);
+  if (!t) return t.error();
+  return ok_status();
+}
+
 // Reads a STAT_HWCOUNTERS table; the table itself is required.
 inline Status read_hw_counters(const nlattr* nest, std::vector<HwCounter>& out) {
   if (nest == nullptr) return malformed("missing attribute STAT_HWCOUNTERS");

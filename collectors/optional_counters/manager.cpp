@@ -2,6 +2,7 @@
 
 #include <algorithm>
 
+#include "collectors/port_rules.hpp"
 #include "common/log.hpp"
 
 namespace rdma_exporter {
@@ -61,11 +62,7 @@ void OptionalCounterManager::reconfigure(const OptionalCountersOptions& options)
 
 const OptionalCountersOptions::PortRule* OptionalCounterManager::rule_for(const std::string& device,
                                                                           uint32_t port) const {
-  for (std::size_t i = 0; i < options_.ports.size(); ++i) {
-    const auto& r = options_.ports[i];
-    if ((r.port == 0 || r.port == port) && std::regex_match(device, device_patterns_[i])) return &r;
-  }
-  return nullptr;
+  return first_matching_rule(options_.ports, device_patterns_, device, port);
 }
 
 void OptionalCounterManager::note(const PortKey& key, const std::string& topic,

@@ -6,6 +6,7 @@
 #include <set>
 
 #include "collectors/netlink/counter_codec.hpp"
+#include "collectors/port_rules.hpp"
 #include "collectors/qp_counters/qp_counters_collector.hpp"
 #include "common/log.hpp"
 
@@ -55,11 +56,7 @@ void CounterModeManager::compile() {
 
 const QpCountersOptions::PortRule* CounterModeManager::rule_for(const std::string& device,
                                                                 uint32_t port) const {
-  for (std::size_t i = 0; i < options_.ports.size(); ++i) {
-    const auto& r = options_.ports[i];
-    if ((r.port == 0 || r.port == port) && std::regex_match(device, device_patterns_[i])) return &r;
-  }
-  return nullptr;
+  return first_matching_rule(options_.ports, device_patterns_, device, port);
 }
 
 void CounterModeManager::record(const PortKey& key, const std::string& operation,
