@@ -8,7 +8,9 @@
 #include "collectors/dcb/options.hpp"
 #include "collectors/ethtool/options.hpp"
 #include "collectors/optional_counters/options.hpp"
+#include "collectors/probe/options.hpp"
 #include "collectors/qp_counters/options.hpp"
+#include "common/address.hpp"
 #include "exporter/otlp/options.hpp"
 
 namespace rdma_exporter {
@@ -62,6 +64,8 @@ struct Config {
 
   OtlpOptions otlp;
 
+  probe::ProbeOptions probe;
+
   struct Log {
     std::string level = "info";
   } log;
@@ -81,12 +85,5 @@ std::vector<std::string> validate_config(const Config& config);
 
 // "10s", "500ms", "1m30s", "2h" -> milliseconds; false when malformed.
 bool parse_duration(const std::string& text, Duration& out);
-
-struct ListenAddress {
-  std::string host;  // empty: all addresses
-  unsigned short port = 0;
-};
-// "host:port", ":port", "[v6]:port"; false when malformed.
-bool parse_listen_address(const std::string& text, ListenAddress& out);
 
 }  // namespace rdma_exporter

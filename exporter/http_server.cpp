@@ -303,41 +303,9 @@ HttpServer::HttpServer(asio::io_context& io, const Config::Web& config, Snapshot
 HttpServer::~HttpServer() = default;
 
 Status HttpServer::start() {
-  ListenAddress addr;
-  const std::string& listen = state_->config.listen_address;
-  if (!parse_listen_address(listen, addr)) {
-    return Error{EINVAL, "invalid listen address \"" + listen + "\""};
-  }
-  std::vector<tcp::endpoint> candidates;
-  if (addr.host.empty()) {
-    candidates = {tcp::endpoint(tcp::v6(), addr.port), tcp::endpoint(tcp::v4(), addr.port)};
-  } else {
-    beast::error_code ec;
-    tcp::resolver resolver(io_);
-    auto results = resolver.resolve(addr.host, std::to_string(addr.port),
-                                    tcp::resolver::passive | tcp::resolver::numeric_service, ec);
-    if (ec) return Error{ec.value(), "resolve " + listen + ": " + ec.message()};
-    for (const auto& r : results) candidates.push_back(r.endpoint());
-  }
-  beast::error_code ec;
-  for (const auto& ep : candidates) {
-    acceptor_.close(ec);
-    ec.clear();
-    acceptor_.open(ep.protocol(), ec);
-    if (ec) continue;
-    acceptor_.set_option(asio::socket_base::reuse_address(true), ec);
-    if (ep.protocol() == tcp::v6() && addr.host.empty()) {
-      acceptor_.set_option(asio::ip::v6_only(false), ec);
-    }
-    ec.clear();
-    acceptor_.bind(ep, ec);
-    if (ec) continue;
-    acceptor_.listen(asio::socket_base::max_listen_connections, ec);
-    if (ec) continue;
-    accept();
-    return ok_status();
-  }
-  return Error{ec.value(), "listen on " + listen + ": " + ec.message()};
+  if (Status s = open_listener(acceptor_, state_->config.listen_address); !s) return s;
+  accept();
+  return ok_status();
 }
 
 tcp::endpoint HttpServer::local_endpoint() const {

@@ -12,6 +12,7 @@
 #include <iostream>
 
 #include "collectors/netlink/socket_transport.hpp"
+#include "collectors/probe/service.hpp"
 #include "collectors/sysfs/reader.hpp"
 #include "common/log.hpp"
 #include "exporter/cli.hpp"
@@ -160,6 +161,18 @@ int serve(const Config& initial, const CommandLine& cli) {
     collection.add_self_metrics([pusher](MetricSink& sink) { pusher->add_metrics(sink); });
   }
 
+  // The latency probe, on its own thread. Held by shared_ptr for the same
+  // reason as the pusher.
+  std::shared_ptr<probe::ProbeService> prober;
+  if (config.probe.enabled) {
+    prober = std::make_shared<probe::ProbeService>(config.probe);
+    if (Status s = prober->start(); !s) {
+      log::error("probe: " + s.error().message);
+      return kExitFailure;
+    }
+    collection.add_self_metrics([prober](MetricSink& sink) { prober->add_metrics(sink); });
+  }
+
   // Reload: read and check the file on the event loop; an invalid file
   // changes nothing. A valid one is applied between collections, keeping
   // counters, per-QP series and bindings.
@@ -182,6 +195,11 @@ int serve(const Config& initial, const CommandLine& cli) {
     }
     if (next.otlp != config.otlp) {
       log::warn("reload: otlp changes take effect at the next start");
+    }
+    if (next.probe.enabled != config.probe.enabled) {
+      log::warn("reload: turning the probe on or off takes effect at the next start");
+    } else if (prober && next.probe != config.probe) {
+      prober->update(next.probe);
     }
     cache.run_exclusive([next](Collection& c) { c.reconfigure(next); },
                         [&, next, done] {
@@ -241,6 +259,7 @@ int serve(const Config& initial, const CommandLine& cli) {
 
   io.run();
   if (pusher) pusher->stop();
+  if (prober) prober->stop();
   log::info("stopped");
   return kExitOk;
 }

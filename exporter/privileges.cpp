@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <charconv>
+#include <filesystem>
 #include <sstream>
 
 #include "collectors/sysfs/reader.hpp"
@@ -17,8 +18,16 @@ constexpr const char* kInitialPidNamespace = "pid:[4026531836]";
 
 }  // namespace
 
-Privileges read_privileges(const std::string& proc_root) {
+Privileges read_privileges(const std::string& proc_root, const std::string& dev_root) {
   Privileges p;
+  p.verbs_device = false;
+  std::error_code dir_error;
+  for (const auto& entry : std::filesystem::directory_iterator(dev_root, dir_error)) {
+    if (entry.path().filename().string().rfind("uverbs", 0) == 0 &&
+        ::access(entry.path().c_str(), R_OK | W_OK) == 0) {
+      p.verbs_device = true;
+    }
+  }
   auto status = sysfs::read_attribute(proc_root + "/self/status");
   if (status) {
     std::istringstream lines(*status);
@@ -49,6 +58,11 @@ std::vector<std::string> privilege_problems(const Config& config, const Privileg
     out.emplace_back(
         "optional_counters.ports asks to enable optional counters, but this process lacks "
         "CAP_NET_ADMIN: those kernel writes will fail with EPERM (reading still works)");
+  }
+  if (config.probe.enabled && !have.verbs_device) {
+    out.emplace_back(
+        "probe.enabled, but no /dev/infiniband/uverbs* device can be opened by this process: the "
+        "probe cannot make queue pairs until one can (its responder refuses set-ups meanwhile)");
   }
   if (!config.collectors.qp_counters) return out;
   bool writes = false;

@@ -28,6 +28,7 @@ TEST(Config, ShippedExampleLoadsAndEqualsTheDefaults) {
   EXPECT_TRUE(c.ethtool.raw_stats_include.empty());
   EXPECT_TRUE(c.ethtool.mappings.empty());
   EXPECT_EQ(c.dcb.dscp_priority, d.dcb.dscp_priority);
+  EXPECT_EQ(c.probe, d.probe);
 }
 
 TEST(Config, EmptyDocumentKeepsDefaults) {
@@ -185,6 +186,88 @@ TEST(Config, WrongShapesAreErrors) {
   EXPECT_EQ(problems("web: {listen_address: nope}\n"), 1U);
   EXPECT_EQ(problems("web: {read_timeout: 0s}\n"), 1U);
   EXPECT_EQ(problems("web: {max_request_bytes: 99999999999}\n"), 1U);
+}
+
+TEST(Config, ProbeSectionIsRead) {
+  Config c;
+  auto errors = parse_config(R"(probe:
+  enabled: true
+  device: mlx5_0
+  port: 2
+  gid_index: 3
+  listen_address: "10.0.0.1:10911"
+  loopback: true
+  secret_file: /etc/rdma_exporter/probe.secret
+  memory: udmabuf
+  file_sd: [/etc/rdma_exporter/peers.json]
+  file_sd_refresh: 10s
+  max_sessions: 10
+  max_message_size: 65536
+  classes:
+    - {name: latency, op: send, size: 4096, tclass: 106, sl: 5, mtu: 4096,
+       interval: 200ms, timeout: 50ms, busy_poll: 20us, port: 1, gid_index: 0}
+    - {name: bulk, op: read, size: 65536, busy_poll: 1ms}
+  targets:
+    - address: "peer-a:10911"
+      labels: {rack: r1}
+      classes: [latency]
+)",
+                             "p.yml", c);
+  ASSERT_TRUE(errors.empty()) << ::testing::PrintToString(errors);
+  const auto& p = c.probe;
+  EXPECT_TRUE(p.enabled);
+  EXPECT_EQ(p.device, "mlx5_0");
+  EXPECT_EQ(p.port, 2);
+  EXPECT_EQ(p.gid_index, 3);
+  EXPECT_TRUE(p.loopback);
+  EXPECT_EQ(p.memory, "udmabuf");
+  EXPECT_EQ(p.file_sd, std::vector<std::string>{"/etc/rdma_exporter/peers.json"});
+  EXPECT_EQ(p.max_sessions, 10);
+  ASSERT_EQ(p.classes.size(), 2U);
+  EXPECT_EQ(p.classes[0].op, probe::Op::send);
+  EXPECT_EQ(p.classes[0].size, 4096U);
+  EXPECT_EQ(p.classes[0].tclass, 106);
+  EXPECT_EQ(p.classes[0].sl, 5);
+  EXPECT_EQ(p.classes[0].mtu, 4096U);
+  EXPECT_EQ(p.classes[0].interval, std::chrono::milliseconds(200));
+  EXPECT_EQ(p.classes[0].timeout, std::chrono::milliseconds(50));
+  EXPECT_EQ(p.classes[0].busy_poll, std::chrono::microseconds(20));
+  EXPECT_EQ(p.classes[0].port, std::optional<uint8_t>(1));
+  EXPECT_EQ(p.classes[0].gid_index, std::optional<int>(0));
+  EXPECT_EQ(p.classes[1].op, probe::Op::read);
+  EXPECT_EQ(p.classes[1].busy_poll, std::chrono::microseconds(1000));
+  EXPECT_FALSE(p.classes[1].port);
+  ASSERT_EQ(p.targets.size(), 1U);
+  EXPECT_EQ(p.targets[0].labels.at("rack"), "r1");
+  EXPECT_EQ(p.targets[0].classes, std::vector<std::string>{"latency"});
+}
+
+TEST(Config, ProbeProblemsAreNamed) {
+  auto first_problem = [](const std::string& text) {
+    Config c;
+    auto errors = parse_config(text, "t", c);
+    return errors.empty() ? std::string() : errors.front();
+  };
+  EXPECT_NE(first_problem("probe: {classes: [{name: a, op: atomic}]}").find("probe.classes[0].op"),
+            std::string::npos);
+  EXPECT_NE(first_problem("probe: {classes: [{name: a, size: 0}]}").find("probe.classes[0].size"),
+            std::string::npos);
+  EXPECT_NE(first_problem("probe: {classes: [{name: a, sl: 16}]}").find("probe.classes[0].sl"),
+            std::string::npos);
+  EXPECT_NE(first_problem("probe: {classes: [{name: a, busy_poll: fast}]}").find("busy_poll"),
+            std::string::npos);
+  EXPECT_NE(first_problem("probe: {classes: [{name: a, mtu: 1500}]}").find("mtu"),
+            std::string::npos);
+  EXPECT_NE(
+      first_problem("probe: {targets: [{address: a:1, labels: {op: x}}]}").find("set by the probe"),
+      std::string::npos);
+  EXPECT_NE(first_problem("probe: {targets: [{address: nowhere}]}").find("probe.targets[0]"),
+            std::string::npos);
+  EXPECT_NE(first_problem("probe: {memory: gpu}").find("probe.memory"), std::string::npos);
+  EXPECT_NE(first_problem("probe: {listen_address: here}").find("probe.listen_address"),
+            std::string::npos);
+  EXPECT_NE(first_problem("probe: {colour: red}").find("probe.colour: unknown key"),
+            std::string::npos);
 }
 
 TEST(Config, MissingFileIsOneProblem) {

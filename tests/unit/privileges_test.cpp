@@ -62,5 +62,25 @@ TEST(Privileges, SaysOnceWhatCannotWork) {
       privilege_problems(off, {.cap_net_admin = false, .host_pid_namespace = false}).empty());
 }
 
+TEST(Privileges, ProbeNeedsAVerbsDeviceNode) {
+  const std::string dev = ::testing::TempDir() + "/privileges-dev";
+  std::filesystem::remove_all(dev);
+  std::filesystem::create_directories(dev);
+  EXPECT_FALSE(read_privileges("/proc", dev).verbs_device);
+  EXPECT_FALSE(read_privileges("/proc", dev + "/missing").verbs_device);
+  std::ofstream(dev + "/rdma_cm") << "";
+  EXPECT_FALSE(read_privileges("/proc", dev).verbs_device);  // not a verbs node
+  std::ofstream(dev + "/uverbs0") << "";
+  EXPECT_TRUE(read_privileges("/proc", dev).verbs_device);
+
+  Config probing;
+  probing.probe.enabled = true;
+  Privileges none{.cap_net_admin = true, .host_pid_namespace = true, .verbs_device = false};
+  auto problems = privilege_problems(probing, none);
+  ASSERT_EQ(problems.size(), 1U);
+  EXPECT_NE(problems[0].find("/dev/infiniband"), std::string::npos);
+  EXPECT_TRUE(privilege_problems(Config{}, none).empty());  // no probe, no problem
+}
+
 }  // namespace
 }  // namespace rdma_exporter

@@ -38,20 +38,9 @@ R=$RESULTS
 	exit 1
 }
 
-note() { printf 'exporter-checks: [%3ds] %s\n' "$SECONDS" "$*" | tee -a "$R/steps.log" >&2; }
-die() {
-	note "ERROR: $*"
-	exit 1
-}
-
-# t SECS CMD...: CMD under its own time limit. Background jobs call timeout
-# directly instead, so that $! is the timeout process and killing it stops
-# CMD (timeout passes the signal on).
-t() {
-	local secs=$1
-	shift
-	timeout --kill-after=5 "$secs" "$@"
-}
+PROG=exporter-checks
+# shellcheck source=guest-lib.sh
+source "$HERE/guest-lib.sh"
 
 # Milliseconds since the epoch (wall clock, comparable with the exporter log).
 now_ms() {
@@ -70,16 +59,6 @@ record() {
 	[[ -s $R/$file.err ]] || rm -f -- "$R/$file.err"
 }
 
-wait_listen() {
-	local port=$1 deadline=$((SECONDS + $2))
-	while ((SECONDS < deadline)); do
-		if t 5 ss -Hltn "sport = :$port" | grep -q .; then
-			return 0
-		fi
-		sleep 0.1
-	done
-	return 1
-}
 
 # pair NAME PORT CMD...: a verbs server/client pair over rxe0; both must
 # exit 0. The client connects to the server through 127.0.0.1.

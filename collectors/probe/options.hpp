@@ -1,0 +1,83 @@
+#pragma once
+
+#include <chrono>
+#include <cstdint>
+#include <map>
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace rdma_exporter::probe {
+
+enum class Op : uint8_t { send = 1, write = 2, read = 3 };
+
+const char* op_name(Op op);
+
+// One kind of probe: an operation at one message size on one priority. A
+// target is probed with every class it names (all of them by default).
+struct ProbeClass {
+  std::string name;
+  Op op = Op::write;
+  uint32_t size = 64;            // bytes per message
+  uint8_t tclass = 0;            // IP traffic class (DSCP << 2 | ECN) in the GRH
+  uint8_t sl = 0;                // service level (InfiniBand) / priority (RoCE without DSCP trust)
+  std::optional<uint8_t> port;   // default: probe.port
+  std::optional<int> gid_index;  // default: probe.gid_index
+  uint32_t mtu = 1024;           // path MTU in bytes: 256, 512, 1024, 2048 or 4096
+  std::chrono::milliseconds interval{std::chrono::seconds(1)};
+  std::chrono::milliseconds timeout{std::chrono::seconds(1)};
+  // How long to spin on the completion queue before sleeping on its
+  // completion channel.
+  std::chrono::microseconds busy_poll{100};
+
+  bool operator==(const ProbeClass&) const = default;
+};
+
+// A peer to probe: the address of its probe control port and labels that
+// every series of the target carries.
+struct Target {
+  std::string address;  // host:port
+  std::map<std::string, std::string> labels;
+  std::vector<std::string> classes;  // empty: every class
+
+  bool operator==(const Target&) const = default;
+};
+
+// The `probe` section of the configuration.
+struct ProbeOptions {
+  bool enabled = false;
+  std::string device;  // empty: the first device that has an active port
+  uint8_t port = 1;
+  int gid_index = -1;  // -1: the port's RoCEv2 IPv4 GID (InfiniBand: 0)
+  // Where the responder accepts control connections; the prober also uses
+  // its port for the loopback target.
+  std::string listen_address = ":10911";
+  std::vector<ProbeClass> classes;
+  std::vector<Target> targets;
+  std::vector<std::string> file_sd;  // files in Prometheus file_sd format
+  std::chrono::milliseconds file_sd_refresh{std::chrono::seconds(5)};
+  bool loopback = false;  // probe this host through its own device
+  std::chrono::milliseconds connect_timeout{std::chrono::seconds(3)};
+  std::chrono::milliseconds backoff_initial{std::chrono::milliseconds(500)};
+  std::chrono::milliseconds backoff_max{std::chrono::seconds(30)};
+  std::string secret_file;  // shared secret: peers prove it by HMAC
+  // Responder limits.
+  int max_sessions = 256;
+  int max_sessions_per_source = 32;
+  int setups_per_minute_per_source = 120;
+  uint32_t max_message_size = 1 << 20;
+  std::chrono::milliseconds idle_timeout{std::chrono::seconds(60)};
+  // Memory for probe buffers: "host" (page-aligned heap) or "udmabuf"
+  // (a dma-buf made by /dev/udmabuf, registered with ibv_reg_dmabuf_mr).
+  std::string memory = "host";
+
+  bool operator==(const ProbeOptions&) const = default;
+};
+
+// One line per problem ("probe.classes[0].mtu: ..."); empty when valid.
+std::vector<std::string> validate_probe_options(const ProbeOptions& options);
+
+// The classes in use: the configured ones, or one 64-byte write.
+std::vector<ProbeClass> effective_classes(const ProbeOptions& options);
+
+}  // namespace rdma_exporter::probe

@@ -1,0 +1,114 @@
+#pragma once
+
+#include <array>
+#include <cstdint>
+#include <span>
+#include <string>
+#include <variant>
+#include <vector>
+
+#include "collectors/probe/options.hpp"
+#include "collectors/result.hpp"
+
+// The probe's control protocol: what a prober and a responder say over TCP to
+// connect a pair of RC queue pairs. Every message is an 8-byte header
+//   'R' 'X' 'P' version  type  0  length(16, big endian)
+// and a payload of exactly the length its type has. Integers are big endian.
+// The decoder accepts nothing else: a wrong magic, version, type, length or
+// field value is an error naming what was wrong.
+namespace rdma_exporter::probe::wire {
+
+inline constexpr uint8_t kVersion = 1;
+inline constexpr std::size_t kHeaderSize = 8;
+inline constexpr std::size_t kMaxPayload = 256;
+inline constexpr std::size_t kNonceSize = 16;
+inline constexpr std::size_t kMacSize = 32;
+inline constexpr std::size_t kMaxReasonSize = 200;
+
+enum class Type : uint8_t { hello = 1, setup = 2, accept = 3, reject = 4, keepalive = 5 };
+
+// What one side of an RC connection needs to know of the other.
+struct Peer {
+  uint32_t qpn = 0;  // 24 bits
+  uint32_t psn = 0;  // 24 bits
+  uint16_t lid = 0;
+  std::array<uint8_t, 16> gid{};
+  uint32_t rkey = 0;
+  uint64_t addr = 0;
+
+  bool operator==(const Peer&) const = default;
+};
+
+// Responder -> prober, first thing on a connection.
+struct Hello {
+  std::array<uint8_t, kNonceSize> nonce{};
+  bool auth_required = false;
+
+  bool operator==(const Hello&) const = default;
+};
+
+// Prober -> responder: the probe class and the prober's queue pair. `mac` is
+// the HMAC of the hello's nonce and this message (zero without a secret).
+struct Setup {
+  Op op = Op::write;
+  uint32_t size = 0;
+  uint8_t tclass = 0;
+  uint8_t sl = 0;
+  uint32_t mtu = 1024;
+  Peer peer;
+  std::array<uint8_t, kMacSize> mac{};
+
+  bool operator==(const Setup&) const = default;
+};
+
+// Responder -> prober: its queue pair, ready to receive.
+struct Accept {
+  Peer peer;
+
+  bool operator==(const Accept&) const = default;
+};
+
+enum class RejectCode : uint8_t {
+  version = 1,      // protocol version not spoken
+  auth = 2,         // missing or wrong HMAC
+  capacity = 3,     // session cap reached
+  rate = 4,         // too many set-ups from this source
+  unsupported = 5,  // operation, size or MTU not offered
+  resources = 6,    // the responder could not create its queue pair
+  protocol = 7,     // malformed or unexpected message
+};
+const char* reject_code_name(RejectCode code);
+
+struct Reject {
+  RejectCode code = RejectCode::protocol;
+  std::string reason;  // printable ASCII, at most kMaxReasonSize bytes
+
+  bool operator==(const Reject&) const = default;
+};
+
+// Either side, while a session is idle: says the connection is still wanted.
+struct Keepalive {
+  bool operator==(const Keepalive&) const = default;
+};
+
+using Message = std::variant<Hello, Setup, Accept, Reject, Keepalive>;
+
+struct Header {
+  Type type = Type::keepalive;
+  uint16_t length = 0;
+};
+
+std::vector<uint8_t> encode(const Message& message);
+
+// The bytes a setup's MAC covers: the setup's payload without the MAC.
+std::vector<uint8_t> setup_mac_input(const Setup& setup);
+
+Result<Header> decode_header(std::span<const uint8_t> bytes);
+Result<Message> decode_payload(Type type, std::span<const uint8_t> payload);
+// A whole message (header and payload) in one buffer.
+Result<Message> decode(std::span<const uint8_t> bytes);
+
+// Path MTU in bytes <-> the verbs enum value (1..5).
+bool mtu_valid(uint32_t bytes);
+
+}  // namespace rdma_exporter::probe::wire

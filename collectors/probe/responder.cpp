@@ -1,0 +1,285 @@
+#include "collectors/probe/responder.hpp"
+
+#include <boost/asio/posix/stream_descriptor.hpp>
+#include <boost/asio/steady_timer.hpp>
+#include <optional>
+
+#include "collectors/probe/auth.hpp"
+#include "collectors/probe/control.hpp"
+#include "common/address.hpp"
+#include "common/log.hpp"
+
+namespace rdma_exporter::probe {
+
+using boost::asio::ip::tcp;
+
+namespace {
+constexpr uint32_t kEchoRecvDepth = 16;
+constexpr std::size_t kMaxSources = 4096;
+}  // namespace
+
+// One prober's session: hello, set-up, then keep-alives until the prober
+// leaves or stays silent longer than the idle timeout.
+class Responder::Session : public std::enable_shared_from_this<Session> {
+ public:
+  Session(Responder& owner, tcp::socket socket, std::string source)
+      : owner_(owner),
+        control_(std::make_shared<ControlChannel>(std::move(socket))),
+        source_(std::move(source)),
+        deadline_(owner.io_) {}
+
+  const std::string& source() const { return source_; }
+
+  void start() {
+    nonce_ = random_nonce();
+    wire::Hello hello;
+    hello.nonce = nonce_;
+    hello.auth_required = !owner_.settings_.secret.empty();
+    arm_deadline(owner_.settings_.handshake_timeout, "handshake_timeout");
+    control_->write(hello, [self = shared_from_this()](Status s) {
+      if (!s) return self->close(nullptr);
+      self->control_->read([self](Result<wire::Message> m) { self->on_setup(std::move(m)); });
+    });
+  }
+
+  void close(const char* rejected, bool idle = false) {
+    if (closed_) return;
+    closed_ = true;
+    if (rejected) owner_.stats_->responder_rejected(rejected);
+    deadline_.cancel();
+    control_->close();
+    if (channel_) {
+      channel_->cancel();
+      channel_->release();
+      channel_.reset();
+    }
+    endpoint_.reset();
+    owner_.closed(shared_from_this(), idle);
+  }
+
+ private:
+  void arm_deadline(std::chrono::milliseconds after, const char* why) {
+    deadline_.expires_after(after);
+    deadline_.async_wait([self = shared_from_this(), why](const boost::system::error_code& ec) {
+      if (ec || self->closed_) return;
+      const bool idle = std::string(why) == "idle";
+      self->close(idle ? nullptr : why, idle);
+    });
+  }
+
+  // Says why, then closes.
+  void reject(wire::RejectCode code, const std::string& reason, const char* counted_as) {
+    if (closed_) return;
+    wire::Reject r{code, reason};
+    owner_.stats_->responder_rejected(counted_as);
+    control_->write(r, [self = shared_from_this()](Status) { self->close(nullptr); });
+  }
+
+  void on_setup(Result<wire::Message> m) {
+    if (closed_) return;
+    if (!m) {
+      if (m.error().code == EPROTONOSUPPORT) {
+        return reject(wire::RejectCode::version, m.error().message, "version");
+      }
+      if (is_protocol_error(m.error())) {
+        return reject(wire::RejectCode::protocol, m.error().message, "protocol");
+      }
+      return close(nullptr);
+    }
+    const auto* setup = std::get_if<wire::Setup>(&m.value());
+    if (setup == nullptr) {
+      return reject(wire::RejectCode::protocol, "expected a setup", "protocol");
+    }
+    const ResponderSettings& cfg = owner_.settings_;
+    if (!cfg.secret.empty() && !setup_mac_valid(cfg.secret, nonce_, *setup)) {
+      return reject(wire::RejectCode::auth, "authentication failed", "auth");
+    }
+    if (setup->size > cfg.max_message_size) {
+      return reject(wire::RejectCode::unsupported,
+                    "message size above " + std::to_string(cfg.max_message_size), "unsupported");
+    }
+    if (!owner_.device_) {
+      return reject(wire::RejectCode::resources, "no RDMA device", "resources");
+    }
+    auto port = owner_.device_->port(cfg.port, cfg.gid_index);
+    if (!port) return reject(wire::RejectCode::resources, port.error().message, "resources");
+    EndpointConfig config;
+    config.op = setup->op;
+    config.size = setup->size;
+    config.tclass = setup->tclass;
+    config.sl = setup->sl;
+    config.mtu = setup->mtu;
+    config.port = *port;
+    config.recv_depth = setup->op == Op::send ? kEchoRecvDepth : 0;
+    config.memory = cfg.memory;
+    auto endpoint = Endpoint::create(owner_.device_, config);
+    if (!endpoint) {
+      return reject(wire::RejectCode::resources, endpoint.error().message, "resources");
+    }
+    endpoint_ = std::move(endpoint.value());
+    if (Status s = endpoint_->connect(setup->peer); !s) {
+      return reject(wire::RejectCode::resources, s.error().message, "resources");
+    }
+    if (setup->op == Op::send) {
+      channel_.emplace(owner_.io_, endpoint_->channel_fd());
+      echo();
+    }
+    wire::Accept accept;
+    accept.peer = endpoint_->local();
+    control_->write(accept, [self = shared_from_this()](Status s) {
+      if (!s) return self->close(nullptr);
+      self->listen();
+    });
+  }
+
+  // Keep-alives reset the idle deadline; anything else ends the session.
+  void listen() {
+    if (closed_) return;
+    arm_deadline(owner_.settings_.idle_timeout, "idle");
+    control_->read([self = shared_from_this()](Result<wire::Message> m) {
+      if (self->closed_) return;
+      if (m && std::holds_alternative<wire::Keepalive>(m.value())) {
+        self->control_->write(wire::Keepalive{}, [self](Status s) {
+          if (!s) self->close(nullptr);
+        });
+        return self->listen();
+      }
+      if (!m && !is_protocol_error(m.error())) return self->close(nullptr);
+      self->close("protocol");
+    });
+  }
+
+  // Answers every received message with one of the same size.
+  void echo() {
+    if (closed_) return;
+    std::array<Completion, 16> wc;
+    for (;;) {
+      auto n = endpoint_->poll(wc);
+      if (!n) return close(nullptr);
+      if (*n == 0) break;
+      for (std::size_t i = 0; i < *n; ++i) {
+        // An error means the prober's queue pair went away: the session ends.
+        if (wc[i].status != IBV_WC_SUCCESS) return close(nullptr);
+        if ((wc[i].wr_id & Endpoint::kRecvTag) == 0) continue;  // our echo was sent
+        if (!endpoint_->post_recv(wc[i].wr_id) || !endpoint_->post_send(0)) {
+          return close(nullptr);
+        }
+      }
+    }
+    if (!endpoint_->arm()) return close(nullptr);
+    channel_->async_wait(boost::asio::posix::stream_descriptor::wait_read,
+                         [self = shared_from_this()](const boost::system::error_code& ec) {
+                           if (ec || self->closed_) return;
+                           self->endpoint_->consume_events();
+                           self->echo();
+                         });
+  }
+
+  Responder& owner_;
+  std::shared_ptr<ControlChannel> control_;
+  const std::string source_;
+  boost::asio::steady_timer deadline_;
+  Nonce nonce_{};
+  std::unique_ptr<Endpoint> endpoint_;
+  std::optional<boost::asio::posix::stream_descriptor> channel_;
+  bool closed_ = false;
+};
+
+Responder::Responder(boost::asio::io_context& io, ResponderSettings settings,
+                     std::shared_ptr<ProbeStats> stats)
+    : io_(io), settings_(std::move(settings)), stats_(std::move(stats)), acceptor_(io) {}
+
+Responder::~Responder() {
+  stop();
+}
+
+Status Responder::start() {
+  if (Status s = open_listener(acceptor_, settings_.listen_address); !s) {
+    return Error{s.error().code, "probe responder: " + s.error().message};
+  }
+  accept();
+  return ok_status();
+}
+
+unsigned short Responder::port() const {
+  boost::system::error_code ec;
+  return acceptor_.local_endpoint(ec).port();
+}
+
+void Responder::stop() {
+  if (stopped_) return;
+  stopped_ = true;
+  boost::system::error_code ignored;
+  acceptor_.close(ignored);
+  const auto sessions = sessions_;
+  for (const auto& s : sessions) s->close(nullptr);
+}
+
+void Responder::accept() {
+  acceptor_.async_accept([this](const boost::system::error_code& ec, tcp::socket socket) {
+    if (stopped_) return;
+    if (ec) {
+      log::warn("probe responder: accept failed: " + ec.message());
+      auto timer = std::make_shared<boost::asio::steady_timer>(io_, std::chrono::milliseconds(100));
+      timer->async_wait([this, timer](const boost::system::error_code& tec) {
+        if (!tec && !stopped_) accept();
+      });
+      return;
+    }
+    admit(std::move(socket));
+    accept();
+  });
+}
+
+void Responder::admit(tcp::socket socket) {
+  boost::system::error_code ec;
+  const auto remote = socket.remote_endpoint(ec);
+  if (ec) return;
+  std::string source = remote.address().to_string();
+  if (static_cast<int>(sessions_.size()) >= settings_.max_sessions) {
+    return refuse(std::move(socket), wire::RejectCode::capacity, "capacity");
+  }
+  if (sources_.size() >= kMaxSources && !sources_.contains(source)) {
+    std::erase_if(sources_, [](const auto& kv) { return kv.second.sessions == 0; });
+    if (sources_.size() >= kMaxSources) {
+      return refuse(std::move(socket), wire::RejectCode::capacity, "capacity");
+    }
+  }
+  const auto now = std::chrono::steady_clock::now();
+  const double per_minute = settings_.setups_per_minute_per_source;
+  auto [it, fresh] = sources_.try_emplace(source);
+  Source& src = it->second;
+  if (fresh) {
+    src.tokens = per_minute;
+  } else {
+    const double minutes = std::chrono::duration<double>(now - src.refilled).count() / 60.0;
+    src.tokens = std::min(per_minute, src.tokens + minutes * per_minute);
+  }
+  src.refilled = now;
+  if (src.sessions >= settings_.max_sessions_per_source) {
+    return refuse(std::move(socket), wire::RejectCode::capacity, "capacity");
+  }
+  if (src.tokens < 1.0) return refuse(std::move(socket), wire::RejectCode::rate, "rate");
+  src.tokens -= 1.0;
+  ++src.sessions;
+  socket.set_option(tcp::no_delay(true), ec);
+  auto session = std::make_shared<Session>(*this, std::move(socket), std::move(source));
+  sessions_.insert(session);
+  stats_->responder_session_opened();
+  session->start();
+}
+
+void Responder::refuse(tcp::socket socket, wire::RejectCode code, const char* why) {
+  stats_->responder_rejected(why);
+  auto channel = std::make_shared<ControlChannel>(std::move(socket));
+  channel->write(wire::Reject{code, std::string("refused: ") + why},
+                 [channel](Status) { channel->close(); });
+}
+
+void Responder::closed(const std::shared_ptr<Session>& session, bool idle) {
+  if (sessions_.erase(session) == 0) return;
+  stats_->responder_session_closed(idle);
+  if (auto it = sources_.find(session->source()); it != sources_.end()) --it->second.sessions;
+}
+
+}  // namespace rdma_exporter::probe

@@ -1,0 +1,83 @@
+#include "collectors/probe/targets.hpp"
+
+#include <yaml-cpp/yaml.h>
+
+#include <algorithm>
+#include <cctype>
+
+#include "common/address.hpp"
+
+namespace rdma_exporter::probe {
+
+bool valid_target_address(const std::string& address) {
+  ListenAddress parsed;
+  return parse_listen_address(address, parsed) && !parsed.host.empty() && parsed.port != 0;
+}
+
+std::string target_label_problem(const std::string& name) {
+  if (name.empty()) return "a label name is empty";
+  const auto ok_first = [](unsigned char c) { return std::isalpha(c) || c == '_'; };
+  const auto ok_rest = [](unsigned char c) { return std::isalnum(c) || c == '_'; };
+  if (!ok_first(static_cast<unsigned char>(name.front())) ||
+      !std::all_of(name.begin() + 1, name.end(), [&](char c) { return ok_rest(c); })) {
+    return "\"" + name + "\" is not a valid label name";
+  }
+  for (const char* reserved : {"target", "op", "size", "tclass", "reason", "le"}) {
+    if (name == reserved) return "the label \"" + name + "\" is set by the probe itself";
+  }
+  return "";
+}
+
+Result<std::vector<Target>> parse_file_sd(const std::string& text, const std::string& source) {
+  const auto fail = [&](const YAML::Mark& mark, const std::string& what) {
+    std::string where = source;
+    if (mark.line >= 0) {
+      where += ":" + std::to_string(mark.line + 1) + ":" + std::to_string(mark.column + 1);
+    }
+    return Error{EINVAL, where + ": " + what};
+  };
+  YAML::Node root;
+  try {
+    root = YAML::Load(text);
+  } catch (const YAML::Exception& e) {
+    return fail(e.mark, e.msg);
+  }
+  std::vector<Target> out;
+  if (root.IsNull()) return out;
+  if (!root.IsSequence()) return fail(root.Mark(), "expected a list of target groups");
+  for (const auto& group : root) {
+    if (!group.IsMap()) return fail(group.Mark(), "expected a mapping with targets and labels");
+    std::vector<std::string> addresses;
+    std::map<std::string, std::string> labels;
+    for (const auto& kv : group) {
+      const std::string key = kv.first.Scalar();
+      if (key == "targets") {
+        if (!kv.second.IsSequence()) return fail(kv.second.Mark(), "targets: expected a list");
+        for (const auto& t : kv.second) {
+          if (!t.IsScalar() || !valid_target_address(t.Scalar())) {
+            return fail(t.Mark(), "targets: expected host:port");
+          }
+          addresses.push_back(t.Scalar());
+        }
+      } else if (key == "labels") {
+        if (kv.second.IsNull()) continue;
+        if (!kv.second.IsMap()) return fail(kv.second.Mark(), "labels: expected a mapping");
+        for (const auto& l : kv.second) {
+          const std::string name = l.first.Scalar();
+          if (!l.second.IsScalar())
+            return fail(l.second.Mark(), "labels." + name + ": expected a string");
+          if (name.rfind("__", 0) == 0) continue;
+          if (std::string p = target_label_problem(name); !p.empty())
+            return fail(l.first.Mark(), p);
+          labels[name] = l.second.Scalar();
+        }
+      } else {
+        return fail(kv.first.Mark(), key + ": unknown key (expected targets, labels)");
+      }
+    }
+    for (auto& a : addresses) out.push_back(Target{std::move(a), labels, {}});
+  }
+  return out;
+}
+
+}  // namespace rdma_exporter::probe

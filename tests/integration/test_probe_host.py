@@ -1,0 +1,162 @@
+"""The probe's configuration, targets and control port on a host without
+RDMA: file_sd reading and re-reading, reload, the responder's answers, and
+start-up failures. Probing itself needs a device: tests/vm/test_probe.py."""
+import os
+import re
+import signal
+import socket
+import subprocess
+import tempfile
+import time
+import unittest
+import urllib.request
+
+from harness import BIN, Exporter, raw_request, write_config
+
+
+def free_port():
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def metrics(exporter):
+    with urllib.request.urlopen(f"http://127.0.0.1:{exporter.port}/metrics", timeout=10) as r:
+        return r.read().decode()
+
+
+def value(text, name, **labels):
+    for line in text.splitlines():
+        if not line.startswith(name):
+            continue
+        m = re.match(r"^(\w+)(?:\{(.*)\})? (\S+)$", line)
+        if not m or m.group(1) != name:
+            continue
+        have = dict(re.findall(r'(\w+)="([^"]*)"', m.group(2) or ""))
+        if all(have.get(k) == v for k, v in labels.items()):
+            return float(m.group(3))
+    return None
+
+
+def wait_for(fn, timeout=10):
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        result = fn()
+        if result:
+            return result
+        time.sleep(0.05)
+    return fn()
+
+
+class ProbeOnHostTest(unittest.TestCase):
+    def setUp(self):
+        self.dir = tempfile.mkdtemp(prefix="rdma_probe_")
+        self.peers = os.path.join(self.dir, "peers.json")
+        self.probe_port = free_port()
+
+    def config(self, extra=""):
+        return f"""
+probe:
+  enabled: true
+  listen_address: 127.0.0.1:{self.probe_port}
+  loopback: true
+  file_sd: [{self.peers}]
+  file_sd_refresh: 100ms
+  targets:
+    - address: peer-a:10911
+      labels: {{rack: r1}}
+{extra}"""
+
+    def write_peers(self, text):
+        tmp = self.peers + ".tmp"
+        with open(tmp, "w") as f:
+            f.write(text)
+        os.replace(tmp, self.peers)
+
+    def test_targets_from_every_source_and_file_changes(self):
+        self.write_peers('[{"targets": ["10.0.0.1:10911", "10.0.0.2:10911"]}]')
+        with Exporter(config=self.config()) as e:
+            got = wait_for(lambda: value(metrics(e), "rdma_probe_targets", source="file_sd"))
+            self.assertEqual(got, 2)
+            text = metrics(e)
+            self.assertEqual(value(text, "rdma_probe_targets", source="static"), 1)
+            self.assertEqual(value(text, "rdma_probe_targets", source="loopback"), 1)
+            self.assertEqual(value(text, "rdma_probe_file_sd_last_read_successful"), 1)
+            # Without a device there is nothing to say about one.
+            self.assertIsNone(value(text, "rdma_probe_device_info"))
+            self.assertIn("probe:", e.log())
+            # A changed file is picked up.
+            self.write_peers("- targets: [a:1, b:1, c:1]\n  labels: {zone: z}\n")
+            self.assertEqual(wait_for(lambda: value(metrics(e), "rdma_probe_targets",
+                                                    source="file_sd") == 3), True)
+            # A broken file keeps the previous targets and says so.
+            self.write_peers('[{"targets": ["no-port"]}]')
+            self.assertTrue(wait_for(lambda: value(
+                metrics(e), "rdma_probe_file_sd_last_read_successful") == 0))
+            text = metrics(e)
+            self.assertEqual(value(text, "rdma_probe_targets", source="file_sd"), 3)
+            self.assertGreaterEqual(value(text, "rdma_probe_file_sd_failures_total"), 1)
+            self.assertIn(self.peers, e.log())
+            self.assertIn("expected host:port", e.log())
+            # A missing file too.
+            os.unlink(self.peers)
+            self.assertTrue(wait_for(lambda: value(
+                metrics(e), "rdma_probe_file_sd_failures_total") >= 2))
+            self.assertEqual(value(metrics(e), "rdma_probe_targets", source="file_sd"), 3)
+            self.assertEqual(e.stop(), 0)
+
+    def test_reload_applies_new_targets(self):
+        self.write_peers("[]")
+        path = write_config(self.config())
+        with Exporter("--config.file", path) as e:
+            self.assertEqual(wait_for(lambda: value(metrics(e), "rdma_probe_targets",
+                                                    source="static")), 1)
+            with open(path, "w") as f:
+                f.write(self.config("""    - address: peer-b:10911
+    - address: peer-c:10911
+"""))
+            e.proc.send_signal(signal.SIGHUP)
+            self.assertTrue(wait_for(lambda: value(metrics(e), "rdma_probe_targets",
+                                                   source="static") == 3))
+
+    def test_probe_port_rejects_garbage_and_refuses_setups_without_a_device(self):
+        self.write_peers("[]")
+        with Exporter(config=self.config()) as e:
+            answer = raw_request(self.probe_port, b"GET / HTTP/1.1\r\nHost: x\r\n\r\n")
+            self.assertTrue(answer.startswith(b"RXP\x01\x01"), answer[:16])
+            self.assertIn(b"RXP\x01\x04", answer)
+            self.assertIn(b"bad magic", answer)
+            text = wait_for(lambda: (lambda t: t if value(
+                t, "rdma_probe_responder_rejected_total", reason="protocol") else None)(
+                    metrics(e)))
+            self.assertEqual(value(text, "rdma_probe_responder_rejected_total",
+                                   reason="protocol"), 1)
+            self.assertEqual(e.stop(), 0)
+
+    def start_failure(self, config):
+        r = subprocess.run([BIN, "--web.listen-address", "127.0.0.1:0", "--config.file",
+                            write_config(config)], capture_output=True, text=True, timeout=30)
+        return r.returncode, r.stderr
+
+    def test_port_in_use_fails_at_start(self):
+        with socket.socket() as busy:
+            busy.bind(("127.0.0.1", self.probe_port))
+            busy.listen()
+            code, err = self.start_failure(self.config())
+        self.assertEqual(code, 1, err)
+        self.assertIn(f"probe responder: listen on 127.0.0.1:{self.probe_port}", err)
+
+    def test_short_secret_fails_at_start(self):
+        short = os.path.join(self.dir, "secret")
+        with open(short, "w") as f:
+            f.write("short\n")
+        code, err = self.start_failure(self.config(f"  secret_file: {short}\n"))
+        self.assertEqual(code, 1, err)
+        self.assertIn("at least 16 bytes", err)
+        code, err = self.start_failure(self.config(f"  secret_file: {short}.missing\n"))
+        self.assertEqual(code, 1, err)
+        self.assertIn("No such file", err)
+
+
+if __name__ == "__main__":
+    unittest.main()

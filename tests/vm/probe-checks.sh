@@ -1,0 +1,217 @@
+#!/bin/bash
+# Guest side of tests/vm/test_probe.py: two rdma_exporter instances probe each
+# other over the Soft-RoCE device rxe0 with every operation; perftest's
+# latency tools run at the same size in the same VM; the peer is killed and
+# restarted mid-run; a garbage client talks to a probe port.
+#
+# Usage (inside the VM started by run-in-vm):
+#   probe-checks.sh EXPORTER ASAN_EXPORTER [RXE_UP]
+# ASAN_EXPORTER is a build with AddressSanitizer: it runs a phase of rapid
+# session churn (thousands of set-ups and tear-downs of verbs resources) and
+# must exit without a leak report.
+# Everything goes to $RESULTS; the host-side test decides pass/fail. Exits
+# non-zero only when a step could not be carried out.
+set -euo pipefail
+
+HERE=$(cd -- "$(dirname -- "${BASH_SOURCE[0]}")" && pwd)
+EXPORTER=${1:?usage: probe-checks.sh EXPORTER ASAN_EXPORTER [RXE_UP]}
+ASAN_EXPORTER=${2:?usage: probe-checks.sh EXPORTER ASAN_EXPORTER [RXE_UP]}
+RXE_UP=${3:-$HERE/rxe-up}
+RXE=rxe0
+SIZE=${PROBE_SIZE:-64}
+ITERS=${PERFTEST_ITERS:-2000}
+WARMUP_SECS=${PROBE_WARMUP_SECS:-12}
+DOWN_SECS=${PROBE_DOWN_SECS:-6}
+CHURN_SECS=${PROBE_CHURN_SECS:-45}
+# Spin on the CQ as long as perftest does (it never sleeps), so that the
+# comparison measures the same thing; the default (100us) is in docs/probe.md.
+BUSY_POLL=${PROBE_BUSY_POLL:-20ms}
+
+: "${RESULTS:?RESULTS must name the results directory}"
+R=$RESULTS
+
+PROG=probe-checks
+# shellcheck source=guest-lib.sh
+source "$HERE/guest-lib.sh"
+
+scrape() { t 15 curl -sS -o "$R/$2" "http://127.0.0.1:$1/metrics" 2>>"$R/curl.err" || true; }
+
+: >"$R/steps.log"
+gid_index=$(t 120 "$RXE_UP" --print-gid-index 2>"$R/rxe-up.log") || die "rxe-up failed"
+echo "$gid_index" >"$R/gid-index"
+
+# ------------------------------------------------------------ perftest
+# Server and client on rxe0, the client reaching the server's port through
+# 127.0.0.1, as the exporters below do.
+port=18600
+# perftest converts cycles with the CPU frequency it measures; under
+# emulation that measurement sometimes fails and it prints "inf": run again.
+for tool in ib_send_lat ib_write_lat ib_read_lat; do
+	for attempt in 1 2 3; do
+		t 120 "$tool" -d "$RXE" -x "$gid_index" -s "$SIZE" -n "$ITERS" -p "$port" \
+			>"$R/$tool.server.log" 2>&1 &
+		server=$!
+		wait_listen "$port" 30 || die "$tool server did not listen"
+		t 120 "$tool" -d "$RXE" -x "$gid_index" -s "$SIZE" -n "$ITERS" -p "$port" 127.0.0.1 \
+			>"$R/$tool.log" 2>&1 || die "$tool client failed (see $tool.log)"
+		wait "$server" || true
+		port=$((port + 1))
+		grep -A1 t_typical "$R/$tool.log" | tail -1 | grep -q -E 'inf|nan' || break
+		note "$tool printed no numbers (attempt $attempt)"
+	done
+	note "$tool done"
+done
+
+# ------------------------------------------------------------ two exporters
+# A probes B and B probes A, every op at $SIZE bytes, ten probes a second.
+write_config() {
+	local peer_port=$1 probe_port=$2
+	cat <<EOF
+collection:
+  max_age: 0s
+probe:
+  enabled: true
+  device: $RXE
+  listen_address: 127.0.0.1:$probe_port
+  backoff_initial: 200ms
+  backoff_max: 1s
+  connect_timeout: 2s
+  classes:
+    - {name: send, op: send, size: $SIZE, interval: 100ms, timeout: 1s, busy_poll: $BUSY_POLL}
+    - {name: write, op: write, size: $SIZE, interval: 100ms, timeout: 1s, busy_poll: $BUSY_POLL}
+    - {name: read, op: read, size: $SIZE, interval: 100ms, timeout: 1s, busy_poll: $BUSY_POLL}
+  targets:
+    - address: 127.0.0.1:$peer_port
+      labels: {peer: peer}
+EOF
+}
+write_config 10921 10911 >"$R/a.yml"
+write_config 10911 10921 >"$R/b.yml"
+
+start_b() {
+	"$EXPORTER" --config.file "$R/b.yml" --web.listen-address 127.0.0.1:10920 \
+		>>"$R/b.log" 2>&1 &
+	b_pid=$!
+	echo "$b_pid" >>"$R/b.pids"
+}
+"$EXPORTER" --config.file "$R/a.yml" --web.listen-address 127.0.0.1:10910 >"$R/a.log" 2>&1 &
+a_pid=$!
+start_b
+trap 'kill -KILL "$a_pid" "$b_pid" 2>/dev/null || true' EXIT
+wait_listen 10910 30 || die "exporter A did not start (see a.log)"
+wait_listen 10920 30 || die "exporter B did not start (see b.log)"
+note "exporters up: A $a_pid, B $b_pid"
+
+sleep "$WARMUP_SECS"
+scrape 10910 a-steady.prom
+scrape 10920 b-steady.prom
+note "steady state recorded"
+
+# ------------------------------------------------------------ peer frozen
+# A stopped process cannot echo sends, but the device still serves one-sided
+# writes and reads to its memory.
+kill -STOP "$b_pid"
+note "B stopped"
+sleep "$DOWN_SECS"
+scrape 10910 a-peer-frozen.prom
+kill -CONT "$b_pid"
+note "B continued"
+sleep "$WARMUP_SECS"
+scrape 10910 a-thawed.prom
+
+# ------------------------------------------------------------ peer restart
+kill -KILL "$b_pid"
+wait "$b_pid" 2>/dev/null || true
+note "B killed"
+sleep "$DOWN_SECS"
+scrape 10910 a-peer-down.prom
+start_b
+wait_listen 10920 30 || die "exporter B did not restart"
+note "B restarted ($b_pid)"
+sleep "$WARMUP_SECS"
+scrape 10910 a-recovered.prom
+scrape 10920 b-recovered.prom
+
+# ------------------------------------------------------------ garbage client
+# In a subshell: the responder may close before the request is all written,
+# and the SIGPIPE must not end this script.
+exec 3<>/dev/tcp/127.0.0.1/10911
+(printf 'GET /metrics HTTP/1.1\r\nHost: x\r\n\r\n' >&3) 2>/dev/null || true
+t 10 cat <&3 >"$R/garbage-answer.bin" || true
+exec 3<&-
+sleep 0.5
+scrape 10910 a-after-garbage.prom
+note "garbage client done"
+
+# ------------------------------------------------------------ churn under ASan
+# C (AddressSanitizer) and D probe each other with a 1 ms timeout that sends
+# under emulation often miss, so sessions are torn down and set up again all
+# the time on both sides; C also probes D with four classes of sizes D does
+# not offer, so C makes and frees a queue pair for every refused set-up.
+churn_config() {
+	local listen=$1 peer=$2 extra=$3
+	cat <<EOF
+collection:
+  max_age: 0s
+probe:
+  enabled: true
+  device: $RXE
+  listen_address: 127.0.0.1:$listen
+  backoff_initial: 1ms
+  backoff_max: 5ms
+  setups_per_minute_per_source: 1000000
+  max_sessions_per_source: 1000
+  max_message_size: 8192
+  classes:
+    - {name: flaky, op: send, size: 64, interval: 1ms, timeout: 1ms, busy_poll: 0s}
+$extra
+  targets:
+    - address: 127.0.0.1:$peer
+EOF
+}
+oversized="    - {name: big-write, op: write, size: 8192, interval: 1ms}
+    - {name: bigger-write, op: write, size: 16384, interval: 1ms}
+    - {name: big-read, op: read, size: 8192, interval: 1ms}
+    - {name: bigger-read, op: read, size: 16384, interval: 1ms}"
+churn_config 10931 10941 "$oversized" | sed 's/max_message_size: 8192/max_message_size: 16384/' \
+	>"$R/c.yml"
+churn_config 10941 10931 "" | sed 's/max_message_size: 8192/max_message_size: 4096/' >"$R/d.yml"
+"$EXPORTER" --config.file "$R/d.yml" --web.listen-address 127.0.0.1:10940 >"$R/d.log" 2>&1 &
+d_pid=$!
+ASAN_OPTIONS=detect_leaks=1:exitcode=23 "$ASAN_EXPORTER" --config.file "$R/c.yml" \
+	--web.listen-address 127.0.0.1:10930 >"$R/c.log" 2>&1 &
+c_pid=$!
+wait_listen 10930 60 || die "exporter C (ASan) did not start (see c.log)"
+sleep "$CHURN_SECS"
+scrape 10930 c-churn.prom
+scrape 10940 d-churn.prom
+stop_recording "c d" "$c_pid" "$d_pid"
+note "churn done: C exit $(<"$R/c.rc"), D exit $(<"$R/d.rc")"
+
+# ------------------------------------------------------------ dma-buf memory
+# rxe cannot register dma-buf memory: the exporter must say so at start and
+# count the failed set-ups, and keep running.
+cat >"$R/e.yml" <<EOF
+probe:
+  enabled: true
+  device: $RXE
+  listen_address: 127.0.0.1:10951
+  loopback: true
+  memory: udmabuf
+  backoff_initial: 100ms
+  backoff_max: 200ms
+EOF
+t 5 modprobe udmabuf 2>>"$R/steps.log" || true
+ls -l /dev/udmabuf >"$R/udmabuf-node.txt" 2>&1 || true
+"$EXPORTER" --config.file "$R/e.yml" --web.listen-address 127.0.0.1:10950 >"$R/e.log" 2>&1 &
+e_pid=$!
+wait_listen 10950 30 || die "exporter E did not start (see e.log)"
+sleep 4
+scrape 10950 e-udmabuf.prom
+stop_recording e "$e_pid"
+note "udmabuf phase done: E exit $(<"$R/e.rc")"
+
+# ------------------------------------------------------------ clean stop
+stop_recording "a b" "$a_pid" "$b_pid"
+trap - EXIT
+note "stopped: A exit $(<"$R/a.rc"), B exit $(<"$R/b.rc")"
