@@ -51,4 +51,30 @@ inline Status ok_status() {
   return Done{};
 }
 
+// How a kernel write went, as a metric label: "ok" or the errno's name
+// (EPERM, EBUSY, EINVAL, EOPNOTSUPP, ENOMEM, ...; "error" for the rest).
+inline std::string result_name(const Status& s) {
+  if (s) return "ok";
+  switch (s.error().code) {
+    case EPERM:
+      return "EPERM";
+    case EACCES:
+      return "EACCES";
+    case EBUSY:
+      return "EBUSY";
+    case EINVAL:
+      return "EINVAL";
+    case EOPNOTSUPP:
+      return "EOPNOTSUPP";
+    case ENOMEM:
+      return "ENOMEM";
+    case ENOENT:
+      return "ENOENT";
+    case ETIMEDOUT:
+      return "ETIMEDOUT";
+    default:
+      return "error";
+  }
+}
+
 }  // namespace rdma_exporter

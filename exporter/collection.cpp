@@ -1,6 +1,10 @@
 #include "exporter/collection.hpp"
 
+#include <linux/netlink.h>
+
+#include "collectors/dcb/dcb_collector.hpp"
 #include "collectors/devices/devices_collector.hpp"
+#include "collectors/ethtool/ethtool_collector.hpp"
 #include "collectors/hw_counters/hw_counters_collector.hpp"
 #include "collectors/netlink/socket_transport.hpp"
 #include "collectors/qp_counters/qp_counters_collector.hpp"
@@ -32,12 +36,26 @@ bool Snapshot::all_succeeded() const {
   return true;
 }
 
-Collection::Collection(const Config& config)
-    : Collection(config,
-                 std::make_unique<nldev::SocketTransport>(config.collection.netlink_timeout)) {}
+KernelInterfaces KernelInterfaces::real(const Config& config) {
+  KernelInterfaces k;
+  k.rdma = std::make_unique<nldev::SocketTransport>(config.collection.netlink_timeout);
+  k.route = std::make_unique<nldev::SocketTransport>(config.collection.netlink_timeout,
+                                                     NETLINK_ROUTE, "NETLINK_ROUTE");
+  k.ethtool = std::make_unique<ethtool::SocketIoctl>();
+  return k;
+}
+
+Collection::Collection(const Config& config) : Collection(config, KernelInterfaces::real(config)) {}
 
 Collection::Collection(const Config& config, std::unique_ptr<nldev::Transport> transport)
-    : config_(config), transport_(std::move(transport)), client_(*transport_) {
+    : Collection(config, [&] {
+        KernelInterfaces k = KernelInterfaces::real(config);
+        k.rdma = std::move(transport);
+        return k;
+      }()) {}
+
+Collection::Collection(const Config& config, KernelInterfaces kernel)
+    : config_(config), kernel_(std::move(kernel)), client_(*kernel_.rdma) {
   build_collectors();
 }
 
@@ -59,6 +77,17 @@ void Collection::build_collectors() {
   };
   if (c.devices) add(std::make_unique<DevicesCollector>());
   if (c.hw_counters) add(std::make_unique<HwCountersCollector>());
+  if (c.optional_counters) {
+    // Like the qp counter manager, kept across reloads for its write counts.
+    if (optional_manager_) {
+      optional_manager_->reconfigure(config_.optional_counters);
+    } else {
+      optional_manager_ = std::make_unique<OptionalCounterManager>(config_.optional_counters);
+    }
+    add(std::make_unique<OptionalCountersCollector>(optional_manager_.get()));
+  } else {
+    optional_manager_.reset();
+  }
   if (c.resources) add(std::make_unique<ResourcesCollector>());
   if (c.qp_counters) {
     // The manager outlives reloads that stop it managing, so that it can undo
@@ -78,20 +107,41 @@ void Collection::build_collectors() {
   } else {
     qp_counters_.reset();
   }
+  if (c.ethtool) add(std::make_unique<EthtoolCollector>(*kernel_.ethtool, config_.ethtool));
+  if (c.dcb) add(std::make_unique<DcbCollector>(*kernel_.route, config_.dcb));
   if (c.sysfs) add(std::make_unique<SysfsCollector>(config_.sysfs.root));
 }
 
 bool Collection::manages_kernel_state() const {
-  return manager_ != nullptr;
+  return manager_ != nullptr || (optional_manager_ && optional_manager_->active());
+}
+
+Duration Collection::maintenance_interval() const {
+  Duration interval = Duration::zero();
+  auto take = [&](Duration d) {
+    if (interval == Duration::zero() || d < interval) interval = d;
+  };
+  if (manager_) take(config_.qp_counters.reconcile_interval);
+  if (optional_manager_ && optional_manager_->active()) take(optional_manager_->interval());
+  return interval;
 }
 
 void Collection::maintain() {
-  if (!manager_) return;
+  if (!manages_kernel_state()) return;
   Scrape scrape(client_, filter_);
-  try {
-    manager_->reconcile(scrape);
-  } catch (const std::exception& e) {
-    log::error(std::string("qp counters: reconcile failed: ") + e.what());
+  if (manager_) {
+    try {
+      manager_->reconcile(scrape);
+    } catch (const std::exception& e) {
+      log::error(std::string("qp counters: reconcile failed: ") + e.what());
+    }
+  }
+  if (optional_manager_) {
+    try {
+      optional_manager_->reconcile(scrape);
+    } catch (const std::exception& e) {
+      log::error(std::string("optional counters: reconcile failed: ") + e.what());
+    }
   }
 }
 
@@ -147,8 +197,9 @@ std::shared_ptr<const Snapshot> Collection::collect() {
     snap->outcomes.push_back(std::move(outcome));
   }
 
-  const bool uses_netlink = config_.collectors.devices || config_.collectors.hw_counters ||
-                            config_.collectors.resources || config_.collectors.qp_counters;
+  const auto& c = config_.collectors;
+  const bool uses_netlink = c.devices || c.hw_counters || c.resources || c.qp_counters ||
+                            c.optional_counters || c.ethtool || c.dcb;
   if (uses_netlink) {
     const int present = scrape.netlink_absent() ? 0 : 1;
     // The first state is reported at start-up; changes are logged here.

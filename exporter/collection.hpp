@@ -11,8 +11,11 @@
 
 #include "collectors/collector.hpp"
 #include "collectors/device_filter.hpp"
+#include "collectors/ethtool/ioctl.hpp"
 #include "collectors/netlink/client.hpp"
 #include "collectors/netlink/transport.hpp"
+#include "collectors/optional_counters/manager.hpp"
+#include "collectors/optional_counters/optional_counters_collector.hpp"
 #include "collectors/qp_counters/mode_manager.hpp"
 #include "collectors/qp_counters/qp_counters_collector.hpp"
 #include "exporter/config.hpp"
@@ -38,6 +41,16 @@ struct Snapshot {
   bool all_succeeded() const;
 };
 
+// The kernel interfaces the collectors read through. Tests put fakes here.
+struct KernelInterfaces {
+  std::unique_ptr<nldev::Transport> rdma;   // NETLINK_RDMA
+  std::unique_ptr<nldev::Transport> route;  // NETLINK_ROUTE (DCB)
+  std::unique_ptr<ethtool::Ioctl> ethtool;  // SIOCETHTOOL
+
+  // The running kernel's.
+  static KernelInterfaces real(const Config& config);
+};
+
 // Runs every enabled collector and adds the exporter's own metrics. Not
 // thread-safe: one collection at a time (the SnapshotCache sees to that).
 class Collection {
@@ -46,8 +59,10 @@ class Collection {
   // of every collection, from the collecting thread.
   using MetricSource = std::function<void(MetricSink&)>;
 
+  Collection(const Config& config, KernelInterfaces kernel);
+  // `transport` for rdma netlink, the running kernel for the rest.
   Collection(const Config& config, std::unique_ptr<nldev::Transport> transport);
-  // With the real kernel behind rdma netlink.
+  // With the running kernel behind everything.
   explicit Collection(const Config& config);
 
   void add_self_metrics(MetricSource source) { sources_.push_back(std::move(source)); }
@@ -61,8 +76,10 @@ class Collection {
   std::shared_ptr<const Snapshot> collect();
 
   // Kernel writes the configuration asks for (per-QP counter modes and
-  // bindings). Both run on the collecting thread, between collections.
+  // bindings, optional counters). Both run on the collecting thread, between
+  // collections, every maintenance_interval() (zero when nothing is managed).
   bool manages_kernel_state() const;
+  Duration maintenance_interval() const;
   void maintain();
   void restore_kernel_state();
 
@@ -74,15 +91,16 @@ class Collection {
 
   Config config_;
   DeviceFilter filter_;
-  std::unique_ptr<nldev::Transport> transport_;
+  KernelInterfaces kernel_;
   nldev::Client client_;
   void build_collectors();
 
   std::unique_ptr<CounterModeManager> manager_;
-  std::unique_ptr<QpCountersCollector> qp_counters_;    // kept across reloads
-  std::vector<std::unique_ptr<Collector>> collectors_;  // the stateless ones, rebuilt on reload
+  std::unique_ptr<QpCountersCollector> qp_counters_;  // kept across reloads
+  std::unique_ptr<OptionalCounterManager> optional_manager_;
+  std::vector<std::unique_ptr<Collector>> collectors_;  // rebuilt on reload
   // Every enabled collector in collection order: devices, hw_counters,
-  // resources, qp_counters, sysfs.
+  // optional_counters, resources, qp_counters, ethtool, dcb, sysfs.
   std::vector<Collector*> order_;
   std::vector<MetricSource> sources_;
 

@@ -3,6 +3,7 @@
 #include <yaml-cpp/yaml.h>
 
 #include <algorithm>
+#include <cctype>
 #include <charconv>
 #include <filesystem>
 #include <fstream>
@@ -12,6 +13,7 @@
 #include <sstream>
 
 #include "collectors/device_filter.hpp"
+#include "collectors/ethtool/mapping.hpp"
 #include "collectors/probe/targets.hpp"
 #include "exporter/yaml_walker.hpp"
 
@@ -97,6 +99,63 @@ void read_qp_counters(Walker& w, const YAML::Node& node, const std::string& path
       w.error_at(node, path + ".manual_rules", "the name \"" + r.name + "\" is used twice");
     }
   }
+}
+
+// A counter name list: kernel names are plain words.
+std::string counter_name_problem(const std::string& v) {
+  if (v.empty()) return "expected a counter name, got an empty string";
+  for (char c : v) {
+    if (std::isspace(static_cast<unsigned char>(c)) != 0 || c == ',') {
+      return "expected one counter name per list entry, got \"" + v + "\"";
+    }
+  }
+  return {};
+}
+
+void read_optional_counters(Walker& w, const YAML::Node& node, const std::string& path,
+                            OptionalCountersOptions& o) {
+  using PortRule = OptionalCountersOptions::PortRule;
+  auto port_rule = [&w](const YAML::Node& n, const std::string& p, PortRule& r) {
+    w.mapping(n, p,
+              {{"device", w.optional_string_into(r.device, pattern_problem)},
+               {"port", w.port_number(r.port)},
+               {"enable", w.string_list(r.enable, counter_name_problem)},
+               {"own", w.boolean(r.own)}});
+  };
+  w.mapping(node, path,
+            {{"ports", w.list_of<PortRule>(o.ports, port_rule)},
+             {"reconcile_interval", w.duration(o.reconcile_interval)}});
+}
+
+void read_ethtool(Walker& w, const YAML::Node& node, const std::string& path, EthtoolOptions& e) {
+  auto mapping = [&w](const YAML::Node& n, const std::string& p, EthtoolMapping& m) {
+    const std::size_t before = w.take_count();
+    std::string scale;
+    w.mapping(n, p,
+              {{"driver", w.optional_string_into(m.driver, pattern_problem)},
+               {"stat", w.string(m.stat)},
+               {"metric", w.string(m.metric)},
+               {"direction", w.string(m.direction)},
+               {"reason", w.string(m.reason)},
+               {"scale", w.string(scale)}});
+    if (!scale.empty()) {
+      double v = 0;
+      auto [end, ec] = std::from_chars(scale.data(), scale.data() + scale.size(), v);
+      if (ec != std::errc() || end != scale.data() + scale.size()) {
+        return w.error_at(n["scale"], p + ".scale",
+                          "expected a number such as 1 or 1e-6, got \"" + scale + "\"");
+      }
+      m.scale = v;
+    }
+    if (w.take_count() != before) return;
+    if (std::string problem = ethtool::mapping_problem(m); !problem.empty()) {
+      w.error_at(n, p, problem);
+    }
+  };
+  w.mapping(node, path,
+            {{"raw_stats", w.boolean(e.raw_stats)},
+             {"raw_stats_include", w.string_list(e.raw_stats_include, pattern_problem)},
+             {"mappings", w.list_of<EthtoolMapping>(e.mappings, mapping)}});
 }
 
 void read_probe(Walker& w, const YAML::Node& node, const std::string& path,
@@ -289,10 +348,23 @@ std::vector<std::string> parse_config(const std::string& yaml_text, const std::s
                         {"hw_counters", w.boolean(c.collectors.hw_counters)},
                         {"resources", w.boolean(c.collectors.resources)},
                         {"sysfs", w.boolean(c.collectors.sysfs)},
-                        {"qp_counters", w.boolean(c.collectors.qp_counters)}});
+                        {"qp_counters", w.boolean(c.collectors.qp_counters)},
+                        {"optional_counters", w.boolean(c.collectors.optional_counters)},
+                        {"ethtool", w.boolean(c.collectors.ethtool)},
+                        {"dcb", w.boolean(c.collectors.dcb)}});
            }},
           {"qp_counters", [&](const YAML::Node& n,
                               const std::string& p) { read_qp_counters(w, n, p, c.qp_counters); }},
+          {"optional_counters",
+           [&](const YAML::Node& n, const std::string& p) {
+             read_optional_counters(w, n, p, c.optional_counters);
+           }},
+          {"ethtool",
+           [&](const YAML::Node& n, const std::string& p) { read_ethtool(w, n, p, c.ethtool); }},
+          {"dcb",
+           [&](const YAML::Node& n, const std::string& p) {
+             w.mapping(n, p, {{"dscp_priority", w.boolean(c.dcb.dscp_priority)}});
+           }},
           {"log",
            [&](const YAML::Node& n, const std::string& p) {
              w.mapping(n, p, {{"level", w.string(c.log.level)}});
@@ -388,6 +460,9 @@ std::vector<std::string> validate_config(const Config& c) {
   if (c.sysfs.root.empty()) errors.push_back("sysfs.root: must not be empty");
   if (c.qp_counters.reconcile_interval.count() <= 0) {
     errors.push_back("qp_counters.reconcile_interval: must be positive");
+  }
+  if (c.optional_counters.reconcile_interval.count() <= 0) {
+    errors.push_back("optional_counters.reconcile_interval: must be positive");
   }
   static const char* kLevels[] = {"debug", "info", "warn", "error"};
   if (std::find(std::begin(kLevels), std::end(kLevels), c.log.level) == std::end(kLevels)) {

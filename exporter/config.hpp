@@ -5,6 +5,9 @@
 #include <string>
 #include <vector>
 
+#include "collectors/dcb/options.hpp"
+#include "collectors/ethtool/options.hpp"
+#include "collectors/optional_counters/options.hpp"
 #include "collectors/probe/options.hpp"
 #include "collectors/qp_counters/options.hpp"
 #include "collectors/result.hpp"
@@ -53,9 +56,15 @@ struct Config {
     bool resources = true;
     bool sysfs = true;
     bool qp_counters = true;
+    bool optional_counters = true;
+    bool ethtool = true;
+    bool dcb = true;
   } collectors;
 
   QpCountersOptions qp_counters;
+  OptionalCountersOptions optional_counters;
+  EthtoolOptions ethtool;
+  DcbOptions dcb;
 
   OtlpOptions otlp;
 

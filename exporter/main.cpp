@@ -217,9 +217,7 @@ int serve(const Config& initial, std::shared_ptr<const WebSecurity> security,
                                       next_security->describe());
                           }
                           cache.set_max_age(config.collection.max_age);
-                          cache.start_maintenance(collection.manages_kernel_state()
-                                                      ? config.qp_counters.reconcile_interval
-                                                      : Duration::zero());
+                          cache.start_maintenance(collection.maintenance_interval());
                           reload_status->successful = true;
                           reload_status->success_timestamp = now_seconds();
                           log::info("configuration reloaded");
@@ -263,9 +261,7 @@ int serve(const Config& initial, std::shared_ptr<const WebSecurity> security,
     log::error(s.error().message);
     return kExitFailure;
   }
-  if (collection.manages_kernel_state()) {
-    cache.start_maintenance(config.qp_counters.reconcile_interval);
-  }
+  if (collection.manages_kernel_state()) cache.start_maintenance(collection.maintenance_interval());
   if (pusher) pusher->start();
   const auto ep = server.local_endpoint();
   if (!config.web.config_file.empty()) {

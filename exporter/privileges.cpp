@@ -2,6 +2,7 @@
 
 #include <unistd.h>
 
+#include <algorithm>
 #include <charconv>
 #include <filesystem>
 #include <sstream>
@@ -51,6 +52,13 @@ Privileges read_privileges(const std::string& proc_root, const std::string& dev_
 
 std::vector<std::string> privilege_problems(const Config& config, const Privileges& have) {
   std::vector<std::string> out;
+  if (config.collectors.optional_counters && !have.cap_net_admin &&
+      std::any_of(config.optional_counters.ports.begin(), config.optional_counters.ports.end(),
+                  [](const auto& r) { return r.writes(); })) {
+    out.emplace_back(
+        "optional_counters.ports asks to enable optional counters, but this process lacks "
+        "CAP_NET_ADMIN: those kernel writes will fail with EPERM (reading still works)");
+  }
   if (config.probe.enabled && !have.verbs_device) {
     out.emplace_back(
         "probe.enabled, but no /dev/infiniband/uverbs* device can be opened by this process: the "

@@ -2,6 +2,7 @@
 
 #include "collectors/netlink/codec.hpp"
 #include "collectors/netlink/counter_codec.hpp"
+#include "collectors/netlink/optional_counter_codec.hpp"
 
 namespace rdma_exporter::nldev {
 namespace {
@@ -63,6 +64,17 @@ Status Client::unbind_qp(uint32_t dev_index, uint32_t port, uint32_t counter_id,
   auto reply = transport_.exchange(build_unbind_qp(dev_index, port, counter_id, lqpn));
   if (!reply) return reply.error();
   return decode_unbind_qp(*reply);
+}
+
+Result<PortCounterStatus> Client::counter_status(uint32_t dev_index, uint32_t port) {
+  return query(build_counter_status_get(dev_index, port), decode_counter_status);
+}
+
+Status Client::set_optional_counters(uint32_t dev_index, uint32_t port,
+                                     const std::vector<uint32_t>& indices) {
+  auto reply = transport_.exchange(build_set_optional_counters(dev_index, port, indices));
+  if (!reply) return reply.error();
+  return decode_set_optional_counters(*reply);
 }
 
 }  // namespace rdma_exporter::nldev

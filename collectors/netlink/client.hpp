@@ -30,6 +30,12 @@ class Client {
                              std::optional<uint32_t> counter_id = std::nullopt);
   Status unbind_qp(uint32_t dev_index, uint32_t port, uint32_t counter_id, uint32_t lqpn);
 
+  // Optional (dynamic) port counters: what the port offers and has enabled,
+  // and the whole set to keep enabled (a write: CAP_NET_ADMIN).
+  Result<PortCounterStatus> counter_status(uint32_t dev_index, uint32_t port);
+  Status set_optional_counters(uint32_t dev_index, uint32_t port,
+                               const std::vector<uint32_t>& indices);
+
  private:
   template <typename T>
   Result<T> query(const Bytes& request, Result<T> (*decode)(const Reply&));

@@ -71,22 +71,25 @@ bool ends_exchange(std::span<const uint8_t> datagram) {
 Status walk_reply(const Reply& reply, uint16_t cmd,
                   const std::function<Status(const nlmsghdr&)>& on_message,
                   std::optional<uint16_t> reply_cmd) {
-  const uint16_t expected = message_type(reply_cmd.value_or(cmd));
+  return walk_messages(reply, message_type(reply_cmd.value_or(cmd)), command_name(cmd), on_message);
+}
+
+Status walk_messages(const Reply& reply, uint16_t expected_type, const std::string& what,
+                     const std::function<Status(const nlmsghdr&)>& on_message) {
   bool ended = false;
   for (const Bytes& dgram : reply.datagrams) {
     const auto* msg = reinterpret_cast<const nlmsghdr*>(dgram.data());
     auto len = static_cast<int>(dgram.size());
     while (!ended && mnl_nlmsg_ok(msg, len)) {
       if ((msg->nlmsg_flags & NLM_F_DUMP_INTR) != 0) {
-        return Error{kDumpInterrupted,
-                     command_name(cmd) + ": dump interrupted by a concurrent change"};
+        return Error{kDumpInterrupted, what + ": dump interrupted by a concurrent change"};
       }
       const std::size_t payload_len = mnl_nlmsg_get_payload_len(msg);
       switch (msg->nlmsg_type) {
         case NLMSG_NOOP:
           break;
         case NLMSG_OVERRUN:
-          return Error{ENOBUFS, command_name(cmd) + ": netlink overrun, reply lost"};
+          return Error{ENOBUFS, what + ": netlink overrun, reply lost"};
         case NLMSG_ERROR: {
           if (payload_len < sizeof(nlmsgerr)) return malformed("truncated NLMSG_ERROR");
           const auto* err = static_cast<const nlmsgerr*>(mnl_nlmsg_get_payload(msg));
@@ -98,21 +101,21 @@ Status walk_reply(const Reply& reply, uint16_t cmd,
           if ((msg->nlmsg_flags & NLM_F_CAPPED) == 0 && err->msg.nlmsg_len >= sizeof(nlmsghdr)) {
             tlv += err->msg.nlmsg_len - sizeof(nlmsghdr);
           }
-          return kernel_error(cmd, -err->error, extack_message(*msg, tlv));
+          return kernel_error(what, -err->error, extack_message(*msg, tlv));
         }
         case NLMSG_DONE: {
           if (payload_len >= sizeof(int)) {
             int code = 0;
             std::memcpy(&code, mnl_nlmsg_get_payload(msg), sizeof code);
-            if (code < 0) return kernel_error(cmd, -code, extack_message(*msg, sizeof(int)));
+            if (code < 0) return kernel_error(what, -code, extack_message(*msg, sizeof(int)));
           }
           ended = true;
           break;
         }
         default:
-          if (msg->nlmsg_type != expected) {
+          if (msg->nlmsg_type != expected_type) {
             return malformed("unexpected message type " + std::to_string(msg->nlmsg_type) +
-                             " in reply to " + command_name(cmd));
+                             " in reply to " + what);
           }
           if (Status s = on_message(*msg); !s) return s;
       }
@@ -123,7 +126,7 @@ Status walk_reply(const Reply& reply, uint16_t cmd,
                        " stray bytes in a datagram)");
     }
   }
-  if (!ended) return malformed("reply to " + command_name(cmd) + " ended before its end marker");
+  if (!ended) return malformed("reply to " + what + " ended before its end marker");
   return ok_status();
 }
 

@@ -50,6 +50,11 @@ Status walk_reply(const Reply& reply, uint16_t cmd,
                   const std::function<Status(const nlmsghdr&)>& on_message,
                   std::optional<uint16_t> reply_cmd = std::nullopt);
 
+// The same walk for a reply of any netlink family (rtnetlink's DCB, for
+// one): on_message for each message of `expected_type`; errors name `what`.
+Status walk_messages(const Reply& reply, uint16_t expected_type, const std::string& what,
+                     const std::function<Status(const nlmsghdr&)>& on_message);
+
 Result<Device> parse_device(const nlmsghdr& msg);
 Result<Port> parse_port(const nlmsghdr& msg);
 Result<PortCounters> parse_port_counters(const nlmsghdr& msg);

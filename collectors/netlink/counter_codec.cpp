@@ -115,24 +115,6 @@ Result<std::vector<T>> decode_flat(const Reply& reply, uint16_t cmd,
   return out;
 }
 
-// A doit answered with one message of `reply_cmd` and the ACK.
-Result<AttrTable> single_answer(const Reply& reply, uint16_t cmd, uint16_t reply_cmd) {
-  std::optional<AttrTable> table;
-  Status s = walk_reply(
-      reply, cmd,
-      [&](const nlmsghdr& m) -> Status {
-        if (table) return malformed("more than one answer to " + command_name(cmd));
-        auto t = table_of_message(m, command_name(cmd).c_str());
-        if (!t) return t.error();
-        table = *t;
-        return ok_status();
-      },
-      reply_cmd);
-  if (!s) return s.error();
-  if (!table) return malformed("no answer to " + command_name(cmd));
-  return *table;
-}
-
 }  // namespace
 
 Bytes build_counter_mode_get(uint32_t dev_index, uint32_t port) {
@@ -208,9 +190,7 @@ Result<std::vector<CounterSet>> decode_counter_sets(const Reply& reply) {
 }
 
 Status decode_set_auto_mode(const Reply& reply) {
-  auto t = single_answer(reply, RDMA_NLDEV_CMD_STAT_SET, RDMA_NLDEV_CMD_STAT_SET);
-  if (!t) return t.error();
-  return ok_status();
+  return acknowledged(reply, RDMA_NLDEV_CMD_STAT_SET, RDMA_NLDEV_CMD_STAT_SET);
 }
 
 Result<BindResult> decode_bind_qp(const Reply& reply) {
@@ -225,9 +205,7 @@ Result<BindResult> decode_bind_qp(const Reply& reply) {
 }
 
 Status decode_unbind_qp(const Reply& reply) {
-  auto t = single_answer(reply, RDMA_NLDEV_CMD_STAT_DEL, RDMA_NLDEV_CMD_STAT_SET);
-  if (!t) return t.error();
-  return ok_status();
+  return acknowledged(reply, RDMA_NLDEV_CMD_STAT_DEL, RDMA_NLDEV_CMD_STAT_SET);
 }
 
 Result<std::vector<Qp>> decode_qps(const Reply& reply) {

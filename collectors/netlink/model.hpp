@@ -46,6 +46,22 @@ struct PortCounters {
   std::vector<HwCounter> counters;
 };
 
+// One hw counter of a port as RDMA_NLDEV_CMD_STAT_GET_STATUS lists it: its
+// index in the driver's table and, for optional counters only, whether it is
+// enabled (RDMA_NLDEV_ATTR_STAT_HWCOUNTER_DYNAMIC). Optional counters that are
+// enabled also appear with their values in the port's STAT_GET answer.
+struct HwCounterStatus {
+  std::string name;
+  uint32_t index = 0;
+  std::optional<bool> enabled;  // set for optional counters only
+};
+
+struct PortCounterStatus {
+  uint32_t dev_index = 0;
+  uint32_t port = 0;
+  std::vector<HwCounterStatus> counters;
+};
+
 struct ResourceSummary {
   uint32_t dev_index = 0;
   std::string dev_name;

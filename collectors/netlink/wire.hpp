@@ -22,7 +22,7 @@ constexpr std::size_t kMaxAttr = RDMA_NLDEV_ATTR_MAX;
 using AttrTable = std::array<const nlattr*, kMaxAttr>;
 
 inline Error malformed(const std::string& what) {
-  return Error{EBADMSG, "malformed nldev reply: " + what};
+  return Error{EBADMSG, "malformed netlink reply: " + what};
 }
 
 // Calls fn for every attribute in [data, data + len). Fails when the bytes do
@@ -145,8 +145,9 @@ inline std::string extack_message(const nlmsghdr& msg, std::size_t tlv_offset) {
   return text;
 }
 
-inline Error kernel_error(uint16_t cmd, int err, const std::string& extack) {
-  std::string text = command_name(cmd) + ": " + std::strerror(err);
+// `what` names the request ("RDMA_NLDEV_CMD_STAT_GET", "RTM_GETDCB ...").
+inline Error kernel_error(const std::string& what, int err, const std::string& extack) {
+  std::string text = what + ": " + std::strerror(err);
   if (!extack.empty()) text += " (" + extack + ")";
   return Error{err, text};
 }
@@ -164,6 +165,32 @@ Result<std::vector<T>> decode_all(const Reply& reply, uint16_t cmd,
   });
   if (!s) return s.error();
   return out;
+}
+
+// A doit answered with one message of `reply_cmd` and the ACK.
+inline Result<AttrTable> single_answer(const Reply& reply, uint16_t cmd, uint16_t reply_cmd) {
+  std::optional<AttrTable> table;
+  Status s = walk_reply(
+      reply, cmd,
+      [&](const nlmsghdr& m) -> Status {
+        if (table) return malformed("more than one answer to " + command_name(cmd));
+        auto t = table_of_message(m, command_name(cmd).c_str());
+        if (!t) return t.error();
+        table = *t;
+        return ok_status();
+      },
+      reply_cmd);
+  if (!s) return s.error();
+  if (!table) return malformed("no answer to " + command_name(cmd));
+  return *table;
+}
+
+// A write answered with one message of `reply_cmd` and the ACK, whose
+// content does not matter.
+inline Status acknowledged(const Reply& reply, uint16_t cmd, uint16_t reply_cmd) {
+  auto t = single_answer(reply, cmd, reply_cmd);
+  if (!t) return t.error();
+  return ok_status();
 }
 
 // Reads a STAT_HWCOUNTERS table; the table itself is required.

@@ -6,6 +6,7 @@
 #include <set>
 
 #include "collectors/netlink/counter_codec.hpp"
+#include "collectors/port_rules.hpp"
 #include "collectors/qp_counters/qp_counters_collector.hpp"
 #include "common/log.hpp"
 
@@ -22,30 +23,6 @@ uint32_t wanted_mask(const QpCountersOptions::PortRule& r) {
 }
 
 }  // namespace
-
-std::string result_name(const Status& s) {
-  if (s) return "ok";
-  switch (s.error().code) {
-    case EPERM:
-      return "EPERM";
-    case EACCES:
-      return "EACCES";
-    case EBUSY:
-      return "EBUSY";
-    case EINVAL:
-      return "EINVAL";
-    case EOPNOTSUPP:
-      return "EOPNOTSUPP";
-    case ENOMEM:
-      return "ENOMEM";
-    case ENOENT:
-      return "ENOENT";
-    case ETIMEDOUT:
-      return "ETIMEDOUT";
-    default:
-      return "error";
-  }
-}
 
 CounterModeManager::CounterModeManager(const QpCountersOptions& options)
     : options_(options), processes_(options.proc_root) {
@@ -79,11 +56,7 @@ void CounterModeManager::compile() {
 
 const QpCountersOptions::PortRule* CounterModeManager::rule_for(const std::string& device,
                                                                 uint32_t port) const {
-  for (std::size_t i = 0; i < options_.ports.size(); ++i) {
-    const auto& r = options_.ports[i];
-    if ((r.port == 0 || r.port == port) && std::regex_match(device, device_patterns_[i])) return &r;
-  }
-  return nullptr;
+  return first_matching_rule(options_.ports, device_patterns_, device, port);
 }
 
 void CounterModeManager::record(const PortKey& key, const std::string& operation,

@@ -99,7 +99,4 @@ class CounterModeManager {
   std::map<PortKey, bool> drift_logged_;
 };
 
-// "ok" or the errno's name (EPERM, EBUSY, EINVAL, EOPNOTSUPP, ENOMEM, ...).
-std::string result_name(const Status& s);
-
 }  // namespace rdma_exporter

@@ -7,7 +7,7 @@ namespace rdma_exporter {
 namespace {
 
 // The first entry that matches wins, so more specific prefixes come first.
-constexpr std::array<std::pair<std::string_view, std::string_view>, 11> kPrefixes{{
+constexpr std::array<std::pair<std::string_view, std::string_view>, 12> kPrefixes{{
     {"rdma_exporter_collector_", "rdma.exporter.collector."},
     {"rdma_exporter_otlp_", "rdma.exporter.otlp."},
     {"rdma_exporter_http_", "rdma.exporter.http."},
@@ -18,6 +18,7 @@ constexpr std::array<std::pair<std::string_view, std::string_view>, 11> kPrefixe
     {"rdma_port_hw_", "rdma.port.hw."},
     {"rdma_port_", "rdma.port."},
     {"rdma_qp_stat_", "rdma.qp.stat."},
+    {"rdma_netdev_", "rdma.netdev."},
     {"rdma_", "rdma."},
 }};
 

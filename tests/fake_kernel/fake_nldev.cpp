@@ -33,6 +33,10 @@ class RequestAttrs {
     }
   }
   bool has(uint16_t type) const { return by_type_.count(type) != 0U; }
+  const nlattr* get(uint16_t type) const {
+    auto it = by_type_.find(type);
+    return it == by_type_.end() ? nullptr : it->second;
+  }
   // A u32 of the wrong size counts as absent: the kernel's policy rejects it.
   std::optional<uint32_t> u32(uint16_t type) const {
     auto it = by_type_.find(type);
@@ -325,6 +329,13 @@ std::vector<Bytes> paged_dump(const FakeDevice& d, uint16_t cmd, uint16_t table,
 
 }  // namespace
 
+std::vector<FakeOptionalCounter> mlx5_optional_counters() {
+  // drivers/infiniband/hw/mlx5/counters.c: congestion control, then the
+  // per-port RDMA traffic counters.
+  return {{"cc_rx_ce_pkts"}, {"cc_rx_cnp_pkts"},  {"cc_tx_cnp_pkts"}, {"rdma_tx_packets"},
+          {"rdma_tx_bytes"}, {"rdma_rx_packets"}, {"rdma_rx_bytes"}};
+}
+
 const FakeDevice* FakeNldev::find(std::optional<uint32_t> index) const {
   if (!index) return nullptr;
   for (const auto& d : devices) {
@@ -500,8 +511,10 @@ nldev::Reply FakeNldev::stat_set(const Bytes& request) {
   if (port == nullptr) return failure(EINVAL, request);
   const auto mode = attrs.u32(RDMA_NLDEV_ATTR_STAT_MODE);
   if (!mode) {
-    // Enabling optional counters (STAT_HWCOUNTERS) is not modelled.
-    return failure(attrs.has(RDMA_NLDEV_ATTR_STAT_HWCOUNTERS) ? EOPNOTSUPP : EINVAL, request);
+    if (attrs.has(RDMA_NLDEV_ATTR_STAT_HWCOUNTERS)) {
+      return set_optional_counters(*dev, *port, request);
+    }
+    return failure(EINVAL, request);
   }
   if (attrs.u32(RDMA_NLDEV_ATTR_STAT_RES) != kResQp) return failure(EINVAL, request);
 
@@ -526,6 +539,64 @@ nldev::Reply FakeNldev::stat_set(const Bytes& request) {
   }
   if (err != 0) return failure(err, request);
   m.u32(RDMA_NLDEV_ATTR_STAT_COUNTER_ID, counter_id).u32(RDMA_NLDEV_ATTR_RES_LQPN, *lqpn);
+  return answer(m);
+}
+
+// nldev_stat_get_counter_status_doit(): every hw counter of the port with its
+// index; optional ones carry STAT_HWCOUNTER_DYNAMIC = enabled. EINVAL for an
+// unknown device or port, or a driver without port counters.
+nldev::Reply FakeNldev::counter_status_get(const Bytes& request) {
+  const RequestAttrs attrs(request);
+  const FakeDevice* dev = find(attrs.u32(RDMA_NLDEV_ATTR_DEV_INDEX));
+  const auto port_index = attrs.u32(RDMA_NLDEV_ATTR_PORT_INDEX);
+  if (dev == nullptr || !port_index) return failure(EINVAL, request);
+  const FakePort* port = port_of(*dev, *port_index);
+  if (port == nullptr) return failure(EINVAL, request);
+  if (port->status_error != 0) return failure(port->status_error, request);
+  if (port->stat_error != 0) return failure(EINVAL, request);
+  NlMessage m = device_message(*dev, RDMA_NLDEV_CMD_STAT_GET_STATUS, 0);
+  m.u32(RDMA_NLDEV_ATTR_PORT_INDEX, port->index);
+  m.begin_nest(RDMA_NLDEV_ATTR_STAT_HWCOUNTERS);
+  uint32_t index = 0;
+  for (const auto& c : port->counters) {
+    m.begin_nest(RDMA_NLDEV_ATTR_STAT_HWCOUNTER_ENTRY)
+        .str(RDMA_NLDEV_ATTR_STAT_HWCOUNTER_ENTRY_NAME, c.first)
+        .u32(RDMA_NLDEV_ATTR_STAT_HWCOUNTER_INDEX, index++)
+        .end_nest();
+  }
+  for (const auto& c : port->optional_counters) {
+    m.begin_nest(RDMA_NLDEV_ATTR_STAT_HWCOUNTER_ENTRY)
+        .str(RDMA_NLDEV_ATTR_STAT_HWCOUNTER_ENTRY_NAME, c.name)
+        .u32(RDMA_NLDEV_ATTR_STAT_HWCOUNTER_INDEX, index++)
+        .u8(RDMA_NLDEV_ATTR_STAT_HWCOUNTER_DYNAMIC, c.enabled ? 1 : 0)
+        .end_nest();
+  }
+  m.end_nest();
+  return answer(m);
+}
+
+// nldev_stat_set_counter_dynamic_doit(): the table's indices become the
+// whole enabled set. EINVAL for an index past the table or of a counter that
+// is not optional (nothing changes then); an empty table disables all.
+nldev::Reply FakeNldev::set_optional_counters(FakeDevice& dev, FakePort& port,
+                                              const Bytes& request) {
+  if (port.stat_error != 0) return failure(EINVAL, request);
+  const nlattr* table = RequestAttrs(request).get(RDMA_NLDEV_ATTR_STAT_HWCOUNTERS);
+  const std::size_t fixed = port.counters.size();
+  std::vector<bool> wanted(port.optional_counters.size(), false);
+  const auto* a = static_cast<const nlattr*>(mnl_attr_get_payload(table));
+  auto len = static_cast<int>(mnl_attr_get_payload_len(table));
+  while (mnl_attr_ok(a, len)) {
+    if (mnl_attr_validate(a, MNL_TYPE_U32) < 0) return failure(EINVAL, request);
+    const uint32_t index = mnl_attr_get_u32(a);
+    if (index < fixed || index >= fixed + wanted.size()) return failure(EINVAL, request);
+    wanted[index - fixed] = true;
+    len -= static_cast<int>(MNL_ALIGN(a->nla_len));
+    a = mnl_attr_next(a);
+  }
+  for (std::size_t i = 0; i < wanted.size(); ++i) port.optional_counters[i].enabled = wanted[i];
+  NlMessage m = device_message(dev, RDMA_NLDEV_CMD_STAT_SET, 0);
+  m.u32(RDMA_NLDEV_ATTR_PORT_INDEX, port.index);
   return answer(m);
 }
 
@@ -632,10 +703,21 @@ Result<nldev::Reply> FakeNldev::exchange(std::span<const uint8_t> request) {
             .u64(RDMA_NLDEV_ATTR_STAT_HWCOUNTER_ENTRY_VALUE, value)
             .end_nest();
       }
+      // Disabled optional counters are skipped (stats->is_disabled).
+      for (const auto& c : port->optional_counters) {
+        if (!c.enabled) continue;
+        m.begin_nest(RDMA_NLDEV_ATTR_STAT_HWCOUNTER_ENTRY)
+            .str(RDMA_NLDEV_ATTR_STAT_HWCOUNTER_ENTRY_NAME, c.name)
+            .u64(RDMA_NLDEV_ATTR_STAT_HWCOUNTER_ENTRY_VALUE, c.value)
+            .end_nest();
+      }
       m.end_nest();
       reply = answer(m);
       break;
     }
+    case RDMA_NLDEV_CMD_STAT_GET_STATUS:
+      reply = counter_status_get(original);
+      break;
     case RDMA_NLDEV_CMD_STAT_SET:
       reply = stat_set(original);
       break;

@@ -17,6 +17,16 @@
 
 namespace rdma_exporter::testing {
 
+// An optional (dynamic) hw counter of a port, as mlx5 offers them.
+struct FakeOptionalCounter {
+  std::string name;
+  bool enabled = false;
+  uint64_t value = 0;
+};
+
+// mlx5's optional counters, in the driver's order.
+std::vector<FakeOptionalCounter> mlx5_optional_counters();
+
 struct FakePort {
   uint32_t index = 1;
   uint8_t state = 4;       // ACTIVE
@@ -31,6 +41,12 @@ struct FakePort {
   // Per-QP counter mode: RDMA_COUNTER_MODE_NONE/AUTO/MANUAL and the auto mask.
   uint32_t counter_mode = 0;
   uint32_t auto_mask = 0;
+  // Optional counters follow `counters` in the driver's table: the index of
+  // optional_counters[i] is counters.size() + i. Enabled ones are listed by
+  // STAT_GET with their values, after the others. A port without any (rxe)
+  // lists its counters in STAT_GET_STATUS without the enabled flag.
+  std::vector<FakeOptionalCounter> optional_counters;
+  int status_error = 0;  // errno STAT_GET_STATUS answers with (kernels before 5.16: EINVAL)
 };
 
 // A QP in the device's resource tracker.
@@ -133,6 +149,8 @@ class FakeNldev final : public nldev::Transport {
   nldev::Reply qp_dump(const Bytes& request);
   nldev::Reply stat_set(const Bytes& request);
   nldev::Reply stat_del(const Bytes& request);
+  nldev::Reply counter_status_get(const Bytes& request);
+  nldev::Reply set_optional_counters(FakeDevice& dev, FakePort& port, const Bytes& request);
 };
 
 }  // namespace rdma_exporter::testing

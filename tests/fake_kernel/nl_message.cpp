@@ -13,6 +13,11 @@ NlMessage::NlMessage(uint16_t type, uint16_t flags, uint32_t seq) : buf_(64 * 10
   nlh_->nlmsg_seq = seq;
 }
 
+NlMessage& NlMessage::family_header(const void* data, std::size_t len) {
+  std::memcpy(mnl_nlmsg_put_extra_header(nlh_, len), data, len);
+  return *this;
+}
+
 NlMessage& NlMessage::u8(uint16_t attr, uint8_t v) {
   mnl_attr_put_u8(nlh_, attr, v);
   return *this;

@@ -19,6 +19,9 @@ class NlMessage {
  public:
   explicit NlMessage(uint16_t type, uint16_t flags = 0, uint32_t seq = 0);
 
+  // A family header (struct dcbmsg, ...) between nlmsghdr and the
+  // attributes; call before adding any attribute.
+  NlMessage& family_header(const void* data, std::size_t len);
   NlMessage& u8(uint16_t attr, uint8_t v);
   NlMessage& u32(uint16_t attr, uint32_t v);
   NlMessage& u64(uint16_t attr, uint64_t v);

@@ -202,11 +202,15 @@ TEST_F(CollectionTest, DisabledCollectorsDoNotRun) {
   config_.collectors.hw_counters = false;
   config_.collectors.resources = false;
   config_.collectors.qp_counters = false;
+  config_.collectors.optional_counters = false;
+  config_.collectors.ethtool = false;
+  config_.collectors.dcb = false;
   auto s = collect();
   EXPECT_EQ(s->outcomes.size(), 2U);
   EXPECT_FALSE(has_family(*s, "rdma_port_hw_out_of_sequence_total"));
   EXPECT_TRUE(std::none_of(kernel().requests.begin(), kernel().requests.end(), [](const auto& r) {
-    return r.cmd == RDMA_NLDEV_CMD_STAT_GET || r.cmd == RDMA_NLDEV_CMD_RES_GET;
+    return r.cmd == RDMA_NLDEV_CMD_STAT_GET || r.cmd == RDMA_NLDEV_CMD_RES_GET ||
+           r.cmd == RDMA_NLDEV_CMD_STAT_GET_STATUS;
   }));
 }
 

@@ -23,6 +23,15 @@ TEST(Config, ShippedExampleLoadsAndEqualsTheDefaults) {
   EXPECT_EQ(c.collection.max_age, d.collection.max_age);
   EXPECT_EQ(c.sysfs.root, d.sysfs.root);
   EXPECT_EQ(c.log.level, d.log.level);
+  EXPECT_EQ(c.collectors.optional_counters, d.collectors.optional_counters);
+  EXPECT_EQ(c.collectors.ethtool, d.collectors.ethtool);
+  EXPECT_EQ(c.collectors.dcb, d.collectors.dcb);
+  EXPECT_TRUE(c.optional_counters.ports.empty());
+  EXPECT_EQ(c.optional_counters.reconcile_interval, d.optional_counters.reconcile_interval);
+  EXPECT_EQ(c.ethtool.raw_stats, d.ethtool.raw_stats);
+  EXPECT_TRUE(c.ethtool.raw_stats_include.empty());
+  EXPECT_TRUE(c.ethtool.mappings.empty());
+  EXPECT_EQ(c.dcb.dscp_priority, d.dcb.dscp_priority);
   EXPECT_EQ(c.probe, d.probe);
 }
 
@@ -87,6 +96,77 @@ log: {level: chatty}
       << errors[3];
   EXPECT_EQ(errors[4].rfind("bad.yml:8:1: colectors: unknown key", 0), 0U) << errors[4];
   EXPECT_EQ(errors[5], "bad.yml: log.level: expected debug, info, warn or error, got \"chatty\"");
+}
+
+TEST(Config, CongestionSections) {
+  Config c;
+  auto errors = parse_config(R"yaml(
+collectors: {optional_counters: false, ethtool: true, dcb: false}
+optional_counters:
+  ports:
+    - {device: "mlx5_.*", port: 1, enable: [cc_rx_ce_pkts, cc_tx_cnp_pkts], own: true}
+  reconcile_interval: 1m
+ethtool:
+  raw_stats: true
+  raw_stats_include: ["rx_prio.*"]
+  mappings:
+    - driver: ionic
+      stat: "rx_pfc_pri([0-7])"
+      metric: pfc_pause_frames
+      direction: rx
+    - stat: "rx_wait_us"
+      metric: discards
+      reason: wait
+      scale: 1e-6
+dcb: {dscp_priority: true}
+)yaml",
+                             "t.yml", c);
+  ASSERT_TRUE(errors.empty()) << errors.front();
+  EXPECT_FALSE(c.collectors.optional_counters);
+  EXPECT_FALSE(c.collectors.dcb);
+  ASSERT_EQ(c.optional_counters.ports.size(), 1U);
+  const auto& r = c.optional_counters.ports[0];
+  EXPECT_EQ(r.device, "mlx5_.*");
+  EXPECT_EQ(r.port, 1U);
+  EXPECT_EQ(r.enable, (std::vector<std::string>{"cc_rx_ce_pkts", "cc_tx_cnp_pkts"}));
+  EXPECT_TRUE(r.own);
+  EXPECT_EQ(c.optional_counters.reconcile_interval, std::chrono::minutes(1));
+  EXPECT_TRUE(c.ethtool.raw_stats);
+  ASSERT_EQ(c.ethtool.mappings.size(), 2U);
+  EXPECT_EQ(c.ethtool.mappings[0].driver, "ionic");
+  EXPECT_EQ(c.ethtool.mappings[1].driver, ".*");
+  EXPECT_DOUBLE_EQ(c.ethtool.mappings[1].scale, 1e-6);
+  EXPECT_TRUE(c.dcb.dscp_priority);
+}
+
+TEST(Config, CongestionSectionProblems) {
+  Config c;
+  auto errors = parse_config(R"yaml(optional_counters:
+  ports: [{enable: ["cc_rx_ce_pkts,cc_tx_cnp_pkts"], owns: true}]
+  reconcile_interval: 0s
+ethtool:
+  mappings:
+    - {stat: "rx_prio_pause", metric: pfc_pause_frames, direction: rx}
+    - {stat: "x", metric: pauses}
+    - {stat: "x", metric: discards, reason: r, scale: lots}
+  raw_stats_include: ["("]
+dcb: {dscp: true}
+)yaml",
+                             "c.yml", c);
+  ASSERT_EQ(errors.size(), 8U) << ::testing::PrintToString(errors);
+  EXPECT_NE(errors[0].find("optional_counters.ports[0].enable: expected one counter name"),
+            std::string::npos)
+      << errors[0];
+  EXPECT_NE(errors[1].find("optional_counters.ports[0].owns: unknown key"), std::string::npos);
+  EXPECT_NE(errors[2].find("c.yml:6:7: ethtool.mappings[0]: the stat pattern needs a capture"),
+            std::string::npos)
+      << errors[2];
+  EXPECT_NE(errors[3].find("ethtool.mappings[1]: unknown metric \"pauses\""), std::string::npos)
+      << errors[3];
+  EXPECT_NE(errors[4].find("ethtool.mappings[2].scale: expected a number"), std::string::npos);
+  EXPECT_NE(errors[5].find("ethtool.raw_stats_include"), std::string::npos) << errors[5];
+  EXPECT_NE(errors[6].find("dcb.dscp: unknown key"), std::string::npos);
+  EXPECT_EQ(errors[7], "c.yml: optional_counters.reconcile_interval: must be positive");
 }
 
 TEST(Config, SyntaxErrorIsOneLineWithPosition) {

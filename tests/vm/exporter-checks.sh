@@ -368,11 +368,30 @@ kill "$qp_server" 2>/dev/null || true
 wait "$qp_server" 2>/dev/null || true
 note "qp counter runs done"
 
+# ---------------------------------------------------------------- 9. congestion and QoS
+
+# The netdev behind rxe0 is a veth: driver statistics (all unmapped), no DCB,
+# and rxe has no optional counters. The exporter's raw ethtool statistics are
+# compared with Debian's ethtool -S, taken right before and after --once.
+record ethtool-i-veth0.txt ethtool -i "$NETDEV"
+record ethtool-S-before.txt ethtool -S "$NETDEV"
+dcb_rc=0
+t 10 dcb ets show dev "$NETDEV" >"$R/dcb-ets-veth0.txt" 2>&1 || dcb_rc=$?
+echo "$dcb_rc" >"$R/dcb-ets-veth0.rc"
+once_with congestion "ethtool:
+  raw_stats: true
+dcb:
+  dscp_priority: true
+optional_counters:
+  ports: [{device: $RXE, enable: [cc_rx_ce_pkts]}]"
+record ethtool-S-after.txt ethtool -S "$NETDEV"
+note "congestion run done"
+
 # ---------------------------------------------------------------- 7. promtool
 
 : >"$R/promtool.txt"
 for f in once.prom scrape1.prom scrape2.prom res.prom after-readd.prom qp-restore.prom \
-	qp-auto.prom qp-manual.prom; do
+	qp-auto.prom qp-manual.prom congestion.prom; do
 	rc=0
 	t 60 promtool check metrics <"$R/$f" >"$R/promtool-$f.out" 2>&1 || rc=$?
 	echo "$f $rc" >>"$R/promtool.txt"

@@ -318,9 +318,6 @@ class SoftRoceTest(VmTestCase):
         self.assertEqual(once.value("rdma_exporter_netlink_available"), 1)
 
 
-if __name__ == "__main__":
-    unittest.main()
-
     def test_h_qp_counters_on_rxe(self):
         r = self.results
         def read(name):
@@ -329,9 +326,10 @@ if __name__ == "__main__":
         for run in ("qp-restore", "qp-auto", "qp-manual"):
             self.assertEqual(read(run + ".rc").strip(), "0", read(run + ".stderr"))
         # The mode the exporter set is the kernel's, and restore_on_exit undid it.
-        self.assertNotIn("auto", read("qpmode-start.txt"))
-        self.assertNotIn("auto", read("qpmode-after-qp-restore.txt"))
-        self.assertIn("auto", read("qpmode-after-qp-auto.txt"))
+        # (`rdma statistic qp mode` prints "... mode qp auto off" or "auto type,pid on".)
+        self.assertIn("qp auto off", read("qpmode-start.txt"))
+        self.assertIn("qp auto off", read("qpmode-after-qp-restore.txt"))
+        self.assertIn("qp auto type,pid on", read("qpmode-after-qp-auto.txt"))
         restore = Exposition(read("qp-restore.prom"))
         self.assertEqual(restore.value("rdma_qp_stat_mode_info", device="rxe0", port="1",
                                        mode="auto", auto_by="qp_type,pid"), 1)
@@ -361,3 +359,57 @@ if __name__ == "__main__":
                                              operation="bind", result="ENOMEM"), 1)
         self.assertIn("ENOMEM", read("qp-manual.stderr") + read("qp-manual.prom"))
 
+    def test_i_congestion_on_rxe_and_veth(self):
+        """The ethtool, DCB and optional-counter paths on rxe over a veth:
+        raw statistics equal ethtool -S, no DCB and no optional counters, and
+        none of it is an error."""
+        self.assertEqual(self.code("congestion.rc"), "0", self.text("congestion.stderr"))
+        prom = self.prom("congestion.prom")
+        for labels, value in prom.series("rdma_exporter_collector_success"):
+            self.assertEqual(value, 1, f"collector {labels} failed")
+        collectors = {l["collector"] for l, _ in prom.series("rdma_exporter_collector_success")}
+        self.assertLessEqual({"optional_counters", "ethtool", "dcb"}, collectors)
+
+        # ethtool: the driver is veth, every statistic is there raw and equals
+        # ethtool -S (a quiet moment: before and after agree).
+        self.assertIn("driver: veth", self.text("ethtool-i-veth0.txt"))
+        before = parse_ethtool_s(self.text("ethtool-S-before.txt"))
+        after = parse_ethtool_s(self.text("ethtool-S-after.txt"))
+        self.assertTrue(before, "ethtool -S veth0 printed no statistics")
+        self.assertEqual(before, after, "veth0 statistics moved around --once")
+        raw = {l["name"]: v for l, v in prom.series("rdma_netdev_ethtool_stat", device="rxe0",
+                                                    port="1", netdev="veth0")}
+        self.assertEqual(raw, {k: float(v) for k, v in before.items()},
+                         "rdma_netdev_ethtool_stat vs ethtool -S veth0")
+        # Nothing of veth's maps to a per-priority metric, and it has no DCB.
+        for name, labels, _ in prom.samples:
+            if name.startswith("rdma_netdev_") and name != "rdma_netdev_ethtool_stat":
+                self.fail(f"veth0 has no mapping or DCB, yet {name}{labels} was exported")
+        self.assertNotEqual(self.code("dcb-ets-veth0.rc"), "0",
+                            "dcb(8) shows an ETS configuration on a veth")
+
+        # rxe offers no optional counter: nothing reported, nothing written,
+        # and the rule's counter is named once in the log.
+        self.assertEqual(prom.series("rdma_port_optional_stat_enabled"), [])
+        self.assertEqual(prom.series("rdma_port_optional_stat_writes_total"), [])
+        stderr = self.text("congestion.stderr").splitlines()
+        notes = [l for l in stderr if "offers no optional counter cc_rx_ce_pkts" in l]
+        self.assertEqual(len(notes), 1, "\n".join(stderr))
+        self.assertEqual([l for l in stderr if l not in notes], [], "other log lines")
+
+        checked = dict(line.split() for line in self.text("promtool.txt").splitlines())
+        self.assertEqual(checked.get("congestion.prom"), "0",
+                         self.text("promtool-congestion.prom.out"))
+
+
+def parse_ethtool_s(text):
+    """{name: value} from `ethtool -S` ("NIC statistics:" then "name: value")."""
+    out = {}
+    for line in text.splitlines()[1:]:
+        name, _, value = line.strip().rpartition(":")
+        out[name] = int(value)
+    return out
+
+
+if __name__ == "__main__":
+    unittest.main()
