@@ -1,0 +1,289 @@
+// fake_rdma_host: the exporter's own collection and HTTP server in front of
+// the fake nldev kernel, with traffic that keeps flowing. The dashboard tests
+// scrape it with a real Prometheus to get netlink-shaped data (mlx5 port and
+// per-QP counters, port states, QP inventory) on machines without RDMA
+// hardware. It is a test tool, never installed.
+//
+// Usage: fake_rdma_host --web.listen-address HOST:PORT --path.sysfs DIR --path.proc DIR
+// The proc directory must hold <pid>/comm and <pid>/cgroup for pids 100,
+// 101, 200 and 300 (the processes of the model below).
+
+#include <linux/netlink.h>
+#include <rdma/rdma_netlink.h>
+
+#include <algorithm>
+#include <boost/asio/io_context.hpp>
+#include <boost/asio/signal_set.hpp>
+#include <csignal>
+#include <cstdio>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "common/log.hpp"
+#include "exporter/collection.hpp"
+#include "exporter/config.hpp"
+#include "exporter/http_server.hpp"
+#include "exporter/snapshot_cache.hpp"
+#include "tests/fake_kernel/fake_nldev.hpp"
+
+namespace rdma_exporter::testing {
+namespace {
+
+constexpr uint8_t kGsi = 1;
+constexpr uint8_t kRc = 2;
+constexpr uint8_t kUd = 4;
+constexpr uint8_t kInit = 1;
+constexpr uint8_t kRts = 3;
+constexpr uint8_t kErr = 6;
+
+// mlx5's port counters (drivers/infiniband/hw/mlx5/counters.c) as the
+// sysfs fixture lists them; RoCE-only ones are left out on InfiniBand ports.
+const std::vector<std::string> kMlx5Counters = {
+    "duplicate_request",
+    "implied_nak_seq_err",
+    "local_ack_timeout_err",
+    "np_cnp_sent",
+    "np_ecn_marked_roce_packets",
+    "out_of_buffer",
+    "out_of_sequence",
+    "packet_seq_err",
+    "req_cqe_error",
+    "req_cqe_flush_error",
+    "req_remote_access_errors",
+    "req_remote_invalid_request",
+    "resp_cqe_error",
+    "resp_cqe_flush_error",
+    "resp_local_length_error",
+    "resp_remote_access_errors",
+    "rnr_nak_retry_err",
+    "roce_adp_retrans",
+    "roce_adp_retrans_to",
+    "roce_slow_restart",
+    "roce_slow_restart_cnps",
+    "roce_slow_restart_trans",
+    "rp_cnp_handled",
+    "rp_cnp_ignored",
+    "rx_atomic_requests",
+    "rx_icrc_encapsulated",
+    "rx_read_requests",
+    "rx_write_requests",
+};
+const std::vector<std::string> kRxeCounters = {
+    "ack_deferred",       "completer_retry_err", "duplicate_request",  "link_downed",
+    "out_of_seq_request", "rcvd_pkts",           "rcvd_rnr_err",       "rcvd_seq_err",
+    "rdma_recvs",         "rdma_sends",          "retry_exceeded_err", "retry_rnr_exceeded_err",
+    "send_err",           "send_rnr_err",        "sent_pkts",
+};
+// Counters mlx5 keeps per QP (a counter set carries these).
+const std::vector<std::string> kMlx5QpCounters = {
+    "rx_write_requests",   "rx_read_requests",      "rx_atomic_requests", "out_of_buffer",
+    "out_of_sequence",     "duplicate_request",     "rnr_nak_retry_err",  "packet_seq_err",
+    "implied_nak_seq_err", "local_ack_timeout_err",
+};
+
+bool is_ib_only_excluded(const std::string& name) {
+  return name.starts_with("np_") || name.starts_with("rp_") || name.starts_with("roce_") ||
+         name == "rx_icrc_encapsulated";
+}
+
+std::vector<std::pair<std::string, uint64_t>> zeroed(const std::vector<std::string>& names,
+                                                     bool infiniband = false) {
+  std::vector<std::pair<std::string, uint64_t>> out;
+  for (const auto& n : names) {
+    if (infiniband && is_ib_only_excluded(n)) continue;
+    out.emplace_back(n, 0);
+  }
+  return out;
+}
+
+FakeNldev make_kernel() {
+  FakeNldev k;
+  FakeDevice roce{.index = 1,
+                  .name = "mlx5_0",
+                  .fw_version = "16.35.2000",
+                  .node_guid = 0x98039b0300340000ULL,
+                  .sys_image_guid = 0x98039b0300340000ULL,
+                  .protocol = "roce"};
+  roce.ports.push_back(FakePort{
+      .index = 1, .netdev = "ens1f0", .netdev_index = 4, .counters = zeroed(kMlx5Counters)});
+  roce.ports.push_back(FakePort{
+      .index = 2, .netdev = "ens1f1", .netdev_index = 5, .counters = zeroed(kMlx5Counters)});
+  for (auto& p : roce.ports) {
+    p.counter_mode = RDMA_COUNTER_MODE_AUTO;
+    p.auto_mask = RDMA_COUNTER_MASK_QP_TYPE | RDMA_COUNTER_MASK_PID;
+  }
+  roce.qp_counter_names = kMlx5QpCounters;
+  roce.resources = {{"pd", 6}, {"cq", 14}, {"qp", 0}, {"cm_id", 3}, {"mr", 40}, {"ctx", 5}};
+
+  FakeDevice ib{.index = 2,
+                .name = "mlx5_1",
+                .fw_version = "20.39.1002",
+                .node_guid = 0x98039b0300340001ULL,
+                .sys_image_guid = 0x98039b0300340001ULL,
+                .protocol = "ib"};
+  ib.ports.push_back(FakePort{
+      .index = 1, .lid = 3, .sm_lid = 1, .lmc = 0, .counters = zeroed(kMlx5Counters, true)});
+  // A port that lost its link: DOWN, physically DISABLED.
+  ib.ports.push_back(FakePort{.index = 2,
+                              .state = 1,
+                              .phys_state = 3,
+                              .lid = 4,
+                              .sm_lid = 1,
+                              .lmc = 0,
+                              .counters = zeroed(kMlx5Counters, true)});
+  ib.resources = {{"pd", 2}, {"cq", 4}, {"qp", 0}, {"mr", 8}, {"ctx", 1}};
+
+  FakeDevice rxe{
+      .index = 3, .name = "rxe0", .node_guid = 0x505400fffe120000ULL, .protocol = "roce"};
+  rxe.ports.push_back(
+      FakePort{.index = 1, .netdev = "veth0", .netdev_index = 7, .counters = zeroed(kRxeCounters)});
+  rxe.qp_counters_supported = false;
+  rxe.qp_counter_names.clear();
+  rxe.resources = {{"pd", 1}, {"cq", 2}, {"qp", 0}, {"mr", 2}, {"ctx", 1}};
+
+  k.devices = {roce, ib, rxe};
+
+  // Processes (their comm and cgroup come from the proc directory).
+  for (int i = 0; i < 3; ++i) k.create_qp(1, 1, kRc, 100);
+  for (int i = 0; i < 2; ++i) k.create_qp(1, 1, kRc, 101);
+  k.create_qp(1, 1, kUd, 200);
+  k.create_qp(1, 2, kRc, 200);
+  k.create_qp(1, 2, kRc, 300);
+  k.create_qp(1, 1, kGsi, std::nullopt, "ib_core");
+  k.create_qp(2, 1, kRc, 200);
+  k.create_qp(2, 1, kGsi, std::nullopt, "ib_core");
+  k.create_qp(3, 1, kRc, 300);
+  // Not every QP is in RTS.
+  k.device(1)->qps[5].state = kInit;
+  k.device(1)->qps[6].state = kErr;
+  for (auto& d : k.devices) {
+    for (auto& [name, value] : d.resources) {
+      if (name == "qp") value = d.qps.size();
+    }
+  }
+  return k;
+}
+
+// Per tick, what a counter of this name grows by: errors a little, traffic
+// a lot, so that rates differ the way they do on a busy port.
+uint64_t step(const std::string& name, uint64_t tick) {
+  if (name == "link_downed") return tick % 20 == 0 ? 1 : 0;
+  if (name.find("rx_") == 0 || name.find("pkts") != std::string::npos ||
+      name.starts_with("rdma_")) {
+    return 5000 + 37 * (tick % 11);
+  }
+  if (name.find("cnp") != std::string::npos || name.find("ecn") != std::string::npos) {
+    return 300 + 7 * (tick % 5);
+  }
+  return tick % 3;
+}
+
+// The fake kernel, with time passing: every device dump (the start of a
+// collection) moves traffic through the QPs and the ports.
+class LiveKernel final : public nldev::Transport {
+ public:
+  explicit LiveKernel(FakeNldev kernel) : k_(std::move(kernel)) {}
+
+  Result<nldev::Reply> exchange(std::span<const uint8_t> request) override {
+    const auto* nlh = reinterpret_cast<const nlmsghdr*>(request.data());
+    if (request.size() >= sizeof(nlmsghdr) &&
+        RDMA_NL_GET_OP(nlh->nlmsg_type) == RDMA_NLDEV_CMD_GET &&
+        (nlh->nlmsg_flags & NLM_F_DUMP) != 0) {
+      tick();
+    }
+    return k_.exchange(request);
+  }
+
+ private:
+  void tick() {
+    ++ticks_;
+    for (auto& d : k_.devices) {
+      // QP traffic goes to the QP's counter set and to the port's total.
+      const std::vector<FakeQp> qps = d.qps;
+      for (const auto& q : qps) {
+        if (!q.pid || q.state != kRts) continue;
+        for (const auto& name : d.qp_counter_names) {
+          k_.traffic(d.index, q.lqpn, name, step(name, ticks_ + q.lqpn));
+        }
+      }
+      // What no QP accounts for: congestion, link events, driver-wide counters.
+      for (auto& p : d.ports) {
+        if (p.state != 4) continue;
+        for (auto& [name, value] : p.counters) {
+          const bool per_qp = std::find(d.qp_counter_names.begin(), d.qp_counter_names.end(),
+                                        name) != d.qp_counter_names.end();
+          if (!per_qp || !d.qp_counters_supported) value += step(name, ticks_ + p.index);
+        }
+      }
+    }
+  }
+
+  FakeNldev k_;
+  uint64_t ticks_ = 0;
+};
+
+int usage(const char* message) {
+  std::fprintf(stderr,
+               "fake_rdma_host: %s\nUsage: fake_rdma_host --web.listen-address HOST:PORT "
+               "--path.sysfs DIR --path.proc DIR\n",
+               message);
+  return 2;
+}
+
+int run(int argc, char** argv) {
+  Config config;
+  config.web.listen_address = "127.0.0.1:0";
+  for (int i = 1; i < argc; ++i) {
+    const std::string_view arg = argv[i];
+    if (i + 1 >= argc) return usage("every option needs a value");
+    const std::string value = argv[++i];
+    if (arg == "--web.listen-address") {
+      config.web.listen_address = value;
+    } else if (arg == "--path.sysfs") {
+      config.sysfs.root = value;
+    } else if (arg == "--path.proc") {
+      config.qp_counters.proc_root = value;
+    } else {
+      return usage("unknown option");
+    }
+  }
+  config.qp_counters.cgroup_label = true;
+  config.qp_counters.inventory_by_comm = true;
+  // One managed port, so that the management metrics exist.
+  config.qp_counters.ports.push_back(
+      {.device = "mlx5_0", .port = 2, .mode = QpCountersOptions::Mode::auto_mode});
+  if (auto errors = validate_config(config); !errors.empty()) return usage(errors.front().c_str());
+
+  Collection collection(config, std::make_unique<LiveKernel>(make_kernel()));
+  boost::asio::io_context io;
+  SnapshotCache cache(io, collection, config.collection.max_age);
+  HttpServer server(io, config.web, cache);
+  collection.add_self_metrics(
+      [stats = server.stats()](MetricSink& sink) { stats->add_metrics(sink); });
+
+  boost::asio::signal_set signals(io, SIGINT, SIGTERM);
+  signals.async_wait([&](const boost::system::error_code& ec, int) {
+    if (ec) return;
+    server.stop([&io] { io.stop(); });
+    cache.stop([](Collection& c) { c.restore_kernel_state(); });
+  });
+  if (Status s = server.start(); !s) {
+    log::error(s.error().message);
+    return 1;
+  }
+  cache.start_maintenance(config.qp_counters.reconcile_interval);
+  const auto ep = server.local_endpoint();
+  log::info("fake RDMA host listening on " + ep.address().to_string() + ":" +
+            std::to_string(ep.port()));
+  io.run();
+  return 0;
+}
+
+}  // namespace
+}  // namespace rdma_exporter::testing
+
+int main(int argc, char** argv) {
+  std::signal(SIGPIPE, SIG_IGN);
+  return rdma_exporter::testing::run(argc, argv);
+}
