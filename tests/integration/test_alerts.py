@@ -1,0 +1,169 @@
+"""The alerting rules (config/prometheus/rdma-alerts.yml) and the scrape
+configuration example: promtool accepts them, the unit tests in
+tests/alerts/ pass and cover every alert firing and not firing, every alert
+has its annotations and a runbook section, and every metric is documented."""
+import copy
+import os
+import re
+import shutil
+import subprocess
+import tempfile
+import unittest
+
+import yaml
+
+from harness import SOURCE_DIR, promtool
+from metrics_doc import MetricsDoc, metric_names
+
+RULES = os.path.join(SOURCE_DIR, "config/prometheus/rdma-alerts.yml")
+RULE_TESTS = os.path.join(SOURCE_DIR, "tests/alerts/rdma-alerts.test.yml")
+SCRAPE_CONFIG = os.path.join(SOURCE_DIR, "config/prometheus/prometheus.yml")
+RUNBOOKS = os.path.join(SOURCE_DIR, "docs/alerts.md")
+RUNBOOK_PREFIX = "file:///usr/share/doc/rdma_exporter/alerts.md#"
+SEVERITIES = {"critical", "warning", "info"}
+
+
+def load_yaml(path):
+    with open(path, encoding="utf-8") as f:
+        return yaml.safe_load(f)
+
+
+def alerts(rules_doc):
+    return [r for g in rules_doc["groups"] for r in g["rules"] if "alert" in r]
+
+
+def heading_anchors(markdown):
+    """GitHub-style anchors of the headings of a markdown text."""
+    anchors = set()
+    for line in markdown.splitlines():
+        m = re.match(r"#+\s+(.*)", line)
+        if m:
+            text = re.sub(r"[^\w\- ]", "", m.group(1).strip().lower())
+            anchors.add(text.replace(" ", "-"))
+    return anchors
+
+
+class AlertRulesTest(unittest.TestCase):
+    @classmethod
+    def setUpClass(cls):
+        if promtool() is None:
+            raise RuntimeError("promtool not found (scripts/setup installs prometheus)")
+        cls.rules = load_yaml(RULES)
+        cls.alerts = alerts(cls.rules)
+
+    def promtool(self, *args, cwd=None):
+        return subprocess.run([promtool(), *args], capture_output=True, text=True, timeout=120,
+                              cwd=cwd)
+
+    def test_promtool_check_rules(self):
+        r = self.promtool("check", "rules", RULES)
+        self.assertEqual(r.returncode, 0, r.stdout + r.stderr)
+        self.assertIn(f"SUCCESS: {len(self.alerts)} rules found", r.stdout)
+
+    def test_promtool_unit_tests_pass(self):
+        r = self.promtool("test", "rules", os.path.basename(RULE_TESTS),
+                          cwd=os.path.dirname(RULE_TESTS))
+        self.assertEqual(r.returncode, 0, r.stdout + r.stderr)
+        self.assertIn("SUCCESS", r.stdout)
+
+    def test_every_alert_has_a_firing_and_a_quiet_case(self):
+        cases = {}
+        for test in load_yaml(RULE_TESTS)["tests"]:
+            for case in test.get("alert_rule_test", []):
+                kind = "fires" if case.get("exp_alerts") else "quiet"
+                cases.setdefault(case["alertname"], set()).add(kind)
+        for alert in self.alerts:
+            name = alert["alert"]
+            self.assertEqual(cases.get(name), {"fires", "quiet"}, f"{name} in {RULE_TESTS}")
+        self.assertEqual(set(cases), {a["alert"] for a in self.alerts}, "tests of unknown alerts")
+
+    def test_the_unit_tests_notice_an_alert_that_never_or_always_fires(self):
+        # The tests can fail: for every alert, a rule file in which it never
+        # fires, and one in which it fires for everything, each checked by
+        # that alert's cases only. One promtool run takes all the files.
+        tests = load_yaml(RULE_TESTS)
+        d = tempfile.mkdtemp(prefix="rdma_alerts_")
+        try:
+            files = []
+            for alert in self.alerts:
+                name = alert["alert"]
+                own = []
+                for test in tests["tests"]:
+                    cases = [c for c in test.get("alert_rule_test", [])
+                             if c["alertname"] == name]
+                    if cases:
+                        own.append({**test, "alert_rule_test": cases})
+                for kind, expr in (("never", "vector(1) == 2"), ("always", "vector(1)")):
+                    rules = copy.deepcopy(self.rules)
+                    for rule in alerts(rules):
+                        if rule["alert"] == name:
+                            rule["expr"] = expr
+                    stem = f"{name}-{kind}"
+                    with open(os.path.join(d, stem + ".rules.yml"), "w") as f:
+                        yaml.safe_dump(rules, f)
+                    with open(os.path.join(d, stem + ".test.yml"), "w") as f:
+                        yaml.safe_dump({"rule_files": [stem + ".rules.yml"],
+                                        "evaluation_interval": tests["evaluation_interval"],
+                                        "tests": own}, f)
+                    files.append(stem + ".test.yml")
+            # One stream, so that each verdict follows its file name.
+            r = subprocess.run([promtool(), "test", "rules", *files], cwd=d, text=True,
+                               stdout=subprocess.PIPE, stderr=subprocess.STDOUT, timeout=300)
+            self.assertNotEqual(r.returncode, 0)
+            results = dict(re.findall(r"Unit Testing:\s+(\S+)\s+(SUCCESS|FAILED)", r.stdout))
+            self.assertEqual(set(results), set(files), r.stdout[-2000:])
+            survivors = [f for f, result in results.items() if result != "FAILED"]
+            self.assertEqual(survivors, [], "mutated rules these tests do not notice")
+        finally:
+            shutil.rmtree(d)
+
+    def test_annotations_labels_and_runbooks(self):
+        with open(RUNBOOKS, encoding="utf-8") as f:
+            runbooks = f.read()
+        anchors = heading_anchors(runbooks)
+        names = [a["alert"] for a in self.alerts]
+        self.assertEqual(len(names), len(set(names)), "alert names are unique")
+        for alert in self.alerts:
+            name = alert["alert"]
+            self.assertRegex(name, r"^Rdma[A-Za-z]+$")
+            self.assertIn(alert.get("labels", {}).get("severity"), SEVERITIES, name)
+            ann = alert.get("annotations", {})
+            self.assertEqual(set(ann), {"summary", "description", "runbook_url"}, name)
+            self.assertTrue(ann["summary"] and ann["description"], name)
+            self.assertEqual(ann["runbook_url"], RUNBOOK_PREFIX + name.lower(), name)
+            self.assertIn(name.lower(), anchors, f"docs/alerts.md has no section {name}")
+            # The section says what to do, not only what it means.
+            section = runbooks.split(f"### {name}\n", 1)[1].split("\n### ", 1)[0]
+            self.assertGreater(len(section.split()), 60, f"runbook of {name} is too thin")
+        documented = {a.lower() for a in re.findall(r"^### (Rdma\w+)$", runbooks, re.M)}
+        self.assertEqual(documented, {n.lower() for n in names}, "runbooks without an alert")
+
+    def test_every_metric_is_documented(self):
+        doc = MetricsDoc(os.path.join(SOURCE_DIR, "docs/metrics.md"))
+        problems = []
+        for alert in self.alerts:
+            names, regexes = metric_names(alert["expr"])
+            self.assertTrue(names, alert["alert"])
+            problems += [f"{alert['alert']}: {p}" for p in map(doc.problem, names) if p]
+            problems += [f"{alert['alert']}: {doc.name_regex_problem(r)}" for r in regexes
+                         if doc.name_regex_problem(r)]
+        self.assertEqual(problems, [])
+        doc.report_pending("alerting rules")
+        self.assertEqual(doc.pending_now_documented(), [],
+                         "docs/metrics.md lists these now: remove them from "
+                         "PROBE_METRICS_PENDING_DOCS in tests/integration/metrics_doc.py")
+
+    def test_scrape_config_example_is_valid(self):
+        # promtool also loads the rule files the configuration names.
+        r = self.promtool("check", "config", SCRAPE_CONFIG)
+        self.assertEqual(r.returncode, 0, r.stdout + r.stderr)
+        config = load_yaml(SCRAPE_CONFIG)
+        jobs = {j["job_name"]: j for j in config["scrape_configs"]}
+        self.assertIn("rdma_exporter", jobs)
+        self.assertIn("rdma-alerts.yml", config["rule_files"])
+        targets = [t for sc in jobs["rdma_exporter"]["static_configs"] for t in sc["targets"]]
+        self.assertTrue(all(t.endswith(":10910") for t in targets), targets)
+
+
+if __name__ == "__main__":
+    unittest.main()
