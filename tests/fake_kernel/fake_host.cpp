@@ -250,9 +250,10 @@ int run(int argc, char** argv) {
   }
   config.qp_counters.cgroup_label = true;
   config.qp_counters.inventory_by_comm = true;
-  // One managed port, so that the management metrics exist.
+  // Managed ports (found in mode none: the exporter switches them to auto),
+  // so that the management metrics exist.
   config.qp_counters.ports.push_back(
-      {.device = "mlx5_0", .port = 2, .mode = QpCountersOptions::Mode::auto_mode});
+      {.device = "mlx5_1", .port = 0, .mode = QpCountersOptions::Mode::auto_mode});
   if (auto errors = validate_config(config); !errors.empty()) return usage(errors.front().c_str());
 
   Collection collection(config, std::make_unique<LiveKernel>(make_kernel()));

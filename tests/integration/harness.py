@@ -1,4 +1,5 @@
 """Runs the rdma_exporter binary as a black box for the integration tests."""
+import json
 import os
 import re
 import shutil
@@ -8,8 +9,14 @@ import subprocess
 import tempfile
 import threading
 import time
+import urllib.error
+import urllib.parse
+import urllib.request
 
 BIN = os.environ.get("RDMA_EXPORTER_BIN", "../../build/rdma_exporter")
+# The exporter's collection and HTTP server in front of the fake nldev kernel
+# (tests/fake_kernel/fake_host.cpp).
+FAKE_HOST_BIN = os.environ.get("RDMA_FAKE_HOST_BIN", "../../build/tests/fake_rdma_host")
 SOURCE_DIR = os.environ.get("RDMA_EXPORTER_SOURCE_DIR",
                             os.path.abspath(os.path.join(os.path.dirname(__file__), "..", "..")))
 
@@ -19,6 +26,18 @@ def make_sysfs(specs):
     root = tempfile.mkdtemp(prefix="rdma_sysfs_")
     subprocess.run(["python3", os.path.join(SOURCE_DIR, "tests/fixtures/sysfs_tree.py"), root]
                    + specs.split(), check=True)
+    return root
+
+
+def make_proc(processes):
+    """A fake /proc with <pid>/comm and <pid>/cgroup: {pid: (comm, cgroup path)}."""
+    root = tempfile.mkdtemp(prefix="rdma_proc_")
+    for pid, (comm, cgroup) in processes.items():
+        os.makedirs(os.path.join(root, str(pid)))
+        with open(os.path.join(root, str(pid), "comm"), "w") as f:
+            f.write(comm + "\n")
+        with open(os.path.join(root, str(pid), "cgroup"), "w") as f:
+            f.write(f"0::{cgroup}\n")
     return root
 
 
@@ -32,8 +51,8 @@ def write_config(text):
 class Exporter:
     """Starts the daemon on an ephemeral loopback port and reads its log."""
 
-    def __init__(self, *args, config=None):
-        cmd = [BIN, "--web.listen-address", "127.0.0.1:0"]
+    def __init__(self, *args, config=None, binary=None):
+        cmd = [binary or BIN, "--web.listen-address", "127.0.0.1:0"]
         if config is not None:
             cmd += ["--config.file", write_config(config)]
         cmd += list(args)
@@ -118,3 +137,82 @@ def wait_log(exporter, needle, count=1, timeout=15):
             return
         time.sleep(0.05)
     raise AssertionError(f"no {count}x {needle!r} in the log:\n{exporter.log()}")
+
+
+def free_port():
+    """A TCP port on loopback that nothing listens on right now."""
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+class Prometheus:
+    """Debian's Prometheus server on loopback, with a data directory of its own.
+
+    `config` is the prometheus.yml text; files maps extra file names (rule
+    files) to their text, written next to it."""
+
+    def __init__(self, config, files=None, timeout=60):
+        self.dir = tempfile.mkdtemp(prefix="rdma_prometheus_")
+        for name, text in {"prometheus.yml": config, **(files or {})}.items():
+            with open(os.path.join(self.dir, name), "w") as f:
+                f.write(text)
+        self.port = free_port()
+        self.url = f"http://127.0.0.1:{self.port}"
+        self.log_path = os.path.join(self.dir, "prometheus.log")
+        with open(self.log_path, "w") as log:
+            self.proc = subprocess.Popen(
+                [shutil.which("prometheus") or "/usr/bin/prometheus",
+                 "--config.file", os.path.join(self.dir, "prometheus.yml"),
+                 "--storage.tsdb.path", os.path.join(self.dir, "data"),
+                 "--web.listen-address", f"127.0.0.1:{self.port}",
+                 "--log.level", "warn"],
+                stdout=log, stderr=subprocess.STDOUT, cwd=self.dir)
+        deadline = time.monotonic() + timeout
+        while True:
+            if self.proc.poll() is not None:
+                raise RuntimeError(f"prometheus exited {self.proc.returncode}:\n{self.log()}")
+            try:
+                if self.get("/-/ready", raw=True).startswith(b"Prometheus Server is Ready"):
+                    break
+            except OSError:
+                pass
+            if time.monotonic() > deadline:
+                self.stop()
+                raise RuntimeError(f"prometheus not ready within {timeout}s:\n{self.log()}")
+            time.sleep(0.2)
+
+    def log(self):
+        with open(self.log_path, errors="replace") as f:
+            return f.read()
+
+    def get(self, path, params=None, raw=False):
+        """GET an API path; the decoded JSON (or the raw body). HTTP errors of
+        the query API come back as their JSON body (status "error")."""
+        url = self.url + path
+        if params:
+            url += "?" + urllib.parse.urlencode(params, doseq=True)
+        try:
+            with urllib.request.urlopen(url, timeout=30) as resp:
+                body = resp.read()
+        except urllib.error.HTTPError as e:
+            body = e.read()
+            if raw or not body.startswith(b"{"):
+                raise
+        return body if raw else json.loads(body)
+
+    def query(self, expr, at=None):
+        params = {"query": expr}
+        if at is not None:
+            params["time"] = f"{at:.3f}"
+        return self.get("/api/v1/query", params)
+
+    def stop(self):
+        if self.proc.poll() is None:
+            self.proc.terminate()
+            try:
+                self.proc.wait(30)
+            except subprocess.TimeoutExpired:
+                self.proc.kill()
+                self.proc.wait()
+        shutil.rmtree(self.dir, ignore_errors=True)

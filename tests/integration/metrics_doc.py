@@ -129,6 +129,7 @@ def metric_names(expr):
     """(metric names, __name__ regexes) an expression selects."""
     name_regexes = re.findall(r'__name__\s*=~\s*"((?:[^"\\]|\\.)*)"', expr)
     text = strip_strings(expr)
+    text = re.sub(r"\$\{?\w+\}?", " ", text)                    # dashboard variables
     text = re.sub(r"\{[^{}]*\}", " ", text)                       # label matchers
     text = re.sub(r"\b(by|without|on|ignoring|group_left|group_right)\s*\([^()]*\)", " ", text)
     text = re.sub(r"\[[^\]]*\]", " ", text)                       # ranges, subqueries

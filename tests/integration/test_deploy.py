@@ -74,8 +74,19 @@ class DeployTest(unittest.TestCase):
         for rel in ("usr/bin/rdma_exporter", "usr/lib/systemd/system/rdma_exporter.service",
                     "usr/lib/sysusers.d/rdma_exporter.conf",
                     "usr/share/doc/rdma_exporter/metrics.md",
-                    "usr/share/man/man8/rdma_exporter.8"):
+                    "usr/share/man/man8/rdma_exporter.8",
+                    # runbook_url of every alert points at this file
+                    "usr/share/doc/rdma_exporter/alerts.md",
+                    "usr/share/doc/rdma_exporter/examples/prometheus.yml",
+                    "usr/share/doc/rdma_exporter/examples/rdma_exporter-dashboards.yml",
+                    "usr/share/rdma_exporter/prometheus/rdma-alerts.yml",
+                    "usr/share/rdma_exporter/dashboards/rdma-fleet.json",
+                    "usr/share/rdma_exporter/dashboards/rdma-latency.json"):
             self.assertTrue(os.path.exists(os.path.join(dest, rel)), rel)
+        dashboards = os.listdir(os.path.join(dest, "usr/share/rdma_exporter/dashboards"))
+        self.assertEqual(sorted(dashboards),
+                         sorted(f for f in os.listdir(os.path.join(SOURCE_DIR, "dashboards"))
+                                if f.endswith(".json")))
         etc = [os.path.join(root, f) for root, _, files in os.walk(dest) for f in files
                if f == "rdma_exporter.yml"]
         self.assertEqual(len(etc), 1, etc)

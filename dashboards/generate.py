@@ -1,0 +1,969 @@
+#!/usr/bin/env python3
+"""Writes the Grafana dashboards in this directory (rdma-*.json).
+
+The JSON files are generated so that every dashboard uses the same
+variables, selectors, legends and layout rules; edit this file, run it, and
+commit both (a test checks that they agree):
+
+    dashboards/generate.py            # rewrites dashboards/rdma-*.json
+    dashboards/generate.py --check    # exit 1 if a file differs
+
+Conventions:
+- Every panel and query uses the data source variable `${datasource}` (no
+  `__inputs`): the dashboards import as they are and follow whichever
+  Prometheus the viewer picks.
+- Selectors always carry `job` and `instance`; per-port panels also `device`
+  and `port`. Multi-value variables with "All" use `.*`, so a fleet of any
+  size does not expand into a huge regular expression.
+- Rates use `$__rate_interval`; panels that summarise the time picker's range
+  use `$__range`. Panels over every counter of a port use differences over
+  `$__interval` (see all_counters).
+Only the Python standard library is used.
+"""
+import json
+import os
+import sys
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+DS = {"type": "prometheus", "uid": "${datasource}"}
+SCHEMA_VERSION = 39
+TAGS = ["rdma", "rdma_exporter"]
+
+PORT_LEGEND = "{{instance}} {{device}}/{{port}}"
+
+# Port states as rdma_port_state / rdma_port_phys_state report them.
+PORT_STATES = [(1, "DOWN", "red"), (2, "INIT", "orange"), (3, "ARMED", "yellow"),
+               (4, "ACTIVE", "green"), (5, "ACTIVE_DEFER", "green")]
+PHYS_STATES = [(1, "SLEEP", "red"), (2, "POLLING", "orange"), (3, "DISABLED", "red"),
+               (4, "TRAINING", "yellow"), (5, "LINK_UP", "green"),
+               (6, "ERROR_RECOVERY", "orange"), (7, "PHY_TEST", "purple")]
+
+
+# --------------------------------------------------------------- variables
+
+def datasource_variable():
+    return {"name": "datasource", "label": "Data source", "type": "datasource",
+            "query": "prometheus", "current": {}, "hide": 0, "includeAll": False,
+            "multi": False, "options": [], "refresh": 1, "regex": "", "skipUrlSync": False}
+
+
+def query_variable(name, label, query, multi=True, description=""):
+    """A variable filled from `label_values(selector, label)`.
+
+    Multi-value variables offer "All" as `.*`; single-value ones do not."""
+    v = {"name": name, "label": label, "type": "query", "datasource": DS,
+         "definition": query, "query": {"query": query, "refId": "StandardVariableQuery"},
+         "current": {}, "hide": 0, "includeAll": multi, "multi": multi, "options": [],
+         "refresh": 2, "regex": "", "skipUrlSync": False, "sort": 1}
+    if multi:
+        v["allValue"] = ".*"
+    if description:
+        v["description"] = description
+    return v
+
+
+def job_variable():
+    # No allValue: "All" expands to the exporters' jobs only, so up{job=~"$job"}
+    # never picks up other targets.
+    v = query_variable("job", "Job", "label_values(rdma_exporter_build_info, job)",
+                       description="Scrape jobs that scrape rdma_exporter.")
+    del v["allValue"]
+    return v
+
+
+def port_variables(multi=True):
+    """job, instance, device and port, each depending on the ones before."""
+    if multi:
+        return [job_variable(),
+                query_variable("instance", "Instance",
+                               'label_values(rdma_exporter_build_info{job=~"$job"}, instance)'),
+                query_variable("device", "Device",
+                               'label_values(rdma_port_info{job=~"$job", instance=~"$instance"}, device)'),
+                query_variable("port", "Port",
+                               'label_values(rdma_port_info{job=~"$job", instance=~"$instance", '
+                               'device=~"$device"}, port)')]
+    return [job_variable(),
+            query_variable("instance", "Instance",
+                           'label_values(rdma_exporter_build_info{job=~"$job"}, instance)',
+                           multi=False),
+            query_variable("device", "Device",
+                           'label_values(rdma_port_info{job=~"$job", instance="$instance"}, device)',
+                           multi=False),
+            query_variable("port", "Port",
+                           'label_values(rdma_port_info{job=~"$job", instance="$instance", '
+                           'device="$device"}, port)', multi=False)]
+
+
+# ------------------------------------------------------------------ panels
+
+def target(expr, legend="", instant=False, fmt=None):
+    t = {"datasource": DS, "editorMode": "code", "expr": expr, "legendFormat": legend,
+         "range": not instant, "instant": instant}
+    if fmt:
+        t["format"] = fmt
+    return t
+
+
+def thresholds(*steps, base="green"):
+    """thresholds(( 1, "red")) -> base colour below 1, red from 1."""
+    out = [{"color": base, "value": None}]
+    out += [{"color": c, "value": v} for v, c in steps]
+    return {"mode": "absolute", "steps": out}
+
+
+def value_mappings(states):
+    return [{"type": "value",
+             "options": {str(n): {"text": text, "color": color, "index": i}
+                         for i, (n, text, color) in enumerate(states)}}]
+
+
+def panel(kind, title, description, targets, unit, **extra):
+    p = {"type": kind, "title": title, "description": description, "datasource": DS,
+         "targets": targets,
+         "fieldConfig": {"defaults": {"unit": unit, "thresholds": thresholds()},
+                         "overrides": []},
+         "options": {}}
+    for key, value in extra.items():
+        p[key] = value
+    return p
+
+
+def timeseries(title, description, targets, unit, stack=False, negative_refs=(), min_zero=True,
+               limits=None, legend_calcs=("mean", "max")):
+    p = panel("timeseries", title, description, targets, unit)
+    custom = {"drawStyle": "line", "lineWidth": 1, "fillOpacity": 10, "showPoints": "never",
+              "spanNulls": False, "axisSoftMin": 0 if min_zero and not negative_refs else None,
+              "stacking": {"mode": "normal" if stack else "none", "group": "A"},
+              "thresholdsStyle": {"mode": "off"}}
+    if custom["axisSoftMin"] is None:
+        del custom["axisSoftMin"]
+    p["fieldConfig"]["defaults"]["custom"] = custom
+    p["fieldConfig"]["defaults"]["color"] = {"mode": "palette-classic"}
+    if limits:
+        p["fieldConfig"]["defaults"]["thresholds"] = thresholds(*limits)
+        custom["thresholdsStyle"] = {"mode": "dashed"}
+    for ref in negative_refs:
+        p["fieldConfig"]["overrides"].append({
+            "matcher": {"id": "byFrameRefID", "options": ref},
+            "properties": [{"id": "custom.transform", "value": "negative-Y"}]})
+    p["options"] = {"legend": {"displayMode": "table", "placement": "bottom", "showLegend": True,
+                               "calcs": list(legend_calcs)},
+                    "tooltip": {"mode": "multi", "sort": "desc"}}
+    return p
+
+
+def stat(title, description, expr, unit, limits=(), base="green", mappings=None, legend="",
+         text_mode="auto", instant=True):
+    p = panel("stat", title, description, [target(expr, legend, instant=instant)], unit)
+    p["fieldConfig"]["defaults"]["thresholds"] = thresholds(*limits, base=base)
+    if mappings:
+        p["fieldConfig"]["defaults"]["mappings"] = mappings
+    p["options"] = {"reduceOptions": {"calcs": ["lastNotNull"], "fields": "", "values": False},
+                    "colorMode": "background", "graphMode": "none", "justifyMode": "auto",
+                    "orientation": "auto", "textMode": text_mode, "wideLayout": True}
+    return p
+
+
+def table(title, description, targets, unit, transformations=(), overrides=(), mappings=None,
+          limits=(), color_cells=False):
+    p = panel("table", title, description, targets, unit)
+    p["fieldConfig"]["defaults"]["thresholds"] = thresholds(*limits)
+    p["fieldConfig"]["defaults"]["custom"] = {
+        "align": "auto", "cellOptions": {"type": "color-background" if color_cells else "auto"}}
+    if mappings:
+        p["fieldConfig"]["defaults"]["mappings"] = mappings
+    p["fieldConfig"]["overrides"] = list(overrides)
+    p["options"] = {"showHeader": True, "cellHeight": "sm",
+                    "footer": {"show": False, "reducer": ["sum"], "fields": ""}}
+    p["transformations"] = list(transformations)
+    return p
+
+
+def bargauge(title, description, expr, legend, unit, limits=()):
+    p = panel("bargauge", title, description, [target(expr, legend, instant=True)], unit)
+    p["fieldConfig"]["defaults"]["thresholds"] = thresholds(*limits)
+    p["fieldConfig"]["defaults"]["min"] = 0
+    p["options"] = {"reduceOptions": {"calcs": ["lastNotNull"], "fields": "", "values": False},
+                    "displayMode": "gradient", "orientation": "horizontal", "showUnfilled": True,
+                    "valueMode": "color", "namePlacement": "auto", "minVizHeight": 16,
+                    "minVizWidth": 8, "maxVizHeight": 300, "sizing": "auto"}
+    return p
+
+
+def state_timeline(title, description, targets, mappings_by_ref):
+    p = panel("state-timeline", title, description, targets, "none")
+    p["fieldConfig"]["defaults"]["custom"] = {"fillOpacity": 80, "lineWidth": 0}
+    p["fieldConfig"]["defaults"]["color"] = {"mode": "thresholds"}
+    for ref, states in mappings_by_ref.items():
+        p["fieldConfig"]["overrides"].append({
+            "matcher": {"id": "byFrameRefID", "options": ref},
+            "properties": [{"id": "mappings", "value": value_mappings(states)}]})
+    p["options"] = {"mergeValues": True, "showValue": "auto", "alignValue": "left",
+                    "rowHeight": 0.9, "legend": {"displayMode": "list", "placement": "bottom",
+                                                 "showLegend": False},
+                    "tooltip": {"mode": "single", "sort": "none"}}
+    return p
+
+
+def heatmap(title, description, expr):
+    p = panel("heatmap", title, description,
+              [target(expr, "{{le}}", fmt="heatmap")], "s")
+    p["options"] = {"calculate": False, "cellGap": 1,
+                    "color": {"mode": "scheme", "scheme": "Spectral", "steps": 64,
+                              "exponent": 0.5, "fill": "dark-orange", "reverse": False},
+                    "yAxis": {"axisPlacement": "left", "unit": "s", "reverse": False},
+                    "rowsFrame": {"layout": "auto"}, "showValue": "never",
+                    "tooltip": {"mode": "single", "yHistogram": True, "showColorScale": True},
+                    "legend": {"show": True}, "exemplars": {"color": "rgba(255,0,255,0.7)"},
+                    "filterValues": {"le": 1e-9}, "cellValues": {"unit": "short"}}
+    return p
+
+
+def organize(exclude=(), rename=None):
+    return {"id": "organize", "options": {"excludeByName": {name: True for name in exclude},
+                                          "renameByName": rename or {}, "indexByName": {}}}
+
+
+MERGE = {"id": "merge", "options": {}}
+
+
+def unit_override(field, unit):
+    return {"matcher": {"id": "byName", "options": field},
+            "properties": [{"id": "unit", "value": unit}]}
+
+
+# ------------------------------------------------------------------ layout
+
+class Board:
+    """Lays panels out left to right in rows of 24 columns, numbering them."""
+
+    def __init__(self, uid, title, description, variables):
+        self.uid, self.title, self.description = uid, title, description
+        self.variables = [datasource_variable()] + variables
+        self.panels = []
+        self.x = self.y = self.row_height = 0
+
+    def _next_line(self):
+        if self.x:
+            self.y += self.row_height
+        self.x = self.row_height = 0
+
+    def row(self, title):
+        self._next_line()
+        self.panels.append({"type": "row", "title": title, "collapsed": False, "panels": [],
+                            "gridPos": {"h": 1, "w": 24, "x": 0, "y": self.y}})
+        self.y += 1
+
+    def add(self, p, w=12, h=8):
+        if self.x + w > 24:
+            self._next_line()
+        p["gridPos"] = {"h": h, "w": w, "x": self.x, "y": self.y}
+        self.panels.append(p)
+        self.x += w
+        self.row_height = max(self.row_height, h)
+        if self.x == 24:
+            self._next_line()
+
+    def json(self):
+        for number, p in enumerate(self.panels, 1):
+            p["id"] = number
+            for i, t in enumerate(p.get("targets", [])):
+                t["refId"] = chr(ord("A") + i)
+        ordered = []
+        for p in self.panels:
+            # A stable key order reads better in diffs.
+            head = {k: p[k] for k in ("id", "type", "title", "description", "gridPos",
+                                       "datasource") if k in p}
+            ordered.append({**head, **{k: v for k, v in p.items() if k not in head}})
+        return {
+            "annotations": {"list": [{
+                "builtIn": 1, "datasource": {"type": "grafana", "uid": "-- Grafana --"},
+                "enable": True, "hide": True, "iconColor": "rgba(0, 211, 255, 1)",
+                "name": "Annotations & Alerts", "type": "dashboard"}]},
+            "description": self.description,
+            "editable": True,
+            "fiscalYearStartMonth": 0,
+            "graphTooltip": 1,
+            "id": None,
+            "links": [{"title": "RDMA dashboards", "type": "dashboards", "tags": ["rdma"],
+                       "asDropdown": True, "includeVars": True, "keepTime": True,
+                       "icon": "external link", "targetBlank": False, "tooltip": "",
+                       "url": ""}],
+            "panels": ordered,
+            "refresh": "30s",
+            "schemaVersion": SCHEMA_VERSION,
+            "tags": TAGS,
+            "templating": {"list": self.variables},
+            "time": {"from": "now-1h", "to": "now"},
+            "timepicker": {},
+            "timezone": "",
+            "title": self.title,
+            "uid": self.uid,
+            "version": 1,
+            "weekStart": "",
+        }
+
+
+# ------------------------------------------------------------- expressions
+
+def sel(*parts):
+    return ", ".join(parts)
+
+
+JOB = 'job=~"$job"'
+INSTANCES = sel(JOB, 'instance=~"$instance"')
+PORTS = sel(INSTANCES, 'device=~"$device"', 'port=~"$port"')
+ONE_PORT = sel(JOB, 'instance="$instance"', 'device="$device"', 'port="$port"')
+
+
+def rate(metric, selector, window="$__rate_interval"):
+    return f"rate({metric}{{{selector}}}[{window}])"
+
+
+def counter_rates(selector, family, names, legend_prefix=PORT_LEGEND):
+    """One query per counter: rate(rdma_port_<family>_<name>_total)."""
+    return [target(rate(f"rdma_port_{family}_{n}_total", selector),
+                   f"{legend_prefix} {n}".strip()) for n in names]
+
+
+def all_counters(family, selector, window=None):
+    """Every rdma_port_<family>_*_total of a port, told apart by a `counter` label.
+
+    With a window (("$__interval", "$__interval_ms") or ("$__range",
+    "$__range_ms")): the average rate over it. rate() cannot be used here:
+    it drops the metric name before label_replace could keep the counters
+    apart (Prometheus then reports duplicate series). The difference of two
+    instants keeps the label; a counter reset (driver reload) gives a
+    negative difference, which is dropped."""
+    def named(offset=""):
+        return (f'label_replace({{__name__=~"rdma_port_{family}_.+_total", {selector}}}{offset}, '
+                f'"counter", "$1", "__name__", "rdma_port_{family}_(.+)_total")')
+    if window is None:
+        return named()
+    span, span_ms = window
+    return f"({named()} - {named(' offset ' + span)} >= 0) / ({span_ms} / 1000)"
+
+
+# ------------------------------------------------------------- dashboards
+
+PMA_ERRORS = ["symbol_error", "link_error_recovery", "link_downed", "port_rcv_errors",
+              "port_rcv_remote_physical_errors", "port_rcv_switch_relay_errors",
+              "port_xmit_discards", "port_xmit_constraint_errors", "port_rcv_constraint_errors",
+              "local_link_integrity_errors", "excessive_buffer_overrun_errors", "VL15_dropped"]
+
+
+def throughput_panel(selector, title="Throughput"):
+    return timeseries(
+        title,
+        "Bytes per second from the IB PMA data counters (`rdma_port_pma_port_xmit_data_bytes_total`,"
+        " `..._rcv_data_bytes_total`; the kernel counts 4-byte words, the exporter multiplies "
+        "by 4). Transmit above zero, receive below. Drivers without PMA counters (Soft-RoCE) "
+        "have none: see Packets.",
+        [target(rate("rdma_port_pma_port_xmit_data_bytes_total", selector), PORT_LEGEND + " tx"),
+         target(rate("rdma_port_pma_port_rcv_data_bytes_total", selector), PORT_LEGEND + " rx")],
+        "Bps", negative_refs=("B",))
+
+
+def packets_panel(selector):
+    return timeseries(
+        "Packets",
+        "Packets per second: IB PMA packet counters where the driver has them, Soft-RoCE's "
+        "`sent_pkts`/`rcvd_pkts` hw counters otherwise. Transmit above zero, receive below.",
+        [target(rate("rdma_port_pma_port_xmit_packets_total", selector), PORT_LEGEND + " tx"),
+         target(rate("rdma_port_pma_port_rcv_packets_total", selector), PORT_LEGEND + " rx"),
+         target(rate("rdma_port_hw_sent_pkts_total", selector), PORT_LEGEND + " tx"),
+         target(rate("rdma_port_hw_rcvd_pkts_total", selector), PORT_LEGEND + " rx")],
+        "pps", negative_refs=("B", "D"))
+
+
+def fleet():
+    b = Board("rdma-fleet", "RDMA / Fleet overview",
+              "Hosts and ports of every rdma_exporter: state, link rate, traffic, errors and the "
+              "exporter's own health.", port_variables())
+    b.row("Overview")
+    b.add(stat("Exporters up", "Scrape targets of the selected jobs that answered the last "
+               "scrape (`up`).", f"sum(up{{{INSTANCES}}})", "none", base="blue"), w=4, h=4)
+    b.add(stat("Exporters down", "Scrape targets whose last scrape failed: the host, the "
+               "exporter or the network is down. Alert: RdmaExporterDown.",
+               f"count(up{{{INSTANCES}}} == 0) or vector(0)", "none", limits=((1, "red"),)),
+          w=4, h=4)
+    b.add(stat("Ports active", "Ports in logical state ACTIVE or ACTIVE_DEFER.",
+               f"count(rdma_port_state{{{PORTS}}} >= 4)", "none", base="blue"), w=4, h=4)
+    b.add(stat("Ports not active", "Ports in DOWN, INIT or ARMED: no traffic passes. A port "
+               "that was ACTIVE raises RdmaPortDown.",
+               f"count(rdma_port_state{{{PORTS}}} < 4) or vector(0)", "none",
+               limits=((1, "orange"),)), w=4, h=4)
+    b.add(stat("Link-down events", "Times links went down in the selected time range (IB PMA "
+               "`link_downed`, and the hw counter of drivers that have one, like Soft-RoCE).",
+               f"(sum(increase(rdma_port_pma_link_downed_total{{{PORTS}}}[$__range])) or vector(0))"
+               f" + (sum(increase(rdma_port_hw_link_downed_total{{{PORTS}}}[$__range])) "
+               "or vector(0))", "none", limits=((1, "orange"), (5, "red"))), w=4, h=4)
+    b.add(stat("Collectors failing", "Exporter collectors whose last run met an error "
+               "(`rdma_exporter_collector_success == 0`). See the exporter's log.",
+               f"count(rdma_exporter_collector_success{{{INSTANCES}}} == 0) or vector(0)", "none",
+               limits=((1, "red"),)), w=4, h=4)
+
+    b.row("Ports")
+    ports = table(
+        "Ports", "Every port: logical and physical state, the network device behind it (RoCE), "
+        "link layer and the rate the link trained to.",
+        [target(f"rdma_port_info{{{PORTS}}}", instant=True, fmt="table"),
+         target(f"rdma_port_rate_bytes_per_second{{{PORTS}}} * 8", instant=True, fmt="table"),
+         target(f"rdma_port_link_layer_info{{{PORTS}}}", instant=True, fmt="table")],
+        "none",
+        transformations=[MERGE, organize(
+            exclude=("Time", "__name__", "job", "Value #A", "Value #C"),
+            rename={"Value #B": "link rate", "phys_state": "physical state",
+                    "link_layer": "link layer"})],
+        overrides=[unit_override("link rate", "bps"), {
+            "matcher": {"id": "byName", "options": "port"},
+            "properties": [{"id": "links", "value": [{
+                "title": "Port detail",
+                "url": "/d/rdma-port/rdma-port-detail?${datasource:queryparam}&${job:queryparam}"
+                       "&var-instance=${__data.fields.instance}&var-device=${__data.fields.device}"
+                       "&var-port=${__data.fields.port}&${__url_time_range}"}]}]}])
+    b.add(ports, w=24, h=8)
+    b.add(state_timeline("Port state", "Logical state of every port over time (DOWN, INIT, "
+                         "ARMED, ACTIVE, ACTIVE_DEFER).",
+                         [target(f"rdma_port_state{{{PORTS}}}", PORT_LEGEND)],
+                         {"A": PORT_STATES}), w=24, h=8)
+
+    b.row("Traffic")
+    b.add(throughput_panel(PORTS))
+    b.add(packets_panel(PORTS))
+    b.add(timeseries(
+        "Link utilization",
+        "PMA data rate over the rate the link trained to (`rdma_port_rate_bytes_per_second`), "
+        "per direction. Sustained values near 100% mean the link is the bottleneck.",
+        [target(f"{rate('rdma_port_pma_port_xmit_data_bytes_total', PORTS)} / "
+                f"rdma_port_rate_bytes_per_second{{{PORTS}}}", PORT_LEGEND + " tx"),
+         target(f"{rate('rdma_port_pma_port_rcv_data_bytes_total', PORTS)} / "
+                f"rdma_port_rate_bytes_per_second{{{PORTS}}}", PORT_LEGEND + " rx")],
+        "percentunit", limits=((0.8, "orange"), (0.95, "red"))))
+    b.add(bargauge(
+        "Top talkers", "The 10 ports that moved the most bytes (transmit plus receive, IB PMA "
+        "data counters), averaged over the selected time range.",
+        f"topk(10, {rate('rdma_port_pma_port_xmit_data_bytes_total', PORTS, '$__range')} + "
+        f"{rate('rdma_port_pma_port_rcv_data_bytes_total', PORTS, '$__range')})",
+        PORT_LEGEND, "Bps"))
+
+    b.row("Errors and drops")
+    b.add(timeseries(
+        "Physical and link errors",
+        "IB PMA error counters per second. Symbol errors and link error recovery point at "
+        "cables, transceivers or dirty connectors; receive errors at corrupted packets. Any "
+        "sustained rate needs a look. Alerts: RdmaSymbolErrors, RdmaLinkErrorRecovery, "
+        "RdmaPortReceiveErrors.",
+        counter_rates(PORTS, "pma", ["symbol_error", "link_error_recovery", "port_rcv_errors",
+                                     "port_rcv_remote_physical_errors",
+                                     "local_link_integrity_errors",
+                                     "excessive_buffer_overrun_errors"]),
+        "cps", limits=((1, "red"),)))
+    b.add(timeseries(
+        "Drops and discards",
+        "Packets dropped: transmit discards (IB PMA: link down or congestion), VL15 drops, and "
+        "mlx5's `out_of_buffer` (received with no receive WQE posted: the application is not "
+        "keeping up).",
+        counter_rates(PORTS, "pma", ["port_xmit_discards", "VL15_dropped"])
+        + counter_rates(PORTS, "hw", ["out_of_buffer"]),
+        "cps", limits=((1, "red"),)))
+    b.add(timeseries(
+        "Transport errors and retransmissions",
+        "Retransmission triggers of reliable connections per second: NAKs for sequence errors "
+        "(mlx5 `packet_seq_err`, `implied_nak_seq_err`), packets received out of sequence "
+        "(`out_of_sequence`), ACK timeouts (`local_ack_timeout_err`), RNR retries exhausted; "
+        "Soft-RoCE's `rcvd_seq_err`, `out_of_seq_request`, `retry_exceeded_err`. On a lossless "
+        "fabric these stay near zero; a sustained rate means packet loss.",
+        counter_rates(PORTS, "hw", ["packet_seq_err", "implied_nak_seq_err", "out_of_sequence",
+                                    "local_ack_timeout_err", "rnr_nak_retry_err",
+                                    "rcvd_seq_err", "out_of_seq_request",
+                                    "retry_exceeded_err"]),
+        "cps"))
+    b.add(timeseries(
+        "Completion errors",
+        "Work completions with errors per second, requester (`req_*`) and responder "
+        "(`resp_*`) side (mlx5), and Soft-RoCE's `send_err`. Remote access errors usually "
+        "mean a wrong rkey or a freed memory region in the application.",
+        counter_rates(PORTS, "hw", ["req_cqe_error", "resp_cqe_error", "req_remote_access_errors",
+                                    "resp_remote_access_errors", "req_remote_invalid_request",
+                                    "resp_local_length_error", "send_err"]),
+        "cps"))
+
+    b.row("Exporter health")
+    b.add(table(
+        "Collectors", "Each collector's last run: OK or FAILED, and its failures in the "
+        "selected range. A failing collector's metrics are missing or stale; its log line "
+        "names the device, file or netlink command.",
+        [target(f"rdma_exporter_collector_success{{{INSTANCES}}}", instant=True, fmt="table"),
+         target(f"increase(rdma_exporter_collector_failures_total{{{INSTANCES}}}[$__range])",
+                instant=True, fmt="table")],
+        "none", transformations=[MERGE, organize(
+            exclude=("Time", "__name__", "job"),
+            rename={"Value #A": "last run", "Value #B": "failures in range"})],
+        overrides=[{"matcher": {"id": "byName", "options": "last run"}, "properties": [
+            {"id": "mappings", "value": [{"type": "value", "options": {
+                "0": {"text": "FAILED", "color": "red", "index": 0},
+                "1": {"text": "OK", "color": "green", "index": 1}}}]},
+            {"id": "custom.cellOptions", "value": {"type": "color-background"}}]},
+            {"matcher": {"id": "byName", "options": "failures in range"},
+             "properties": [{"id": "decimals", "value": 0}]}]))
+    b.add(table(
+        "Exporters", "Version of every exporter, whether the kernel answers on rdma netlink (0: "
+        "no RDMA modules, or no netlink access in a container; only sysfs data is exported) "
+        "and the samples of the last scrape.",
+        [target(f"rdma_exporter_build_info{{{INSTANCES}}}", instant=True, fmt="table"),
+         target(f"rdma_exporter_netlink_available{{{INSTANCES}}}", instant=True, fmt="table"),
+         target(f"scrape_samples_scraped{{{INSTANCES}}}", instant=True, fmt="table")],
+        "none", transformations=[MERGE, organize(
+            exclude=("Time", "__name__", "job", "Value #A"),
+            rename={"Value #B": "netlink", "Value #C": "samples"})],
+        overrides=[{"matcher": {"id": "byName", "options": "netlink"}, "properties": [
+            {"id": "mappings", "value": [{"type": "value", "options": {
+                "0": {"text": "unavailable", "color": "orange", "index": 0},
+                "1": {"text": "available", "color": "green", "index": 1}}}]},
+            {"id": "custom.cellOptions", "value": {"type": "color-background"}}]}]))
+    b.add(timeseries(
+        "Scrape and collection duration",
+        "How long Prometheus waited for /metrics (`scrape_duration_seconds`) and how long "
+        "the exporter's last collection took. A collection near the scrape timeout means a slow "
+        "kernel interface; see Collector duration.",
+        [target(f"scrape_duration_seconds{{{INSTANCES}}}", "{{instance}} scrape"),
+         target(f"rdma_exporter_collection_duration_seconds{{{INSTANCES}}}",
+                "{{instance}} collection")],
+        "s", limits=((1, "orange"), (5, "red"))))
+    b.add(timeseries(
+        "Collector duration", "Wall time of each collector's last run.",
+        [target(f"rdma_exporter_collector_duration_seconds{{{INSTANCES}}}",
+                "{{instance}} {{collector}}")], "s"))
+    return b
+
+
+def port_detail():
+    b = Board("rdma-port", "RDMA / Port detail",
+              "One port in depth: state history, every hw counter of the driver, the IB PMA "
+              "counters and the QPs on it.", port_variables(multi=False))
+    b.row("State")
+    b.add(stat("State", "Logical port state: DOWN, INIT, ARMED, ACTIVE or ACTIVE_DEFER.", f"rdma_port_state{{{ONE_PORT}}}", "none",
+               mappings=value_mappings(PORT_STATES), base="text"), w=4, h=4)
+    b.add(stat("Physical state", "Physical port state: LINK_UP when the link trained; "
+               "POLLING without a link partner, DISABLED when switched off.", f"rdma_port_phys_state{{{ONE_PORT}}}",
+               "none", mappings=value_mappings(PHYS_STATES), base="text"), w=4, h=4)
+    b.add(stat("Link rate", "The rate the link trained to (sysfs `rate`).",
+               f"rdma_port_rate_bytes_per_second{{{ONE_PORT}}} * 8", "bps", base="blue"),
+          w=4, h=4)
+    b.add(stat("Link layer", "InfiniBand or Ethernet (RoCE).",
+               f"rdma_port_link_layer_info{{{ONE_PORT}}}", "none", legend="{{link_layer}}",
+               text_mode="name", base="blue"), w=4, h=4)
+    b.add(stat("Network device", "The netdev behind the port (RoCE); empty on InfiniBand.",
+               f"rdma_port_info{{{ONE_PORT}}}", "none", legend="{{netdev}}", text_mode="name",
+               base="blue"), w=4, h=4)
+    b.add(stat("LID", "InfiniBand local identifier (InfiniBand ports only).",
+               f"rdma_port_lid{{{ONE_PORT}}}", "none", base="blue"), w=4, h=4)
+    b.add(state_timeline("State history", "Logical and physical state over time: flaps show as "
+                         "short DOWN or POLLING stretches.",
+                         [target(f"rdma_port_state{{{ONE_PORT}}}", "logical"),
+                          target(f"rdma_port_phys_state{{{ONE_PORT}}}", "physical")],
+                         {"A": PORT_STATES, "B": PHYS_STATES}), w=24, h=5)
+
+    b.row("Traffic")
+    b.add(throughput_panel(ONE_PORT))
+    b.add(packets_panel(ONE_PORT))
+
+    b.row("Hardware counters")
+    b.add(timeseries(
+        "Every hw counter (per second)",
+        "Every counter the driver reports for the port (`rdma_port_hw_<name>_total`), as a "
+        "rate. The names are the driver's: see the kernel's documentation of the driver "
+        "(mlx5, rxe, ...).",
+        [target(all_counters("hw", ONE_PORT, ("$__interval", "$__interval_ms")), "{{counter}}")],
+        "cps"),
+        w=24, h=10)
+    b.add(table(
+        "Hardware counters", "Every hw counter of the port: its value now and its average rate "
+        "over the selected time range.",
+        [target(all_counters("hw", ONE_PORT), instant=True, fmt="table"),
+         target(all_counters("hw", ONE_PORT, ("$__range", "$__range_ms")), instant=True,
+                fmt="table")],
+        "none", transformations=[MERGE, organize(
+            exclude=("Time", "__name__", "job", "instance", "device", "port"),
+            rename={"Value #A": "total", "Value #B": "per second"})],
+        overrides=[unit_override("per second", "cps")]), w=24, h=10)
+
+    b.row("InfiniBand PMA counters")
+    b.add(timeseries(
+        "PMA error counters (per second)",
+        "The IB PMA error counters (sysfs `counters/`). Drivers without PMA (Soft-RoCE) have "
+        "none.", counter_rates(ONE_PORT, "pma", PMA_ERRORS, legend_prefix=""), "cps",
+        limits=((1, "red"),)))
+    b.add(timeseries(
+        "Transmit wait (per second)",
+        "`port_xmit_wait`: ticks in which the port had data to send but no flow-control "
+        "credits from the other end. A rising rate means congestion downstream of this port.",
+        [target(rate("rdma_port_pma_port_xmit_wait_total", ONE_PORT), "xmit_wait")], "cps"))
+    b.add(table(
+        "PMA counters", "Every IB PMA counter of the port, current value (data counters in "
+        "bytes).", [target(all_counters("pma", ONE_PORT), instant=True, fmt="table")], "none",
+        transformations=[organize(exclude=("Time", "__name__", "job", "instance", "device",
+                                           "port"), rename={"Value": "total"})]), w=24, h=10)
+
+    b.row("Queue pairs")
+    b.add(timeseries("QPs by type and state", "QPs on this port in the kernel's resource "
+                     "tracker (`rdma_qps`), by type and state. QPs in ERR or SQE stopped "
+                     "working.", [target(f"sum by (qp_type, state) (rdma_qps{{{ONE_PORT}}})",
+                                         "{{qp_type}} {{state}}")], "short", stack=True))
+    b.add(stat("Counter sets", "Per-QP counter sets bound on the port (mlx5 and ionic fill "
+               "them; rxe binds none).", f"rdma_qp_stat_sets{{{ONE_PORT}}}", "none", base="blue"),
+          w=6, h=8)
+    b.add(stat("Counter mode", "The port's per-QP counter mode and auto criteria.",
+               f"rdma_qp_stat_mode_info{{{ONE_PORT}}}", "none", legend="{{mode}} {{auto_by}}",
+               text_mode="name", base="blue"), w=6, h=8)
+    return b
+
+
+def congestion():
+    b = Board("rdma-congestion", "RDMA / Congestion",
+              "Congestion control and its symptoms: CNPs and ECN marks (RoCE DCQCN), "
+              "retransmissions, out-of-sequence packets, RNR and ACK timeouts, InfiniBand "
+              "credit stalls.", port_variables())
+    b.row("Congestion notification (RoCE ECN / DCQCN)")
+    b.add(timeseries(
+        "CNPs sent (notification point)",
+        "Congestion notification packets this port sent (mlx5 `np_cnp_sent`) because it "
+        "received ECN-marked packets: the fabric marks packets on its way here. Alert: "
+        "RdmaCnpStorm.",
+        counter_rates(PORTS, "hw", ["np_cnp_sent"]), "pps"))
+    b.add(timeseries(
+        "CNPs handled (reaction point)",
+        "CNPs this port received and acted on by lowering its send rate (mlx5 "
+        "`rp_cnp_handled`), and ones it ignored (`rp_cnp_ignored`). Its senders are being "
+        "throttled.",
+        counter_rates(PORTS, "hw", ["rp_cnp_handled", "rp_cnp_ignored"]), "pps"))
+    b.add(timeseries(
+        "ECN-marked packets received",
+        "RoCE packets that arrived with the ECN congestion-experienced mark (mlx5 "
+        "`np_ecn_marked_roce_packets`). Alert: RdmaEcnMarkedPackets.",
+        counter_rates(PORTS, "hw", ["np_ecn_marked_roce_packets"]), "pps"))
+    b.add(bargauge(
+        "Top ports by CNPs sent", "The 10 ports that sent the most CNPs, averaged over the "
+        "selected time range: where congestion is felt.",
+        f"topk(10, {rate('rdma_port_hw_np_cnp_sent_total', PORTS, '$__range')})", PORT_LEGEND,
+        "pps"))
+
+    b.row("Retransmissions and ordering")
+    b.add(timeseries(
+        "Retransmissions",
+        "Events that make a reliable connection resend: NAKs for sequence errors "
+        "(`packet_seq_err`, `implied_nak_seq_err`), adaptive retransmissions "
+        "(`roce_adp_retrans`), and Soft-RoCE's completer retries (`completer_retry_err`). "
+        "Alert: RdmaPacketSequenceErrors.",
+        counter_rates(PORTS, "hw", ["packet_seq_err", "implied_nak_seq_err", "roce_adp_retrans",
+                                    "completer_retry_err"]), "cps"))
+    b.add(timeseries(
+        "Local ACK timeouts",
+        "The sender's ACK timer expired (mlx5 `local_ack_timeout_err`, adaptive retransmission "
+        "timeouts `roce_adp_retrans_to`): a packet or its ACK was lost. Each costs a timeout of "
+        "milliseconds. Alert: RdmaLocalAckTimeouts.",
+        counter_rates(PORTS, "hw", ["local_ack_timeout_err", "roce_adp_retrans_to"]), "cps"))
+    b.add(timeseries(
+        "Out of sequence and duplicates",
+        "Packets that arrived out of sequence (mlx5 `out_of_sequence`, Soft-RoCE "
+        "`out_of_seq_request`) and duplicate requests (a retransmission of something already "
+        "received). Alert: RdmaOutOfSequence.",
+        counter_rates(PORTS, "hw", ["out_of_sequence", "out_of_seq_request",
+                                    "duplicate_request"]), "cps"))
+    b.add(timeseries(
+        "Receiver not ready (RNR)",
+        "RNR NAK retries exhausted (mlx5 `rnr_nak_retry_err`, Soft-RoCE "
+        "`retry_rnr_exceeded_err`) and RNR NAKs received or sent (Soft-RoCE `rcvd_rnr_err`, "
+        "`send_rnr_err`): a receiver had no receive WQE posted.",
+        counter_rates(PORTS, "hw", ["rnr_nak_retry_err", "retry_rnr_exceeded_err",
+                                    "rcvd_rnr_err", "send_rnr_err"]), "cps"))
+    b.add(timeseries(
+        "Receive buffer drops",
+        "Packets dropped because no receive WQE was posted (mlx5 `out_of_buffer`).",
+        counter_rates(PORTS, "hw", ["out_of_buffer"]), "cps"))
+    b.add(timeseries(
+        "ICRC errors",
+        "RoCE packets received with a bad invariant CRC (mlx5 `rx_icrc_encapsulated`): "
+        "corruption on the path.",
+        counter_rates(PORTS, "hw", ["rx_icrc_encapsulated"]), "cps"))
+
+    b.row("InfiniBand credit stalls")
+    b.add(timeseries(
+        "Transmit wait",
+        "IB PMA `port_xmit_wait`: ticks in which the port had data but no flow-control credits "
+        "from the link partner. The InfiniBand counterpart of PFC pauses.",
+        counter_rates(PORTS, "pma", ["port_xmit_wait"]), "cps"))
+    b.add(timeseries(
+        "Transmit discards",
+        "IB PMA `port_xmit_discards`: packets dropped on transmit because the port was down "
+        "or congested past its timeout.",
+        counter_rates(PORTS, "pma", ["port_xmit_discards"]), "cps"))
+    return b
+
+
+WORKLOAD_LABELS = "instance, comm, pid"
+WORKLOAD_LEGEND = "{{instance}} {{comm}} ({{pid}})"
+
+
+def workloads():
+    variables = port_variables() + [query_variable(
+        "comm", "Process",
+        'label_values({__name__=~"rdma_qp_stat_.+_total", job=~"$job", '
+        'instance=~"$instance"}, comm)',
+        description="Process names of the per-QP counter sets.")]
+    b = Board("rdma-workloads", "RDMA / Workloads",
+              "Traffic and errors per process, container and QP type from the kernel's per-QP "
+              "counter sets (mlx5 and ionic fill them; the port must be in auto mode or have "
+              "bound QPs), and the QP inventory.", variables)
+    wsel = sel(PORTS, 'comm=~"$comm"')
+
+    def by(labels, name, window="$__rate_interval"):
+        return f"sum by ({labels}) ({rate(f'rdma_qp_stat_{name}_total', wsel, window)})"
+
+    requests = ("rx_write_requests", "rx_read_requests", "rx_atomic_requests")
+    b.row("Traffic by process")
+    for name, what in zip(requests, ("RDMA writes", "RDMA reads", "Atomic operations")):
+        b.add(timeseries(
+            f"{what} received by process",
+            f"{what} that the process's QPs received as responder per second "
+            f"(`rdma_qp_stat_{name}_total`), summed over its counter sets.",
+            [target(by(WORKLOAD_LABELS, name), WORKLOAD_LEGEND)], "reqps"),
+            w=8)
+    b.add(bargauge(
+        "Top processes by requests received", "Writes, reads and atomics received, averaged over "
+        "the selected time range.",
+        "topk(10, " + " + ".join(by(WORKLOAD_LABELS, n, "$__range") for n in requests) + ")",
+        WORKLOAD_LEGEND, "reqps"))
+    b.add(timeseries(
+        "Requests received by QP type", "Writes, reads and atomics received per second, by QP "
+        "type (RC, UD, ...).",
+        [target(" + ".join(by("qp_type", n) for n in requests), "{{qp_type}}")], "reqps",
+        stack=True))
+    b.add(timeseries(
+        "Requests received by container (cgroup)",
+        "Writes, reads and atomics received per second, by the process's cgroup. Needs "
+        "`qp_counters.cgroup_label: true`.",
+        [target(" + ".join(by("cgroup", n) for n in requests), "{{cgroup}}")], "reqps",
+        stack=True))
+    b.add(timeseries(
+        "Share of the port's requests in counter sets",
+        "What the counter sets account for of the port's own `rx_write_requests`: below 100% "
+        "when QPs are not bound to sets (created before auto mode, kernel QPs).",
+        [target(f"sum by (instance, device, port) ({rate('rdma_qp_stat_rx_write_requests_total', PORTS)})"
+                f" / sum by (instance, device, port) ({rate('rdma_port_hw_rx_write_requests_total', PORTS)})",
+                PORT_LEGEND)], "percentunit"))
+
+    errors = ("packet_seq_err", "local_ack_timeout_err", "out_of_sequence", "rnr_nak_retry_err",
+              "duplicate_request", "out_of_buffer")
+    b.row("Errors by process")
+    b.add(timeseries(
+        "Transport errors by process",
+        "Per-QP error counters summed by process: sequence-error NAKs, ACK timeouts, "
+        "out-of-sequence packets, RNR retries exhausted, duplicates and receive buffer drops. "
+        "Tells which application suffers from (or causes) the port's retransmissions.",
+        [target(by(WORKLOAD_LABELS, n), f"{WORKLOAD_LEGEND} {n}") for n in errors], "cps"),
+        w=24, h=9)
+    b.add(table(
+        "Errors by process and QP type", "Errors over the selected time range.",
+        [target(f"sum by (instance, comm, pid, qp_type) "
+                f"(increase(rdma_qp_stat_{n}_total{{{wsel}}}[$__range]))", instant=True,
+                fmt="table") for n in errors],
+        "short", transformations=[MERGE, organize(
+            exclude=("Time",), rename={f"Value #{chr(ord('A') + i)}": n
+                                       for i, n in enumerate(errors)})]), w=24, h=8)
+
+    b.row("QP inventory")
+    b.add(timeseries("QPs by state", "QPs in the kernel's resource tracker by state. ERR and "
+                     "SQE are QPs that stopped working.",
+                     [target(f"sum by (state) (rdma_qps{{{PORTS}}})", "{{state}}")], "short",
+                     stack=True), w=8)
+    b.add(timeseries("QPs by type", "QPs by type (RC, UD, GSI, ...).",
+                     [target(f"sum by (qp_type) (rdma_qps{{{PORTS}}})", "{{qp_type}}")], "short",
+                     stack=True), w=8)
+    b.add(timeseries("Device resources", "Objects per device (`rdma_device_resources`): QPs, "
+                     "CQs, MRs, PDs, contexts, CM IDs. A steady climb is a leak.",
+                     [target(f'rdma_device_resources{{{INSTANCES}, device=~"$device"}}',
+                             "{{instance}} {{device}} {{resource}}")], "short"), w=8)
+    b.add(table(
+        "QPs by process", "QPs per process, type and state. The process name needs "
+        "`qp_counters.inventory_by_comm: true`.",
+        [target(f'sum by (instance, comm, qp_type, state) (rdma_qps{{{PORTS}, comm=~"$comm"}})',
+                instant=True, fmt="table")], "short",
+        transformations=[organize(exclude=("Time",), rename={"Value": "QPs"})]), w=24, h=8)
+
+    b.row("Counter sets")
+    b.add(table(
+        "Counter mode per port", "Each port's mode (none, auto, manual), auto criteria, the "
+        "sets bound, sets folded into the overflow series (`qp_counters.max_series` reached), "
+        "and drift (1: a port the exporter manages is not in the configured mode; alert "
+        "RdmaCounterModeDrift).",
+        [target(f"rdma_qp_stat_mode_info{{{PORTS}}}", instant=True, fmt="table"),
+         target(f"rdma_qp_stat_sets{{{PORTS}}}", instant=True, fmt="table"),
+         target(f"rdma_qp_stat_overflow_sets{{{PORTS}}}", instant=True, fmt="table"),
+         target(f"rdma_qp_stat_mode_drift{{{PORTS}}}", instant=True, fmt="table")],
+        "none", transformations=[MERGE, organize(
+            exclude=("Time", "__name__", "job", "Value #A"),
+            rename={"Value #B": "sets", "Value #C": "overflow sets", "Value #D": "drift",
+                    "auto_by": "auto by"})],
+        overrides=[{"matcher": {"id": "byName", "options": "drift"}, "properties": [
+            {"id": "thresholds", "value": thresholds((1, "red"))},
+            {"id": "custom.cellOptions", "value": {"type": "color-background"}}]}]))
+    b.add(timeseries(
+        "Counter management writes", "Kernel writes the exporter made to manage counters, by "
+        "operation and result (`ok` or the errno's name), in each rate interval.",
+        [target(f"sum by (instance, device, port, operation, result) "
+                f"(increase(rdma_qp_stat_writes_total{{{PORTS}}}[$__rate_interval]))",
+                f"{PORT_LEGEND} {{{{operation}}}} {{{{result}}}}")], "short"))
+    return b
+
+
+def latency():
+    probe = 'rdma_probe_sent_total{job=~"$job", instance=~"$instance"}'
+    variables = [
+        job_variable(),
+        query_variable("instance", "Source",
+                       'label_values(rdma_probe_sent_total{job=~"$job"}, instance)',
+                       description="The exporter that sends the probes."),
+        query_variable("target", "Target", f"label_values({probe}, target)",
+                       description="Where the probes go (the responder's address)."),
+        query_variable("op", "Operation", f"label_values({probe}, op)"),
+        query_variable("tclass", "Traffic class", f"label_values({probe}, tclass)")]
+    b = Board("rdma-latency", "RDMA / Latency",
+              "Round-trip latency measured by the exporter's verbs probe between hosts: "
+              "percentiles per target and traffic class, the distribution, loss and errors, "
+              "and a matrix of host pairs (source = instance, destination = target).",
+              variables)
+    lsel = sel(JOB, 'instance=~"$instance"', 'target=~"$target"', 'op=~"$op"',
+               'tclass=~"$tclass"')
+    bucket = "rdma_probe_latency_seconds_bucket"
+    series = "instance, target, op, size, tclass"
+    legend = "{{instance}} → {{target}} {{op}} {{size}} B tc {{tclass}}"
+
+    def quantile(q, labels=series, window="$__rate_interval"):
+        return f"histogram_quantile({q}, sum by ({labels}, le) ({rate(bucket, lsel, window)}))"
+
+    def loss(labels, window):
+        return (f"sum by ({labels}) ({rate('rdma_probe_timeouts_total', lsel, window)}) / "
+                f"sum by ({labels}) ({rate('rdma_probe_sent_total', lsel, window)})")
+
+    slo = ((0.00005, "orange"), (0.0001, "red"))
+    b.row("Summary")
+    b.add(stat("Targets up", "Probe series (source, target, operation, size, class) whose last "
+               "probe succeeded.", f"sum(rdma_probe_up{{{lsel}}})", "none", base="blue"),
+          w=6, h=4)
+    b.add(stat("Targets down", "Probe series whose last probe failed. Alert: "
+               "RdmaProbeTargetUnreachable.", f"count(rdma_probe_up{{{lsel}}} == 0) or vector(0)",
+               "none", limits=((1, "red"),)), w=6, h=4)
+    b.add(stat("Loss", "Probes that timed out over probes sent, in the selected range. "
+               "Alert: RdmaProbeLoss (1%).",
+               f"sum({rate('rdma_probe_timeouts_total', lsel, '$__range')}) / "
+               f"sum({rate('rdma_probe_sent_total', lsel, '$__range')})", "percentunit",
+               limits=((0.001, "orange"), (0.01, "red"))), w=6, h=4)
+    b.add(stat("p99 round-trip", "99th percentile of every selected probe's round-trip time "
+               "in the selected range. The thresholds are the alert's example SLO (100 µs).",
+               f"histogram_quantile(0.99, sum by (le) ({rate(bucket, lsel, '$__range')}))", "s",
+               limits=slo), w=6, h=4)
+
+    b.row("Latency")
+    for q, name in ((0.5, "Median"), (0.99, "p99"), (0.999, "p99.9")):
+        b.add(timeseries(
+            f"{name} round-trip", f"{name} of the probe round-trip time per source, target, "
+            "operation, message size and traffic class (from `rdma_probe_latency_seconds`, "
+            "buckets from 1 µs to 1 s).",
+            [target(quantile(q), legend)], "s", limits=slo), w=8)
+    b.add(heatmap(
+        "Round-trip time distribution", "How many probes fell into each latency bucket per "
+        "interval, over every selected series. Two bands mean two paths (or a congested "
+        "one).", f"sum by (le) (increase({bucket}{{{lsel}}}[$__rate_interval]))"), w=16, h=9)
+    b.add(timeseries(
+        "Mean round-trip", "Sum of round-trip times over their count per series.",
+        [target(f"sum by ({series}) ({rate('rdma_probe_latency_seconds_sum', lsel)}) / "
+                f"sum by ({series}) ({rate('rdma_probe_latency_seconds_count', lsel)})",
+                legend)], "s", limits=slo), w=8, h=9)
+
+    b.row("Loss and errors")
+    b.add(timeseries("Loss", "Probes that timed out over probes sent, per source and target.",
+                     [target(loss("instance, target", "$__rate_interval"),
+                             "{{instance}} → {{target}}")], "percentunit",
+                     limits=((0.001, "orange"), (0.01, "red"))), w=8)
+    b.add(timeseries("Errors by reason", "Probes that failed other than by timing out, per "
+                     "reason (`rdma_probe_errors_total`).",
+                     [target(f"sum by (instance, target, reason) "
+                             f"({rate('rdma_probe_errors_total', lsel)})",
+                             "{{instance}} → {{target}} {{reason}}")], "cps"), w=8)
+    b.add(timeseries("Time since last success", "Seconds since each probe series last "
+                     "succeeded.",
+                     [target(f"time() - rdma_probe_last_success_timestamp_seconds{{{lsel}}}",
+                             legend)], "s", limits=((60, "orange"), (300, "red"))), w=8)
+
+    b.row("Host pairs")
+    matrix = {"id": "groupingToMatrix", "options": {"columnField": "target",
+                                                    "rowField": "instance",
+                                                    "valueField": "Value"}}
+    b.add(table("p99 round-trip, source × target", "p99 round-trip time over the selected range "
+                "for every pair of hosts: rows are sources (instance), columns targets.",
+                [target(quantile(0.99, "instance, target", "$__range"), instant=True,
+                        fmt="table")],
+                "s", transformations=[matrix], limits=slo, color_cells=True))
+    b.add(table("Loss, source × target", "Probe loss over the selected range for every pair of "
+                "hosts.", [target(loss("instance, target", "$__range"), instant=True,
+                                  fmt="table")],
+                "percentunit", transformations=[matrix],
+                limits=((0.001, "orange"), (0.01, "red")), color_cells=True))
+
+    b.row("Responder")
+    rsel = INSTANCES
+    b.add(timeseries("Responder sessions", "Probe sessions this host's responder serves for "
+                     "other hosts.", [target(f"rdma_probe_responder_sessions{{{rsel}}}",
+                                             "{{instance}}")], "short"))
+    b.add(timeseries("Responder rejections", "Sessions the responder refused, by reason.",
+                     [target(f"sum by (instance, reason) "
+                             f"({rate('rdma_probe_responder_rejected_total', rsel)})",
+                             "{{instance}} {{reason}}")], "cps"))
+    return b
+
+
+DASHBOARDS = {
+    "rdma-fleet.json": fleet,
+    "rdma-port.json": port_detail,
+    "rdma-congestion.json": congestion,
+    "rdma-workloads.json": workloads,
+    "rdma-latency.json": latency,
+}
+
+
+def render(build):
+    return json.dumps(build().json(), indent=2, ensure_ascii=False) + "\n"
+
+
+def main(argv):
+    check = argv[1:] == ["--check"]
+    if argv[1:] and not check:
+        sys.stderr.write(__doc__)
+        return 2
+    stale = []
+    for name, build in DASHBOARDS.items():
+        path = os.path.join(HERE, name)
+        text = render(build)
+        try:
+            with open(path, encoding="utf-8") as f:
+                current = f.read()
+        except FileNotFoundError:
+            current = None
+        if current == text:
+            continue
+        if check:
+            stale.append(name)
+        else:
+            with open(path, "w", encoding="utf-8") as f:
+                f.write(text)
+            print(f"wrote {path}")
+    if stale:
+        print("out of date (run dashboards/generate.py): " + ", ".join(stale), file=sys.stderr)
+        return 1
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv))
