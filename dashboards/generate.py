@@ -855,12 +855,12 @@ def latency():
     b.add(stat("Targets down", "Probe series whose last probe failed. Alert: "
                "RdmaProbeTargetUnreachable.", f"count(rdma_probe_up{{{lsel}}} == 0) or vector(0)",
                "none", limits=((1, "red"),)), w=6, h=4)
-    b.add(stat("Loss", "Probes that timed out over probes sent, in the selected range. "
+    b.add(stat("Loss in range", "Probes that timed out over probes sent, in the selected range. "
                "Alert: RdmaProbeLoss (1%).",
                f"sum({rate('rdma_probe_timeouts_total', lsel, '$__range')}) / "
                f"sum({rate('rdma_probe_sent_total', lsel, '$__range')})", "percentunit",
                limits=((0.001, "orange"), (0.01, "red"))), w=6, h=4)
-    b.add(stat("p99 round-trip", "99th percentile of every selected probe's round-trip time "
+    b.add(stat("p99 round-trip in range", "99th percentile of every selected probe's round-trip time "
                "in the selected range. The thresholds are the alert's example SLO (100 µs).",
                f"histogram_quantile(0.99, sum by (le) ({rate(bucket, lsel, '$__range')}))", "s",
                limits=slo), w=6, h=4)

@@ -62,6 +62,9 @@ class DashboardStructureTest(unittest.TestCase):
                 uids.add(d["uid"])
                 self.assertTrue(d["title"].startswith("RDMA / "))
                 self.assertIn("rdma", d["tags"])
+                titles = [p["title"] for p in panels(d) if p["type"] != "row"]
+                self.assertEqual(len(titles), len(set(titles)),
+                                 "panel titles are unique (the needs-hardware lists use them)")
                 ids = [p["id"] for p in panels(d)]
                 self.assertEqual(len(ids), len(set(ids)), "panel ids are unique")
                 self.assertTrue(all(isinstance(i, int) and i > 0 for i in ids))
