@@ -192,10 +192,16 @@ class DashboardQueriesTest(unittest.TestCase):
 
     @classmethod
     def tearDownClass(cls):
-        for name in ("prometheus", "fake", "real"):
-            thing = getattr(cls, name, None)
-            if thing is not None:
-                thing.stop()
+        if cls.prometheus is not None:
+            cls.prometheus.stop()
+        codes = {}
+        for name in ("fake", "real"):
+            exporter = getattr(cls, name)
+            if exporter is not None:
+                codes[name] = (exporter.stop(), exporter.log())
+        bad = {name: c for name, c in codes.items() if c[0] != 0}
+        assert not bad, "\n".join(f"{name} exited {code}:\n{log}"
+                                   for name, (code, log) in bad.items())
 
     def test_every_query_of_every_panel(self):
         ev = self.evaluation
