@@ -14,6 +14,7 @@
 #include "collectors/ethtool/mapping.hpp"
 #include "exporter/collection.hpp"
 #include "exporter/exposition.hpp"
+#include "tests/fake_kernel/driver_counters.hpp"
 #include "tests/fake_kernel/fake_dcb.hpp"
 #include "tests/fake_kernel/fake_ethtool.hpp"
 #include "tests/fake_kernel/fake_nldev.hpp"
@@ -33,34 +34,6 @@ const std::string& sysfs_tree() {
 }
 
 std::unique_ptr<testing::FakeNldev> mlx5_kernel() {
-  static const char* kCounters[] = {"duplicate_request",
-                                    "implied_nak_seq_err",
-                                    "local_ack_timeout_err",
-                                    "np_cnp_sent",
-                                    "np_ecn_marked_roce_packets",
-                                    "out_of_buffer",
-                                    "out_of_sequence",
-                                    "packet_seq_err",
-                                    "req_cqe_error",
-                                    "req_cqe_flush_error",
-                                    "req_remote_access_errors",
-                                    "req_remote_invalid_request",
-                                    "resp_cqe_error",
-                                    "resp_cqe_flush_error",
-                                    "resp_local_length_error",
-                                    "resp_remote_access_errors",
-                                    "rnr_nak_retry_err",
-                                    "roce_adp_retrans",
-                                    "roce_adp_retrans_to",
-                                    "roce_slow_restart",
-                                    "roce_slow_restart_cnps",
-                                    "roce_slow_restart_trans",
-                                    "rp_cnp_handled",
-                                    "rp_cnp_ignored",
-                                    "rx_atomic_requests",
-                                    "rx_icrc_encapsulated",
-                                    "rx_read_requests",
-                                    "rx_write_requests"};
   auto k = std::make_unique<testing::FakeNldev>();
   for (uint32_t d = 0; d < 8; ++d) {
     testing::FakeDevice dev{.index = d + 1,
@@ -70,7 +43,9 @@ std::unique_ptr<testing::FakeNldev> mlx5_kernel() {
     for (uint32_t p = 1; p <= 2; ++p) {
       testing::FakePort port{.index = p,
                              .netdev = "ens" + std::to_string(d) + "f" + std::to_string(p)};
-      for (const char* c : kCounters) port.counters.emplace_back(c, 123456789ULL * p + d);
+      for (const auto& c : testing::mlx5_port_counters()) {
+        port.counters.emplace_back(c, 123456789ULL * p + d);
+      }
       dev.ports.push_back(std::move(port));
     }
     dev.resources = {{"pd", 3},  {"cq", 10}, {"qp", 40}, {"cm_id", 0},

@@ -735,17 +735,15 @@ def workloads():
         "the selected time range.",
         "topk(10, " + " + ".join(by(WORKLOAD_LABELS, n, "$__range") for n in requests) + ")",
         WORKLOAD_LEGEND, "reqps"))
-    b.add(timeseries(
-        "Requests received by QP type", "Writes, reads and atomics received per second, by QP "
-        "type (RC, UD, ...).",
-        [target(" + ".join(by("qp_type", n) for n in requests), "{{qp_type}}")], "reqps",
-        stack=True))
-    b.add(timeseries(
-        "Requests received by container (cgroup)",
-        "Writes, reads and atomics received per second, by the process's cgroup. Needs "
-        "`qp_counters.cgroup_label: true`.",
-        [target(" + ".join(by("cgroup", n) for n in requests), "{{cgroup}}")], "reqps",
-        stack=True))
+    for label, title, detail in (
+            ("qp_type", "QP type", "by QP type (RC, UD, ...)."),
+            ("cgroup", "container (cgroup)",
+             "by the process's cgroup. Needs `qp_counters.cgroup_label: true`.")):
+        b.add(timeseries(
+            f"Requests received by {title}",
+            f"Writes, reads and atomics received per second, {detail}",
+            [target(" + ".join(by(label, n) for n in requests), f"{{{{{label}}}}}")], "reqps",
+            stack=True))
     b.add(timeseries(
         "Share of the port's requests in counter sets",
         "What the counter sets account for of the port's own `rx_write_requests`: below 100% "

@@ -25,6 +25,7 @@
 #include "exporter/config.hpp"
 #include "exporter/http_server.hpp"
 #include "exporter/snapshot_cache.hpp"
+#include "tests/fake_kernel/driver_counters.hpp"
 #include "tests/fake_kernel/fake_nldev.hpp"
 
 namespace rdma_exporter::testing {
@@ -36,51 +37,6 @@ constexpr uint8_t kUd = 4;
 constexpr uint8_t kInit = 1;
 constexpr uint8_t kRts = 3;
 constexpr uint8_t kErr = 6;
-
-// mlx5's port counters (drivers/infiniband/hw/mlx5/counters.c) as the
-// sysfs fixture lists them; RoCE-only ones are left out on InfiniBand ports.
-const std::vector<std::string> kMlx5Counters = {
-    "duplicate_request",
-    "implied_nak_seq_err",
-    "local_ack_timeout_err",
-    "np_cnp_sent",
-    "np_ecn_marked_roce_packets",
-    "out_of_buffer",
-    "out_of_sequence",
-    "packet_seq_err",
-    "req_cqe_error",
-    "req_cqe_flush_error",
-    "req_remote_access_errors",
-    "req_remote_invalid_request",
-    "resp_cqe_error",
-    "resp_cqe_flush_error",
-    "resp_local_length_error",
-    "resp_remote_access_errors",
-    "rnr_nak_retry_err",
-    "roce_adp_retrans",
-    "roce_adp_retrans_to",
-    "roce_slow_restart",
-    "roce_slow_restart_cnps",
-    "roce_slow_restart_trans",
-    "rp_cnp_handled",
-    "rp_cnp_ignored",
-    "rx_atomic_requests",
-    "rx_icrc_encapsulated",
-    "rx_read_requests",
-    "rx_write_requests",
-};
-const std::vector<std::string> kRxeCounters = {
-    "ack_deferred",       "completer_retry_err", "duplicate_request",  "link_downed",
-    "out_of_seq_request", "rcvd_pkts",           "rcvd_rnr_err",       "rcvd_seq_err",
-    "rdma_recvs",         "rdma_sends",          "retry_exceeded_err", "retry_rnr_exceeded_err",
-    "send_err",           "send_rnr_err",        "sent_pkts",
-};
-// Counters mlx5 keeps per QP (a counter set carries these).
-const std::vector<std::string> kMlx5QpCounters = {
-    "rx_write_requests",   "rx_read_requests",      "rx_atomic_requests", "out_of_buffer",
-    "out_of_sequence",     "duplicate_request",     "rnr_nak_retry_err",  "packet_seq_err",
-    "implied_nak_seq_err", "local_ack_timeout_err",
-};
 
 bool is_ib_only_excluded(const std::string& name) {
   return name.starts_with("np_") || name.starts_with("rp_") || name.starts_with("roce_") ||
@@ -97,47 +53,51 @@ std::vector<std::pair<std::string, uint64_t>> zeroed(const std::vector<std::stri
   return out;
 }
 
+// An mlx5 device whose ports count what mlx5 counts (RoCE-only counters
+// left out on InfiniBand).
+FakeDevice mlx5_device(uint32_t index, const std::string& protocol, const std::string& fw) {
+  const uint64_t guid = 0x98039b0300340000ULL + index - 1;
+  FakeDevice d{.index = index,
+               .name = "mlx5_" + std::to_string(index - 1),
+               .fw_version = fw,
+               .node_guid = guid,
+               .sys_image_guid = guid,
+               .protocol = protocol};
+  d.qp_counter_names = mlx5_qp_counters();
+  for (uint32_t p = 1; p <= 2; ++p) {
+    FakePort port{.index = p, .counters = zeroed(mlx5_port_counters(), protocol == "ib")};
+    if (protocol == "ib") {
+      port.lid = 2 + p;
+      port.sm_lid = 1;
+      port.lmc = 0;
+    } else {
+      port.netdev = "ens1f" + std::to_string(p - 1);
+      port.netdev_index = 3 + p;
+    }
+    d.ports.push_back(port);
+  }
+  return d;
+}
+
 FakeNldev make_kernel() {
   FakeNldev k;
-  FakeDevice roce{.index = 1,
-                  .name = "mlx5_0",
-                  .fw_version = "16.35.2000",
-                  .node_guid = 0x98039b0300340000ULL,
-                  .sys_image_guid = 0x98039b0300340000ULL,
-                  .protocol = "roce"};
-  roce.ports.push_back(FakePort{
-      .index = 1, .netdev = "ens1f0", .netdev_index = 4, .counters = zeroed(kMlx5Counters)});
-  roce.ports.push_back(FakePort{
-      .index = 2, .netdev = "ens1f1", .netdev_index = 5, .counters = zeroed(kMlx5Counters)});
+  FakeDevice roce = mlx5_device(1, "roce", "16.35.2000");
   for (auto& p : roce.ports) {
     p.counter_mode = RDMA_COUNTER_MODE_AUTO;
     p.auto_mask = RDMA_COUNTER_MASK_QP_TYPE | RDMA_COUNTER_MASK_PID;
   }
-  roce.qp_counter_names = kMlx5QpCounters;
   roce.resources = {{"pd", 6}, {"cq", 14}, {"qp", 0}, {"cm_id", 3}, {"mr", 40}, {"ctx", 5}};
 
-  FakeDevice ib{.index = 2,
-                .name = "mlx5_1",
-                .fw_version = "20.39.1002",
-                .node_guid = 0x98039b0300340001ULL,
-                .sys_image_guid = 0x98039b0300340001ULL,
-                .protocol = "ib"};
-  ib.ports.push_back(FakePort{
-      .index = 1, .lid = 3, .sm_lid = 1, .lmc = 0, .counters = zeroed(kMlx5Counters, true)});
+  FakeDevice ib = mlx5_device(2, "ib", "20.39.1002");
   // A port that lost its link: DOWN, physically DISABLED.
-  ib.ports.push_back(FakePort{.index = 2,
-                              .state = 1,
-                              .phys_state = 3,
-                              .lid = 4,
-                              .sm_lid = 1,
-                              .lmc = 0,
-                              .counters = zeroed(kMlx5Counters, true)});
+  ib.ports[1].state = 1;
+  ib.ports[1].phys_state = 3;
   ib.resources = {{"pd", 2}, {"cq", 4}, {"qp", 0}, {"mr", 8}, {"ctx", 1}};
 
   FakeDevice rxe{
       .index = 3, .name = "rxe0", .node_guid = 0x505400fffe120000ULL, .protocol = "roce"};
-  rxe.ports.push_back(
-      FakePort{.index = 1, .netdev = "veth0", .netdev_index = 7, .counters = zeroed(kRxeCounters)});
+  rxe.ports.push_back(FakePort{
+      .index = 1, .netdev = "veth0", .netdev_index = 7, .counters = zeroed(rxe_port_counters())});
   rxe.qp_counters_supported = false;
   rxe.qp_counter_names.clear();
   rxe.resources = {{"pd", 1}, {"cq", 2}, {"qp", 0}, {"mr", 2}, {"ctx", 1}};

@@ -292,6 +292,19 @@ class Evaluation:
                                 + "\n    ".join(r.expr for r in results))
         return failures, excused, used
 
+    def verdict(self, lists, what, per_panel=False):
+        """(failures, summary to print). LISTS names the needs-hardware lists
+        ({name: {(dashboard, title): reason}}) whose panels may lack data; an
+        entry that is not needed any more is a failure too."""
+        allow = {key: reason for entries in lists.values() for key, reason in entries.items()}
+        check = self.panel_failures if per_panel else self.query_failures
+        failures, excused, used = check(allow)
+        failures += self.variable_errors
+        for name, entries in lists.items():
+            failures += [f"{name} entry {key} is not needed any more: it has data"
+                         for key in entries if key not in used]
+        return failures, self.summary(excused, what)
+
     def summary(self, excused, what):
         lines = [f"\nDashboard queries against Prometheus ({what}), "
                  f"evaluated in {self.seconds:.1f}s:"]

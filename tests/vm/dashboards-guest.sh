@@ -20,16 +20,9 @@ MAX_SECONDS=180
 : "${RESULTS:?RESULTS must name the results directory}"
 R=$RESULTS
 
-note() { printf 'dashboards-guest: [%3ds] %s\n' "$SECONDS" "$*" | tee -a "$R/steps.log" >&2; }
-die() {
-	note "ERROR: $*"
-	exit 1
-}
-t() {
-	local secs=$1
-	shift
-	timeout --kill-after=5 "$secs" "$@"
-}
+PROG=dashboards-guest
+# shellcheck source=guest-lib.sh
+source "$(dirname -- "${BASH_SOURCE[0]}")/guest-lib.sh"
 
 : >"$R/steps.log"
 gid_index=$(t 120 "$RXE_UP" --print-gid-index 2>"$R/rxe-up.log") ||

@@ -9,13 +9,12 @@ its queries has data, and the panels that only show what rxe lacks are in
 SOFT_ROCE_LACKS (printed when used). Errors fail the test whatever the data.
 
 Environment: RDMA_EXPORTER_BIN, RDMA_VM_STAGE_ROOT (default
-/var/tmp/rdma-exporter-vm), RDMA_VM_KEEP=1 keeps the staging directory.
+/var/tmp/rdma-exporter-vm), RDMA_VM_KEEP=1 keeps the staging directory
+(vm_stage.py).
 """
 import os
-import shutil
 import subprocess
 import sys
-import tempfile
 import time
 import unittest
 
@@ -25,12 +24,12 @@ sys.path.insert(0, os.path.join(HERE, "..", "integration"))
 from dashboard_queries import (NEEDS_HARDWARE, Evaluation, prometheus_config,  # noqa: E402
                                wait_for_data)
 from harness import Prometheus, free_port  # noqa: E402
+from vm_stage import KeepsEvidence, make_stage  # noqa: E402
 
 BIN = os.path.abspath(os.environ.get("RDMA_EXPORTER_BIN",
                                      os.path.join(HERE, "..", "..", "build", "rdma_exporter")))
-STAGE_ROOT = os.environ.get("RDMA_VM_STAGE_ROOT", "/var/tmp/rdma-exporter-vm")
 RUN_IN_VM = os.path.join(HERE, "run-in-vm")
-GUEST_FILES = ("dashboards-guest.sh", "rxe-up")
+GUEST_FILES = ("dashboards-guest.sh", "guest-lib.sh", "rxe-up")
 VM_TIMEOUT = 300
 READY_TIMEOUT = 150
 
@@ -69,20 +68,14 @@ SOFT_ROCE_LACKS = {
 }
 
 
-class DashboardsOnSoftRoceTest(unittest.TestCase):
+class DashboardsOnSoftRoceTest(KeepsEvidence):
     @classmethod
     def setUpClass(cls):
         cls.vm = cls.prometheus = None
-        cls.keep = os.environ.get("RDMA_VM_KEEP") == "1"
         if not os.access(BIN, os.X_OK):
             raise RuntimeError(f"exporter binary {BIN} not found (set RDMA_EXPORTER_BIN)")
-        # The guest sees the host's root read-only but has its own /tmp.
-        os.makedirs(STAGE_ROOT, exist_ok=True)
-        cls.stage = tempfile.mkdtemp(prefix=f"stage-dashboards-{os.getpid()}-", dir=STAGE_ROOT)
-        os.chmod(cls.stage, 0o755)
-        shutil.copy2(BIN, os.path.join(cls.stage, "rdma_exporter"))
-        for name in GUEST_FILES:
-            shutil.copy2(os.path.join(HERE, name), os.path.join(cls.stage, name))
+        cls.stage = make_stage("dashboards-", {"rdma_exporter": BIN,
+                                               **{n: os.path.join(HERE, n) for n in GUEST_FILES}})
         cls.results = os.path.join(cls.stage, "results")
         os.makedirs(cls.results)
         port = free_port()
@@ -153,30 +146,15 @@ class DashboardsOnSoftRoceTest(unittest.TestCase):
         if code not in (0, None):
             cls.keep = True
             print(f"\nthe VM run failed (exit {code}):\n{cls.guest_logs()}", file=sys.stderr)
-        if cls.keep:
-            print(f"\nVM results kept in {cls.results}", file=sys.stderr)
-        else:
-            shutil.rmtree(cls.stage, ignore_errors=True)
+        cls.finish_stage()
         assert code in (0, None), f"the guest script failed (exit {code})"
 
-    def run(self, result=None):
-        if result is None:
-            return super().run(result)
-        before = len(result.failures) + len(result.errors)
-        out = super().run(result)
-        if len(result.failures) + len(result.errors) > before:
-            type(self).keep = True
-        return out
-
     def test_every_panel_shows_soft_roce_data(self):
-        ev = self.evaluation
-        allow = {**NEEDS_HARDWARE, **SOFT_ROCE_LACKS}
-        failures, excused, used = ev.panel_failures(allow)
-        print(ev.summary(excused, f"rdma_exporter on Soft-RoCE in the VM, set up in "
-                                  f"{self.setup_seconds:.1f}s"), file=sys.stderr)
-        failures += ev.variable_errors
-        failures += [f"SOFT_ROCE_LACKS entry {key} is not needed: the panel has data"
-                     for key in SOFT_ROCE_LACKS if key not in used]
+        failures, summary = self.evaluation.verdict(
+            {"NEEDS_HARDWARE": NEEDS_HARDWARE, "SOFT_ROCE_LACKS": SOFT_ROCE_LACKS},
+            f"rdma_exporter on Soft-RoCE in the VM, set up in {self.setup_seconds:.1f}s",
+            per_panel=True)
+        print(summary, file=sys.stderr)
         self.assertEqual(failures, [], "\n".join(failures))
 
     def test_alerting_rules_evaluate_without_errors(self):
