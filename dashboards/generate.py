@@ -326,6 +326,12 @@ def counter_rates(selector, family, names, legend_prefix=PORT_LEGEND):
                    f"{legend_prefix} {n}".strip()) for n in names]
 
 
+def counters_panel(title, description, family, names, unit="cps"):
+    """A time series of rate(rdma_port_<family>_<name>_total) per port, one
+    query per counter."""
+    return timeseries(title, description, counter_rates(PORTS, family, names), unit)
+
+
 def all_counters(family, selector, window=None):
     """Every rdma_port_<family>_*_total of a port, told apart by a `counter` label.
 
@@ -626,23 +632,23 @@ def congestion():
               "retransmissions, out-of-sequence packets, RNR and ACK timeouts, InfiniBand "
               "credit stalls.", port_variables())
     b.row("Congestion notification (RoCE ECN / DCQCN)")
-    b.add(timeseries(
+    b.add(counters_panel(
         "CNPs sent (notification point)",
         "Congestion notification packets this port sent (mlx5 `np_cnp_sent`) because it "
         "received ECN-marked packets: the fabric marks packets on its way here. Alert: "
         "RdmaCnpStorm.",
-        counter_rates(PORTS, "hw", ["np_cnp_sent"]), "pps"))
-    b.add(timeseries(
+        "hw", ["np_cnp_sent"], unit="pps"))
+    b.add(counters_panel(
         "CNPs handled (reaction point)",
         "CNPs this port received and acted on by lowering its send rate (mlx5 "
         "`rp_cnp_handled`), and ones it ignored (`rp_cnp_ignored`). Its senders are being "
         "throttled.",
-        counter_rates(PORTS, "hw", ["rp_cnp_handled", "rp_cnp_ignored"]), "pps"))
-    b.add(timeseries(
+        "hw", ["rp_cnp_handled", "rp_cnp_ignored"], unit="pps"))
+    b.add(counters_panel(
         "ECN-marked packets received",
         "RoCE packets that arrived with the ECN congestion-experienced mark (mlx5 "
         "`np_ecn_marked_roce_packets`). Alert: RdmaEcnMarkedPackets.",
-        counter_rates(PORTS, "hw", ["np_ecn_marked_roce_packets"]), "pps"))
+        "hw", ["np_ecn_marked_roce_packets"], unit="pps"))
     b.add(bargauge(
         "Top ports by CNPs sent", "The 10 ports that sent the most CNPs, averaged over the "
         "selected time range: where congestion is felt.",
@@ -650,55 +656,55 @@ def congestion():
         "pps"))
 
     b.row("Retransmissions and ordering")
-    b.add(timeseries(
+    b.add(counters_panel(
         "Retransmissions",
         "Events that make a reliable connection resend: NAKs for sequence errors "
         "(`packet_seq_err`, `implied_nak_seq_err`), adaptive retransmissions "
         "(`roce_adp_retrans`), and Soft-RoCE's completer retries (`completer_retry_err`). "
         "Alert: RdmaPacketSequenceErrors.",
-        counter_rates(PORTS, "hw", ["packet_seq_err", "implied_nak_seq_err", "roce_adp_retrans",
-                                    "completer_retry_err"]), "cps"))
-    b.add(timeseries(
+        "hw", ["packet_seq_err", "implied_nak_seq_err", "roce_adp_retrans",
+               "completer_retry_err"]))
+    b.add(counters_panel(
         "Local ACK timeouts",
         "The sender's ACK timer expired (mlx5 `local_ack_timeout_err`, adaptive retransmission "
         "timeouts `roce_adp_retrans_to`): a packet or its ACK was lost. Each costs a timeout of "
         "milliseconds. Alert: RdmaLocalAckTimeouts.",
-        counter_rates(PORTS, "hw", ["local_ack_timeout_err", "roce_adp_retrans_to"]), "cps"))
-    b.add(timeseries(
+        "hw", ["local_ack_timeout_err", "roce_adp_retrans_to"]))
+    b.add(counters_panel(
         "Out of sequence and duplicates",
         "Packets that arrived out of sequence (mlx5 `out_of_sequence`, Soft-RoCE "
         "`out_of_seq_request`) and duplicate requests (a retransmission of something already "
         "received). Alert: RdmaOutOfSequence.",
-        counter_rates(PORTS, "hw", ["out_of_sequence", "out_of_seq_request",
-                                    "duplicate_request"]), "cps"))
-    b.add(timeseries(
+        "hw", ["out_of_sequence", "out_of_seq_request",
+               "duplicate_request"]))
+    b.add(counters_panel(
         "Receiver not ready (RNR)",
         "RNR NAK retries exhausted (mlx5 `rnr_nak_retry_err`, Soft-RoCE "
         "`retry_rnr_exceeded_err`) and RNR NAKs received or sent (Soft-RoCE `rcvd_rnr_err`, "
         "`send_rnr_err`): a receiver had no receive WQE posted.",
-        counter_rates(PORTS, "hw", ["rnr_nak_retry_err", "retry_rnr_exceeded_err",
-                                    "rcvd_rnr_err", "send_rnr_err"]), "cps"))
-    b.add(timeseries(
+        "hw", ["rnr_nak_retry_err", "retry_rnr_exceeded_err",
+               "rcvd_rnr_err", "send_rnr_err"]))
+    b.add(counters_panel(
         "Receive buffer drops",
         "Packets dropped because no receive WQE was posted (mlx5 `out_of_buffer`).",
-        counter_rates(PORTS, "hw", ["out_of_buffer"]), "cps"))
-    b.add(timeseries(
+        "hw", ["out_of_buffer"]))
+    b.add(counters_panel(
         "ICRC errors",
         "RoCE packets received with a bad invariant CRC (mlx5 `rx_icrc_encapsulated`): "
         "corruption on the path.",
-        counter_rates(PORTS, "hw", ["rx_icrc_encapsulated"]), "cps"))
+        "hw", ["rx_icrc_encapsulated"]))
 
     b.row("InfiniBand credit stalls")
-    b.add(timeseries(
+    b.add(counters_panel(
         "Transmit wait",
         "IB PMA `port_xmit_wait`: ticks in which the port had data but no flow-control credits "
         "from the link partner. The InfiniBand counterpart of PFC pauses.",
-        counter_rates(PORTS, "pma", ["port_xmit_wait"]), "cps"))
-    b.add(timeseries(
+        "pma", ["port_xmit_wait"]))
+    b.add(counters_panel(
         "Transmit discards",
         "IB PMA `port_xmit_discards`: packets dropped on transmit because the port was down "
         "or congested past its timeout.",
-        counter_rates(PORTS, "pma", ["port_xmit_discards"]), "cps"))
+        "pma", ["port_xmit_discards"]))
     return b
 
 

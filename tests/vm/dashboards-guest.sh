@@ -44,12 +44,7 @@ CONF
 exporter_pid=$!
 trap 'kill "$exporter_pid" 2>/dev/null || true; wait "$exporter_pid" 2>/dev/null || true' EXIT
 
-deadline=$((SECONDS + 30))
-until t 5 curl -sf -o /dev/null "http://127.0.0.1:$PORT/healthz"; do
-	kill -0 "$exporter_pid" 2>/dev/null || die "exporter exited at start (see exporter.log)"
-	((SECONDS < deadline)) || die "exporter did not answer /healthz within 30s"
-	sleep 0.2
-done
+wait_healthz "http://127.0.0.1:$PORT/healthz" "$exporter_pid" exporter.log
 note "exporter up on port $PORT"
 touch "$R/ready"
 

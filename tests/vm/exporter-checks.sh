@@ -159,12 +159,7 @@ echo "$exporter_pid" >"$R/exporter.pid"
 # Stops the daemon if the script dies early, so the VM can power off.
 trap 'kill -KILL "$exporter_pid" 2>/dev/null || true' EXIT
 
-deadline=$((SECONDS + 30))
-until t 5 curl -sf -o /dev/null "http://$LISTEN/healthz"; do
-	kill -0 "$exporter_pid" 2>/dev/null || die "exporter exited at start (see exporter.log)"
-	((SECONDS < deadline)) || die "exporter did not answer /healthz within 30s"
-	sleep 0.1
-done
+wait_healthz "http://$LISTEN/healthz" "$exporter_pid" exporter.log
 note "exporter daemon up (pid $exporter_pid)"
 
 scrape scrape1.prom >"$R/scrape1.code"

@@ -43,3 +43,14 @@ stop_recording() {
 		echo "$rc" >"$R/$name.rc"
 	done
 }
+
+# wait_healthz URL PID LOG: until the exporter (PID, logging to LOG in $R)
+# answers URL; fails after 30 s or when it exits.
+wait_healthz() {
+	local url=$1 pid=$2 log=$3 deadline=$((SECONDS + 30))
+	until t 5 curl -sf -o /dev/null "$url"; do
+		kill -0 "$pid" 2>/dev/null || die "exporter exited at start (see $log)"
+		((SECONDS < deadline)) || die "exporter did not answer $url within 30s"
+		sleep 0.1
+	done
+}
