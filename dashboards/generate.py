@@ -916,12 +916,23 @@ def latency():
                 "percentunit", transformations=[matrix],
                 limits=((0.001, "orange"), (0.01, "red")), color_cells=True))
 
-    b.row("Responder")
+    b.row("Probe and responder")
     rsel = INSTANCES
+    b.add(table("Probe devices", "The device each probe uses, and how it times: `clock` "
+                "`completion_timestamp` is the NIC's clock (the host's wake-up is not in the "
+                "numbers), `host` the host's monotonic clock (Soft-RoCE, older NICs).",
+                [target(f"rdma_probe_device_info{{{rsel}}}", instant=True, fmt="table")],
+                "none", transformations=[organize(exclude=("Time", "__name__", "job", "Value"))]))
+    b.add(timeseries("Targets", "Targets each exporter probes, by where they come from "
+                     "(`static`, `file_sd`, `loopback`).",
+                     [target(f"sum by (instance, source) (rdma_probe_targets{{{rsel}}})",
+                             "{{instance}} {{source}}")], "short", stack=True))
     b.add(timeseries("Responder sessions", "Probe sessions this host's responder serves for "
                      "other hosts.", [target(f"rdma_probe_responder_sessions{{{rsel}}}",
                                              "{{instance}}")], "short"))
-    b.add(timeseries("Responder rejections", "Sessions the responder refused, by reason.",
+    b.add(timeseries("Responder rejections", "Sessions the responder refused, by reason "
+                     "(session or rate caps, authentication, sizes it does not offer, no "
+                     "device).",
                      [target(f"sum by (instance, reason) "
                              f"({rate('rdma_probe_responder_rejected_total', rsel)})",
                              "{{instance}} {{reason}}")], "cps"))

@@ -22,16 +22,6 @@ DASHBOARDS = ("rdma-fleet.json", "rdma-port.json", "rdma-congestion.json",
               "rdma-workloads.json", "rdma-latency.json")
 DATASOURCE_REF = {"type": "prometheus", "uid": "${datasource}"}
 
-# The needs-hardware list: panels whose queries may return nothing on every
-# test bed, because nothing there produces their metrics. (dashboard, panel
-# title or "*") -> why. The tests print it whenever it is used, and fail
-# when an entry is no longer needed.
-NEEDS_HARDWARE = {
-    ("rdma-latency.json", "*"):
-        "the verbs latency probe (collectors/probe/, written on another branch): its "
-        "metrics need the probe merged and RDMA verbs to run it (the Soft-RoCE VM)",
-}
-
 # What Grafana substitutes, for a Prometheus data source whose scrape interval
 # is set to the tests' 1 s and a "last 10 seconds" time range:
 # $__rate_interval = max($__interval + scrape interval, 4 * scrape interval).

@@ -10,23 +10,6 @@ misspelt counter name fails the check just like a misspelt metric does.
 import fnmatch
 import os
 import re
-import sys
-
-# Metrics of the embedded latency probe (collectors/probe/), which is being
-# written on another branch: their names are fixed, but docs/metrics.md lists
-# them only once the probe is merged. Until then the checks accept them and
-# say so; once the docs list them, remove this list (a check fails to remind).
-PROBE_METRICS_PENDING_DOCS = (
-    "rdma_probe_latency_seconds",
-    "rdma_probe_sent_total",
-    "rdma_probe_timeouts_total",
-    "rdma_probe_errors_total",
-    "rdma_probe_up",
-    "rdma_probe_last_success_timestamp_seconds",
-    "rdma_probe_responder_sessions",
-    "rdma_probe_responder_rejected_total",
-)
-PROBE_HISTOGRAMS = ("rdma_probe_latency_seconds",)
 
 # Series Prometheus itself adds to every scrape.
 PROMETHEUS_SERIES = ("up", "scrape_duration_seconds", "scrape_samples_scraped",
@@ -46,7 +29,6 @@ class MetricsDoc:
         with open(path, encoding="utf-8") as f:
             for line in f:
                 self._row(line)
-        self.pending_used = set()
 
     def _row(self, line):
         if not line.startswith("|"):
@@ -84,24 +66,16 @@ class MetricsDoc:
         return next((kind for _, _, text, kind in self.patterns if text == entry), "")
 
     def problem(self, name):
-        """None when NAME is documented (or a probe metric pending docs)."""
+        """None when NAME is documented."""
         if name in PROMETHEUS_SERIES:
             return None
         if self.documented(name):
             return None
         for suffix in HISTOGRAM_SUFFIXES:
             base = name[:-len(suffix)] if name.endswith(suffix) else None
-            if base is None:
-                continue
-            entry = self.documented(base)
+            entry = self.documented(base) if base else None
             if entry and self.type_of(entry) in ("histogram", "summary"):
                 return None
-            if base in PROBE_HISTOGRAMS and base in PROBE_METRICS_PENDING_DOCS:
-                self.pending_used.add(base)
-                return None
-        if name in PROBE_METRICS_PENDING_DOCS:
-            self.pending_used.add(name)
-            return None
         return f"{name} is not in {os.path.relpath(self.path)}"
 
     def name_regex_problem(self, regex):
@@ -117,19 +91,6 @@ class MetricsDoc:
         problems = [p for p in map(self.problem, names) if p]
         problems += [p for p in map(self.name_regex_problem, regexes) if p]
         return names, regexes, problems
-
-    def finish(self, what):
-        """Says which pending probe metrics WHAT used; returns a problem when
-        docs/metrics.md lists some of them now (the exception must go)."""
-        if self.pending_used:
-            print(f"\n{what}: probe metrics accepted though docs/metrics.md does not list them "
-                  f"yet (PROBE_METRICS_PENDING_DOCS): {', '.join(sorted(self.pending_used))}",
-                  file=sys.stderr)
-        documented = [n for n in PROBE_METRICS_PENDING_DOCS if n in self.exact]
-        if documented:
-            return (f"docs/metrics.md lists {', '.join(documented)} now: remove them from "
-                    "PROBE_METRICS_PENDING_DOCS in tests/integration/metrics_doc.py")
-        return None
 
 
 def strip_strings(expr):

@@ -30,10 +30,21 @@ import unittest
 import yaml
 
 from dashboard_queries import (DASHBOARD_DIR, DASHBOARDS, DATASOURCE_REF, LABEL_VALUES_RE,
-                               NEEDS_HARDWARE, Evaluation, load, panels, prometheus_config,
-                               substitute, variable_query, variables, wait_for_data)
-from harness import FAKE_HOST_BIN, SOURCE_DIR, Exporter, Prometheus, make_proc, make_sysfs
+                               Evaluation, load, panels, prometheus_config, substitute,
+                               variable_query, variables, wait_for_data)
+from harness import (FAKE_HOST_BIN, SOURCE_DIR, Exporter, Prometheus, free_port, make_proc,
+                     make_sysfs)
 from metrics_doc import MetricsDoc, metric_names
+
+# The needs-hardware list: panels whose queries may return nothing here,
+# because nothing on this test bed produces their metrics. (dashboard, panel
+# title or "*") -> why. Printed whenever it is used; an entry that is not
+# needed any more fails the test.
+NEEDS_HARDWARE = {
+    ("rdma-latency.json", "*"):
+        "the verbs latency probe, which needs an RDMA device (vm.dashboards runs it on "
+        "Soft-RoCE); here only its responder runs",
+}
 
 PROCESSES = {100: ("python3", "/kubepods.slice/pod-a/ctr-1"),
              101: ("python3", "/kubepods.slice/pod-b/ctr-2"),
@@ -153,7 +164,6 @@ class DashboardStructureTest(unittest.TestCase):
                 if not names and not regexes:
                     problems.append(f"{name}: {title}: no metric found in {expr}")
                 problems += [f"{name}: {title}: {p}" for p in found]
-        self.assertIsNone(doc.finish("dashboards"))
         self.assertEqual(problems, [])
 
     def test_the_name_check_catches_typos(self):
@@ -175,7 +185,14 @@ class DashboardQueriesTest(unittest.TestCase):
         try:
             cls.fake = Exporter("--path.sysfs", make_sysfs("mlx5:2:2 rxe"),
                                 "--path.proc", make_proc(PROCESSES), binary=FAKE_HOST_BIN)
-            cls.real = Exporter("--path.sysfs", make_sysfs("mlx5:1:2 efa"))
+            # The probe's responder runs without a device; its probers wait
+            # for one.
+            cls.real = Exporter("--path.sysfs", make_sysfs("mlx5:1:2 efa"), config=f"""
+probe:
+  enabled: true
+  listen_address: 127.0.0.1:{free_port()}
+  loopback: true
+""")
             cls.prometheus = Prometheus(*prometheus_config(
                 [f"127.0.0.1:{cls.fake.port}", f"127.0.0.1:{cls.real.port}"]))
             wait_for_data(cls.prometheus, 2)

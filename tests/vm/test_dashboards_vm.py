@@ -1,6 +1,7 @@
-"""The dashboards on a real kernel: Prometheus on the host scrapes rdma_exporter
-running on Soft-RoCE (rdma_rxe) inside the test-bed VM, through run-in-vm's
-port forwarding, while RC traffic flows; then every query of every dashboard
+"""The dashboards on a real kernel: Prometheus on the host scrapes two
+rdma_exporter instances running on Soft-RoCE (rdma_rxe) inside the test-bed
+VM, through run-in-vm's port forwarding, while they probe each other with the
+verbs latency probe (dashboards-guest.sh); then every query of every dashboard
 is evaluated (tests/integration/dashboard_queries.py).
 
 Soft-RoCE has no IB PMA counters, none of mlx5's congestion counters and no
@@ -8,9 +9,8 @@ per-QP counter sets, so the test works per panel: a panel passes when one of
 its queries has data, and the panels that only show what rxe lacks are in
 SOFT_ROCE_LACKS (printed when used). Errors fail the test whatever the data.
 
-Environment: RDMA_EXPORTER_BIN, RDMA_VM_STAGE_ROOT (default
-/var/tmp/rdma-exporter-vm), RDMA_VM_KEEP=1 keeps the staging directory
-(vm_stage.py).
+Environment: see vmrun.py (RDMA_VM_RESULTS does not apply: the VM must run
+while Prometheus scrapes it).
 """
 import os
 import subprocess
@@ -18,19 +18,13 @@ import sys
 import time
 import unittest
 
-HERE = os.path.dirname(os.path.abspath(__file__))
+from vmrun import BIN, HERE, RUN_IN_VM, VmTestCase
+
 sys.path.insert(0, os.path.join(HERE, "..", "integration"))
 
-from dashboard_queries import (NEEDS_HARDWARE, Evaluation, prometheus_config,  # noqa: E402
-                               wait_for_data)
+from dashboard_queries import Evaluation, prometheus_config, wait_for_data  # noqa: E402
 from harness import Prometheus, free_port  # noqa: E402
-from vm_stage import KeepsEvidence, make_stage  # noqa: E402
 
-BIN = os.path.abspath(os.environ.get("RDMA_EXPORTER_BIN",
-                                     os.path.join(HERE, "..", "..", "build", "rdma_exporter")))
-RUN_IN_VM = os.path.join(HERE, "run-in-vm")
-GUEST_FILES = ("dashboards-guest.sh", "guest-lib.sh", "rxe-up")
-VM_TIMEOUT = 300
 READY_TIMEOUT = 150
 
 PMA = "IB PMA counters (sysfs counters/), which Soft-RoCE does not have"
@@ -68,56 +62,59 @@ SOFT_ROCE_LACKS = {
 }
 
 
-class DashboardsOnSoftRoceTest(KeepsEvidence):
+class DashboardsOnSoftRoceTest(VmTestCase):
+    GUEST_SCRIPT = "dashboards-guest.sh"
+    BINARIES = {"rdma_exporter": BIN}
+    VM_TIMEOUT = 300
+    LOGS = ("a.log", "b.log")
+
     @classmethod
     def setUpClass(cls):
-        cls.vm = cls.prometheus = None
-        if not os.access(BIN, os.X_OK):
-            raise RuntimeError(f"exporter binary {BIN} not found (set RDMA_EXPORTER_BIN)")
-        cls.stage = make_stage("dashboards-", {"rdma_exporter": BIN,
-                                               **{n: os.path.join(HERE, n) for n in GUEST_FILES}})
-        cls.results = os.path.join(cls.stage, "results")
-        os.makedirs(cls.results)
-        port = free_port()
+        cls.vm = cls.prometheus = cls.vm_log = None
+        ports = [free_port(), free_port()]
+        while ports[1] == ports[0]:
+            ports[1] = free_port()
+        args = cls.make_stage() + [str(p) for p in ports]
         started = time.monotonic()
         try:
+            os.makedirs(cls.results)
             cls.vm_log = open(os.path.join(cls.stage, "run-in-vm.log"), "w")
+            forward = [arg for p in ports for arg in ("--hostfwd", str(p))]
             cls.vm = subprocess.Popen(
-                [RUN_IN_VM, "--results", cls.results, "--timeout", str(VM_TIMEOUT),
-                 "--hostfwd", str(port), "./dashboards-guest.sh",
-                 os.path.join(cls.stage, "rdma_exporter"), os.path.join(cls.stage, "rxe-up"),
-                 str(port)],
+                [RUN_IN_VM, "--results", cls.results, "--timeout", str(cls.VM_TIMEOUT),
+                 *forward, "./" + cls.GUEST_SCRIPT, *args],
                 cwd=cls.stage, stdin=subprocess.DEVNULL, stdout=cls.vm_log,
                 stderr=subprocess.STDOUT)
             deadline = time.monotonic() + READY_TIMEOUT
             while not os.path.exists(os.path.join(cls.results, "ready")):
                 if cls.vm.poll() is not None:
                     raise RuntimeError(f"the VM stopped (exit {cls.vm.returncode}) before the "
-                                       f"exporter was up:\n{cls.guest_logs()}")
+                                       f"exporters were up:\n{cls.guest_logs()}")
                 if time.monotonic() > deadline:
-                    raise RuntimeError(f"the exporter in the VM was not up within "
+                    raise RuntimeError(f"the exporters in the VM were not up within "
                                        f"{READY_TIMEOUT}s:\n{cls.guest_logs()}")
                 time.sleep(0.5)
-            cls.prometheus = Prometheus(*prometheus_config([f"127.0.0.1:{port}"]))
-            wait_for_data(cls.prometheus, 1, timeout=120)
+            cls.prometheus = Prometheus(*prometheus_config([f"127.0.0.1:{p}" for p in ports]))
+            wait_for_data(cls.prometheus, 2, timeout=120)
             cls.setup_seconds = time.monotonic() - started
             cls.evaluation = Evaluation(cls.prometheus)
             cls.rules = cls.prometheus.get("/api/v1/rules")
         except BaseException:
             cls.keep = True
             cls.stop_vm()
+            cls.tearDownStage()
             raise
 
     @classmethod
     def guest_logs(cls):
         out = []
-        for name in ("steps.log", "exporter.log", "console.log"):
+        for name in ("steps.log", *cls.LOGS, "console.log"):
             path = os.path.join(cls.results, name)
             if os.path.exists(path):
                 with open(path, errors="replace") as f:
                     out += [f"---- {name} (tail) ----", *f.read().splitlines()[-40:]]
         cls.vm_log.flush()
-        with open(os.path.join(cls.stage, "run-in-vm.log"), errors="replace") as f:
+        with open(cls.vm_log.name, errors="replace") as f:
             out += ["---- run-in-vm ----", *f.read().splitlines()[-20:]]
         return "\n".join(out)
 
@@ -132,28 +129,32 @@ class DashboardsOnSoftRoceTest(KeepsEvidence):
         with open(os.path.join(cls.results, "stop"), "w"):
             pass
         try:
-            code = cls.vm.wait(VM_TIMEOUT)
+            code = cls.vm.wait(cls.VM_TIMEOUT)
         except subprocess.TimeoutExpired:
             cls.vm.terminate()
             code = cls.vm.wait()
         cls.vm = None
+        if code != 0:
+            cls.keep = True
+            print(f"\nthe VM run failed (exit {code}):\n{cls.guest_logs()}", file=sys.stderr)
         cls.vm_log.close()
         return code
 
     @classmethod
+    def tearDownStage(cls):
+        super().tearDownClass()
+
+    @classmethod
     def tearDownClass(cls):
         code = cls.stop_vm()
-        if code not in (0, None):
-            cls.keep = True
-            print(f"\nthe VM run failed (exit {code}):\n{cls.guest_logs()}", file=sys.stderr)
-        cls.finish_stage()
+        cls.tearDownStage()
         assert code in (0, None), f"the guest script failed (exit {code})"
 
     def test_every_panel_shows_soft_roce_data(self):
         failures, summary = self.evaluation.verdict(
-            {"NEEDS_HARDWARE": NEEDS_HARDWARE, "SOFT_ROCE_LACKS": SOFT_ROCE_LACKS},
-            f"rdma_exporter on Soft-RoCE in the VM, set up in {self.setup_seconds:.1f}s",
-            per_panel=True)
+            {"SOFT_ROCE_LACKS": SOFT_ROCE_LACKS},
+            f"two exporters probing each other on Soft-RoCE in the VM, set up in "
+            f"{self.setup_seconds:.1f}s", per_panel=True)
         print(summary, file=sys.stderr)
         self.assertEqual(failures, [], "\n".join(failures))
 

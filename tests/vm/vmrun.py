@@ -90,7 +90,8 @@ class Exposition:
 
 class VmTestCase(unittest.TestCase):
     """Boots the VM once for the class and runs GUEST_SCRIPT in it with the
-    staged BINARIES ({staged name: host path}) as arguments, then rxe-up."""
+    staged BINARIES ({staged name: host path}) as arguments, then rxe-up.
+    Every guest script can source guest-lib.sh."""
     GUEST_SCRIPT = None
     GUEST_FILES = ("rxe-up", "guest-lib.sh")
     BINARIES = {}
@@ -100,10 +101,10 @@ class VmTestCase(unittest.TestCase):
     keep = False
 
     @classmethod
-    def setUpClass(cls):
-        if os.environ.get("RDMA_VM_RESULTS"):
-            cls.results = os.path.abspath(os.environ["RDMA_VM_RESULTS"])
-            return
+    def make_stage(cls):
+        """Copies BINARIES, GUEST_SCRIPT and GUEST_FILES into a new staging
+        directory (cls.stage, results in cls.results); returns the guest
+        script's arguments: the staged binaries, then rxe-up."""
         for name, path in cls.BINARIES.items():
             if not os.access(path, os.X_OK):
                 raise RuntimeError(f"{name}: {path} not found or not executable")
@@ -119,6 +120,14 @@ class VmTestCase(unittest.TestCase):
             shutil.copy2(os.path.join(HERE, name), os.path.join(cls.stage, name))
         args.append(os.path.join(cls.stage, "rxe-up"))
         cls.results = os.path.join(cls.stage, "results")
+        return args
+
+    @classmethod
+    def setUpClass(cls):
+        if os.environ.get("RDMA_VM_RESULTS"):
+            cls.results = os.path.abspath(os.environ["RDMA_VM_RESULTS"])
+            return
+        args = cls.make_stage()
         cmd = [RUN_IN_VM, "--results", cls.results, "--timeout", str(cls.VM_TIMEOUT),
                "./" + cls.GUEST_SCRIPT, *args]
         start = time.monotonic()
