@@ -1,8 +1,9 @@
 // fake_rdma_host: the exporter's own collection and HTTP server in front of
-// the fake nldev kernel, with traffic that keeps flowing. The dashboard tests
-// scrape it with a real Prometheus to get netlink-shaped data (mlx5 port and
-// per-QP counters, port states, QP inventory) on machines without RDMA
-// hardware. It is a test tool, never installed.
+// the fake kernel interfaces (nldev, DCB, ethtool), with traffic that keeps
+// flowing. The dashboard tests scrape it with a real Prometheus to get
+// netlink-shaped data (mlx5 port and per-QP counters, port states, QP
+// inventory) on machines without RDMA hardware. It is a test tool, never
+// installed.
 //
 // Usage: fake_rdma_host --web.listen-address HOST:PORT --path.sysfs DIR --path.proc DIR
 // The proc directory must hold <pid>/comm and <pid>/cgroup for pids 100,
@@ -26,6 +27,8 @@
 #include "exporter/http_server.hpp"
 #include "exporter/snapshot_cache.hpp"
 #include "tests/fake_kernel/driver_counters.hpp"
+#include "tests/fake_kernel/fake_dcb.hpp"
+#include "tests/fake_kernel/fake_ethtool.hpp"
 #include "tests/fake_kernel/fake_nldev.hpp"
 
 namespace rdma_exporter::testing {
@@ -216,7 +219,17 @@ int run(int argc, char** argv) {
       {.device = "mlx5_1", .port = 0, .mode = QpCountersOptions::Mode::auto_mode});
   if (auto errors = validate_config(config); !errors.empty()) return usage(errors.front().c_str());
 
-  Collection collection(config, std::make_unique<LiveKernel>(make_kernel()));
+  // Netdev statistics and DCB from fakes too, never from this host's netdevs:
+  // the RoCE ports' DCB configuration as mlx5 sets it, veth statistics for
+  // the Soft-RoCE port (the mlx5 netdevs have none: ENODEV, skipped).
+  auto dcb = std::make_unique<FakeDcb>();
+  dcb->netdevs["ens1f0"] = mlx5_dcb();
+  dcb->netdevs["ens1f1"] = mlx5_dcb();
+  dcb->netdevs["veth0"] = FakeDcbNetdev{.dcb = false};
+  auto ethtool = std::make_unique<FakeEthtool>();
+  ethtool->netdevs["veth0"] = veth_netdev();
+  Collection collection(config, KernelInterfaces{std::make_unique<LiveKernel>(make_kernel()),
+                                                 std::move(dcb), std::move(ethtool)});
   boost::asio::io_context io;
   SnapshotCache cache(io, collection, config.collection.max_age);
   HttpServer server(io, config.web, cache);
