@@ -629,8 +629,9 @@ def port_detail():
 def congestion():
     b = Board("rdma-congestion", "RDMA / Congestion",
               "Congestion control and its symptoms: CNPs and ECN marks (RoCE DCQCN), "
-              "retransmissions, out-of-sequence packets, RNR and ACK timeouts, InfiniBand "
-              "credit stalls.", port_variables())
+              "retransmissions, out-of-sequence packets, RNR and ACK timeouts, PFC pauses "
+              "and the QoS configuration per priority, InfiniBand credit stalls.",
+              port_variables())
     b.row("Congestion notification (RoCE ECN / DCQCN)")
     b.add(counters_panel(
         "CNPs sent (notification point)",
@@ -693,6 +694,76 @@ def congestion():
         "RoCE packets received with a bad invariant CRC (mlx5 `rx_icrc_encapsulated`): "
         "corruption on the path.",
         "hw", ["rx_icrc_encapsulated"]))
+
+    b.row("Priority flow control and QoS (RoCE: ethtool and DCB)")
+    prio_legend = PORT_LEGEND + " {{netdev}} prio {{priority}} {{direction}}"
+    rx_bytes = rate("rdma_netdev_priority_bytes_total", sel(PORTS, 'direction="rx"'))
+    tx_bytes = rate("rdma_netdev_priority_bytes_total", sel(PORTS, 'direction="tx"'))
+    b.add(timeseries(
+        "PFC pause frames per priority",
+        "Pause frames per priority from the NIC's ethtool statistics "
+        "(`rdma_netdev_pfc_pause_frames_total`): rx, the link partner paused this port's "
+        "sending on that priority; tx, this port paused its partner because its receive "
+        "buffer filled. Sustained pauses on the RoCE priority spread congestion backwards "
+        "through the fabric.",
+        [target(f"sum by (instance, device, port, netdev, priority, direction) "
+                f"({rate('rdma_netdev_pfc_pause_frames_total', PORTS)})", prio_legend)],
+        "pps"))
+    b.add(timeseries(
+        "Time paused per priority",
+        "Share of time a priority was paused (`rdma_netdev_pfc_pause_duration_seconds_total`, "
+        "where the driver counts it, as mlx5 does): rx, this port could not send; tx, it "
+        "held its partner back. 1 means paused all the time.",
+        [target(f"sum by (instance, device, port, netdev, priority, direction) "
+                f"({rate('rdma_netdev_pfc_pause_duration_seconds_total', PORTS)})",
+                prio_legend)],
+        "percentunit", limits=((0.1, "orange"), (0.5, "red"))))
+    b.add(timeseries(
+        "Traffic per priority",
+        "Bytes per second per priority on the physical port "
+        "(`rdma_netdev_priority_bytes_total`): shows which priority RoCE, TCP and the latency "
+        "flows really ride on. Transmit is drawn below the axis.",
+        [target(f"sum by (instance, device, port, netdev, priority) "
+                f"({rx_bytes})",
+                PORT_LEGEND + " {{netdev}} prio {{priority}} rx"),
+         target(f"sum by (instance, device, port, netdev, priority) "
+                f"({tx_bytes})",
+                PORT_LEGEND + " {{netdev}} prio {{priority}} tx")],
+        "Bps", negative_refs=("B",)))
+    b.add(timeseries(
+        "Discards and ECN marks per priority",
+        "Received packets dropped per priority and reason "
+        "(`rdma_netdev_priority_discards_total`), port-level discards "
+        "(`rdma_netdev_discards_total`: out of buffer, physical rx/tx), and packets the NIC "
+        "saw with ECN congestion-experienced (`rdma_netdev_ecn_marked_packets_total`).",
+        [target(f"sum by (instance, device, port, netdev, priority, reason) "
+                f"({rate('rdma_netdev_priority_discards_total', PORTS)})",
+                PORT_LEGEND + " {{netdev}} prio {{priority}} {{reason}}"),
+         target(f"sum by (instance, device, port, netdev, reason) "
+                f"({rate('rdma_netdev_discards_total', PORTS)})",
+                PORT_LEGEND + " {{netdev}} {{reason}}"),
+         target(f"sum by (instance, device, port, netdev, priority) "
+                f"({rate('rdma_netdev_ecn_marked_packets_total', PORTS)})",
+                PORT_LEGEND + " {{netdev}} prio {{priority}} ECN marked")],
+        "pps"))
+    b.add(table(
+        "QoS configuration (DCB)",
+        "Per port: the priorities with PFC on (`rdma_netdev_pfc_enabled`), the traffic class "
+        "each priority maps to (`rdma_netdev_priority_traffic_class`) and the ETS share of "
+        "each traffic class (`rdma_netdev_ets_bandwidth_percent`), from the netdev's IEEE DCB "
+        "settings over rtnetlink. A port whose row differs from the rest of the fleet has "
+        "drifted. Empty for netdevs without DCB.",
+        [target(f"sum by (instance, device, port, netdev) "
+                f"(rdma_netdev_pfc_enabled{{{PORTS}}})", instant=True, fmt="table"),
+         target(f"count by (instance, device, port, netdev) "
+                f"(rdma_netdev_priority_traffic_class{{{PORTS}}} > 0)", instant=True,
+                fmt="table"),
+         target(f"max by (instance, device, port, netdev) "
+                f"(rdma_netdev_ets_bandwidth_percent{{{PORTS}}})", instant=True, fmt="table")],
+        "none",
+        transformations=[MERGE, organize(exclude=("Time",), rename={
+            "Value #A": "PFC priorities", "Value #B": "priorities off TC 0",
+            "Value #C": "largest ETS share %"})]), w=24)
 
     b.row("InfiniBand credit stalls")
     b.add(counters_panel(

@@ -9,6 +9,7 @@
 // The proc directory must hold <pid>/comm and <pid>/cgroup for pids 100,
 // 101, 200 and 300 (the processes of the model below).
 
+#include <linux/ethtool.h>
 #include <linux/netlink.h>
 #include <rdma/rdma_netlink.h>
 
@@ -17,6 +18,7 @@
 #include <boost/asio/signal_set.hpp>
 #include <csignal>
 #include <cstdio>
+#include <cstring>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -186,6 +188,60 @@ class LiveKernel final : public nldev::Transport {
   uint64_t ticks_ = 0;
 };
 
+// mlx5's per-priority port statistics (ethtool -S), RoCE on priority 3 with
+// PFC: traffic on 0 and 3, pauses received and sent on 3.
+FakeNetdev mlx5_netdev() {
+  FakeNetdev n;
+  n.driver = "mlx5_core";
+  for (int prio : {0, 3}) {
+    const std::string p = std::to_string(prio);
+    for (const char* dir : {"rx", "tx"}) {
+      const std::string d = dir;
+      n.stats.emplace_back(d + "_prio" + p + "_bytes", 0);
+      n.stats.emplace_back(d + "_prio" + p + "_packets", 0);
+      n.stats.emplace_back(d + "_prio" + p + "_pause", 0);
+      n.stats.emplace_back(d + "_prio" + p + "_pause_duration", 0);
+    }
+    n.stats.emplace_back("rx_prio" + p + "_discards", 0);
+    n.stats.emplace_back("rx_prio" + p + "_marked", 0);
+  }
+  n.stats.emplace_back("rx_out_of_buffer", 0);
+  n.stats.emplace_back("rx_discards_phy", 0);
+  n.stats.emplace_back("tx_discards_phy", 0);
+  return n;
+}
+
+// The fake ethtool, with time passing: every read of a netdev's driver
+// information (the start of its collection) moves its statistics.
+class LiveEthtool final : public ethtool::Ioctl {
+ public:
+  explicit LiveEthtool(std::unique_ptr<FakeEthtool> fake) : fake_(std::move(fake)) {}
+
+  Status call(const std::string& ifname, std::span<uint8_t> command) override {
+    uint32_t cmd = 0;
+    if (command.size() >= sizeof cmd) std::memcpy(&cmd, command.data(), sizeof cmd);
+    if (cmd == ETHTOOL_GDRVINFO) {
+      if (auto it = fake_->netdevs.find(ifname); it != fake_->netdevs.end()) {
+        ++ticks_;
+        for (auto& [name, value] : it->second.stats) {
+          if (name.ends_with("_pause_duration")) {
+            value += 40 + 3 * (ticks_ % 7);  // microseconds
+          } else if (name.ends_with("_pause") || name.ends_with("_marked")) {
+            value += step("cnp", ticks_);
+          } else {
+            value += step(name, ticks_);
+          }
+        }
+      }
+    }
+    return fake_->call(ifname, command);
+  }
+
+ private:
+  std::unique_ptr<FakeEthtool> fake_;
+  uint64_t ticks_ = 0;
+};
+
 int usage(const char* message) {
   std::fprintf(stderr,
                "fake_rdma_host: %s\nUsage: fake_rdma_host --web.listen-address HOST:PORT "
@@ -220,16 +276,19 @@ int run(int argc, char** argv) {
   if (auto errors = validate_config(config); !errors.empty()) return usage(errors.front().c_str());
 
   // Netdev statistics and DCB from fakes too, never from this host's netdevs:
-  // the RoCE ports' DCB configuration as mlx5 sets it, veth statistics for
-  // the Soft-RoCE port (the mlx5 netdevs have none: ENODEV, skipped).
+  // the RoCE ports' DCB configuration and per-priority statistics as mlx5
+  // has them, veth statistics for the Soft-RoCE port.
   auto dcb = std::make_unique<FakeDcb>();
   dcb->netdevs["ens1f0"] = mlx5_dcb();
   dcb->netdevs["ens1f1"] = mlx5_dcb();
   dcb->netdevs["veth0"] = FakeDcbNetdev{.dcb = false};
   auto ethtool = std::make_unique<FakeEthtool>();
   ethtool->netdevs["veth0"] = veth_netdev();
-  Collection collection(config, KernelInterfaces{std::make_unique<LiveKernel>(make_kernel()),
-                                                 std::move(dcb), std::move(ethtool)});
+  ethtool->netdevs["ens1f0"] = mlx5_netdev();
+  ethtool->netdevs["ens1f1"] = mlx5_netdev();
+  Collection collection(
+      config, KernelInterfaces{std::make_unique<LiveKernel>(make_kernel()), std::move(dcb),
+                               std::make_unique<LiveEthtool>(std::move(ethtool))});
   boost::asio::io_context io;
   SnapshotCache cache(io, collection, config.collection.max_age);
   HttpServer server(io, config.web, cache);

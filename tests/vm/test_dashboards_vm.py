@@ -30,6 +30,8 @@ READY_TIMEOUT = 150
 PMA = "IB PMA counters (sysfs counters/), which Soft-RoCE does not have"
 MLX5 = "mlx5's congestion and receive counters (np_*, rp_*, out_of_buffer, ...)"
 QP_SETS = "per-QP counter sets, which mlx5 and ionic fill and Soft-RoCE never binds"
+VETH = ("per-priority NIC statistics and DCB (the Soft-RoCE port's netdev is a veth: no "
+        "priority counters, no DCB)")
 SOFT_ROCE_LACKS = {
     ("rdma-fleet.json", "Throughput"): PMA,
     ("rdma-fleet.json", "Link utilization"): PMA,
@@ -48,6 +50,11 @@ SOFT_ROCE_LACKS = {
     ("rdma-congestion.json", "Local ACK timeouts"): MLX5,
     ("rdma-congestion.json", "Receive buffer drops"): MLX5,
     ("rdma-congestion.json", "ICRC errors"): MLX5,
+    ("rdma-congestion.json", "PFC pause frames per priority"): VETH,
+    ("rdma-congestion.json", "Time paused per priority"): VETH,
+    ("rdma-congestion.json", "Traffic per priority"): VETH,
+    ("rdma-congestion.json", "Discards and ECN marks per priority"): VETH,
+    ("rdma-congestion.json", "QoS configuration (DCB)"): VETH,
     ("rdma-congestion.json", "Transmit wait"): PMA,
     ("rdma-congestion.json", "Transmit discards"): PMA,
     ("rdma-workloads.json", "RDMA writes received by process"): QP_SETS,
