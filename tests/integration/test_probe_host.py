@@ -1,10 +1,13 @@
 """The probe's configuration, targets and control port on a host without
 RDMA: file_sd reading and re-reading, reload, the responder's answers, and
 start-up failures. Probing itself needs a device: tests/vm/test_probe.py."""
+import hashlib
+import hmac
 import os
 import re
 import signal
 import socket
+import struct
 import subprocess
 import tempfile
 import time
@@ -131,6 +134,49 @@ probe:
                     metrics(e)))
             self.assertEqual(value(text, "rdma_probe_responder_rejected_total",
                                    reason="protocol"), 1)
+            self.assertEqual(e.stop(), 0)
+
+    def test_probe_peers_prove_the_shared_secret(self):
+        secret = b"a-shared-probe-secret-0123456789"
+        path = os.path.join(self.dir, "probe.secret")
+        with open(path, "wb") as f:
+            f.write(secret + b"\n")
+        os.chmod(path, 0o600)
+        self.write_peers("[]")
+
+        def setup_with(key):
+            with socket.create_connection(("127.0.0.1", self.probe_port), timeout=10) as s:
+                hello = b""
+                while len(hello) < 8 + 17:
+                    chunk = s.recv(8 + 17 - len(hello))
+                    self.assertTrue(chunk, "no hello")
+                    hello += chunk
+                self.assertEqual(hello[:6], b"RXP\x01\x01\x00")
+                nonce, auth_required = hello[8:24], hello[24]
+                self.assertEqual(auth_required, 1)
+                # write, 64 B, tclass 0, sl 0, MTU 1024, QPN 17, PSN 0, LID 0,
+                # GID 0, rkey 0, address 0.
+                fields = (struct.pack(">BIBBH", 2, 64, 0, 0, 1024) +
+                          struct.pack(">IIH", 17, 0, 0) + bytes(16) + struct.pack(">IQ", 0, 0))
+                mac = hmac.new(key, nonce + fields, hashlib.sha256).digest() if key else bytes(32)
+                payload = fields + mac
+                s.sendall(b"RXP\x01\x02\x00" + struct.pack(">H", len(payload)) + payload)
+                answer = s.recv(512)
+            self.assertEqual(answer[:5], b"RXP\x01\x04", answer)
+            return answer[8]  # the reject code
+
+        with Exporter(config=self.config(f"  secret_file: {path}\n")) as e:
+            self.assertEqual(setup_with(b"the-wrong-secret-of-some-length"), 2)  # auth
+            self.assertEqual(setup_with(None), 2)
+            # The right secret passes authentication; without a device the
+            # set-up is then refused for want of resources (code 6).
+            self.assertEqual(setup_with(secret), 6)
+            text = wait_for(lambda: (lambda t: t if value(
+                t, "rdma_probe_responder_rejected_total", reason="resources") else None)(
+                    metrics(e)))
+            self.assertEqual(value(text, "rdma_probe_responder_rejected_total", reason="auth"), 2)
+            self.assertNotIn(secret.decode(), e.log())
+            self.assertNotIn(secret.decode(), text)
             self.assertEqual(e.stop(), 0)
 
     def start_failure(self, config):
