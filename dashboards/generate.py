@@ -713,7 +713,7 @@ def congestion():
         "Time paused per priority",
         "Share of time a priority was paused (`rdma_netdev_pfc_pause_duration_seconds_total`, "
         "where the driver counts it, as mlx5 does): rx, this port could not send; tx, it "
-        "held its partner back. 1 means paused all the time.",
+        "held its partner back. 1 means paused all the time. Alert: RdmaPfcPauseStorm.",
         [target(f"sum by (instance, device, port, netdev, priority, direction) "
                 f"({rate('rdma_netdev_pfc_pause_duration_seconds_total', PORTS)})",
                 prio_legend)],
