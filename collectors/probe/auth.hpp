@@ -21,7 +21,7 @@ Mac setup_mac(const std::string& secret, const Nonce& nonce, const wire::Setup& 
 // Constant-time check of a setup's MAC.
 bool setup_mac_valid(const std::string& secret, const Nonce& nonce, const wire::Setup& setup);
 
-// Reads a secret file: its content without a trailing newline, at least 16
+// Reads a secret file: its content without a trailing newline, 16 to 4096
 // bytes. The error names the file.
 Result<std::string> read_secret_file(const std::string& path);
 

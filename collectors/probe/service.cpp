@@ -18,6 +18,8 @@ namespace {
 
 constexpr std::chrono::seconds kDeviceRetry{10};
 constexpr const char* kLoopback = "loopback";
+// A target file larger than this is refused rather than read into memory.
+constexpr off_t kMaxFileSdBytes = 16 << 20;
 
 bool same_file(const struct stat& a, const struct stat& b) {
   return a.st_ino == b.st_ino && a.st_dev == b.st_dev && a.st_size == b.st_size &&
@@ -182,6 +184,13 @@ void ProbeService::refresh_files() {
     if (f.seen && same_file(f.st, st)) continue;
     f.seen = true;
     f.st = st;
+    if (st.st_size > kMaxFileSdBytes) {
+      log::error("probe file_sd " + path + ": " + std::to_string(st.st_size) +
+                 " bytes, more than the " + std::to_string(kMaxFileSdBytes) +
+                 " a target list may have; keeping its previous targets");
+      stats_->file_sd_read(false);
+      continue;
+    }
     std::ifstream in(path);
     std::ostringstream text;
     text << in.rdbuf();

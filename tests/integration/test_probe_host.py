@@ -101,6 +101,15 @@ probe:
             self.assertGreaterEqual(value(text, "rdma_probe_file_sd_failures_total"), 1)
             self.assertIn(self.peers, e.log())
             self.assertIn("expected host:port", e.log())
+            # A file too large for a target list is not read.
+            failures = value(metrics(e), "rdma_probe_file_sd_failures_total")
+            with open(self.peers + ".tmp", "w") as f:
+                f.write("#" * (17 << 20))
+            os.replace(self.peers + ".tmp", self.peers)
+            self.assertTrue(wait_for(lambda: value(
+                metrics(e), "rdma_probe_file_sd_failures_total") > failures))
+            self.assertIn("a target list may have", e.log())
+            self.assertEqual(value(metrics(e), "rdma_probe_targets", source="file_sd"), 3)
             # A missing file too.
             os.unlink(self.peers)
             self.assertTrue(wait_for(lambda: value(

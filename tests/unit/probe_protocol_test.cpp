@@ -202,6 +202,13 @@ TEST(ProbeAuth, SecretFileNeedsSixteenBytes) {
   ASSERT_TRUE(r);
   EXPECT_EQ(r.value(), "a-long-enough-secret");
   EXPECT_FALSE(read_secret_file(dir + "/does-not-exist"));
+  f = std::fopen(path.c_str(), "w");
+  const std::string huge(5000, 'x');
+  std::fputs(huge.c_str(), f);
+  std::fclose(f);
+  r = read_secret_file(path);
+  ASSERT_FALSE(r);
+  EXPECT_NE(r.error().message.find("more than 4096 bytes"), std::string::npos);
 }
 
 }  // namespace
