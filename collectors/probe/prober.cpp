@@ -161,7 +161,6 @@ void Prober::on_answer(Result<wire::Message> msg) {
   if (Status s = endpoint_->connect(remote_); !s) return fail(reason::setup, s.error().message);
   deadline_.cancel();
   channel_.emplace(io_, endpoint_->channel_fd());
-  connected_ = true;
   log::debug("probe " + address_ + " " + class_.name + ": session up");
   running();
 }
@@ -325,7 +324,6 @@ void Prober::fail(const char* why, const std::string& detail) {
 void Prober::teardown() {
   ++generation_;
   flight_.active = false;
-  connected_ = false;
   timer_.cancel();
   deadline_.cancel();
   keepalive_.cancel();

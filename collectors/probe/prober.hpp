@@ -85,7 +85,6 @@ class Prober : public std::enable_shared_from_this<Prober> {
 
   uint64_t generation_ = 0;  // bumped by every teardown
   bool stopped_ = false;
-  bool connected_ = false;
   std::chrono::milliseconds backoff_{0};
   std::mt19937 rng_{std::random_device{}()};
 

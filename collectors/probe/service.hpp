@@ -42,7 +42,6 @@ class ProbeService {
   // device, listen address, secret and limits at the next start.
   void update(ProbeOptions options);
 
-  unsigned short responder_port() const { return port_; }
   void add_metrics(MetricSink& sink) const { stats_->add_metrics(sink); }
 
  private:

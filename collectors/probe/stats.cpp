@@ -36,11 +36,6 @@ void SeriesStats::error(const std::string& why) {
   up_ = false;
 }
 
-void SeriesStats::set_up(bool up) {
-  const std::lock_guard lock(mutex_);
-  up_ = up;
-}
-
 void SeriesStats::add_metrics(MetricSink& sink) const {
   prometheus::MetricFamily hist;
   hist.name = "rdma_probe_latency_seconds";
@@ -93,16 +88,10 @@ void ProbeStats::retain(const std::vector<std::shared_ptr<SeriesStats>>& keep) {
 void ProbeStats::set_device(const std::string& device, bool thread_domain, bool timestamps,
                             const std::string& memory) {
   const std::lock_guard lock(mutex_);
-  device_known_ = true;
   device_labels_ = {{"device", device},
                     {"domain", thread_domain ? "thread_domain" : "pd"},
                     {"clock", timestamps ? "completion_timestamp" : "host"},
                     {"memory", memory}};
-}
-
-void ProbeStats::clear_device() {
-  const std::lock_guard lock(mutex_);
-  device_known_ = false;
 }
 
 void ProbeStats::set_targets(const std::map<std::string, int>& by_source) {
@@ -136,7 +125,7 @@ void ProbeStats::add_metrics(MetricSink& sink) const {
   std::vector<std::shared_ptr<SeriesStats>> series;
   {
     const std::lock_guard lock(mutex_);
-    if (device_known_) {
+    if (!device_labels_.empty()) {
       sink.info("rdma_probe_device_info",
                 "The device the probe uses, whether its queue pairs live in a thread domain, "
                 "where latencies are timed, and the probe memory.",

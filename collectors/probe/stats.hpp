@@ -42,7 +42,6 @@ class SeriesStats {
   void success(double seconds, double unix_now);
   void timeout();
   void error(const std::string& why);
-  void set_up(bool up);
 
   void add_metrics(MetricSink& sink) const;
   const Labels& labels() const { return labels_; }
@@ -69,7 +68,6 @@ class ProbeStats {
 
   void set_device(const std::string& device, bool thread_domain, bool timestamps,
                   const std::string& memory);
-  void clear_device();
   void set_targets(const std::map<std::string, int>& by_source);
   void file_sd_read(bool ok);
 
@@ -82,8 +80,7 @@ class ProbeStats {
  private:
   mutable std::mutex mutex_;
   std::map<Labels, std::shared_ptr<SeriesStats>> series_;
-  bool device_known_ = false;
-  Labels device_labels_;
+  Labels device_labels_;  // empty until the device opens
   std::map<std::string, int> targets_;
   uint64_t file_sd_failures_ = 0;
   bool file_sd_ok_ = true;
