@@ -184,11 +184,11 @@ BENCHMARK(BM_RenderAndGzip)->Unit(benchmark::kMicrosecond);
 
 // Answers every request the way a recorded kernel answered it, so that a
 // benchmark measures the exporter alone, not the fake kernel's encoding.
-class ReplayTransport final : public nldev::Transport {
+class ReplayTransport final : public netlink::Transport {
  public:
-  explicit ReplayTransport(std::unique_ptr<nldev::Transport> inner) : inner_(std::move(inner)) {}
-  Result<nldev::Reply> exchange(std::span<const uint8_t> request) override {
-    nldev::Bytes key(request.begin(), request.end());
+  explicit ReplayTransport(std::unique_ptr<netlink::Transport> inner) : inner_(std::move(inner)) {}
+  Result<netlink::Reply> exchange(std::span<const uint8_t> request) override {
+    netlink::Bytes key(request.begin(), request.end());
     auto it = recorded_.find(key);
     if (it != recorded_.end()) return it->second;
     auto reply = inner_->exchange(request);
@@ -197,8 +197,8 @@ class ReplayTransport final : public nldev::Transport {
   }
 
  private:
-  std::unique_ptr<nldev::Transport> inner_;
-  std::map<nldev::Bytes, nldev::Reply> recorded_;
+  std::unique_ptr<netlink::Transport> inner_;
+  std::map<netlink::Bytes, netlink::Reply> recorded_;
 };
 
 long peak_rss_kib() {

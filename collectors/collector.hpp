@@ -4,8 +4,8 @@
 #include <string_view>
 #include <vector>
 
-#include "collectors/metric_sink.hpp"
 #include "collectors/scrape.hpp"
+#include "common/metric_sink.hpp"
 
 namespace rdma_exporter {
 

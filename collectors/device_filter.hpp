@@ -4,7 +4,7 @@
 #include <string>
 #include <vector>
 
-#include "collectors/result.hpp"
+#include "common/result.hpp"
 
 namespace rdma_exporter {
 

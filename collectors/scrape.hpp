@@ -5,8 +5,8 @@
 #include <vector>
 
 #include "collectors/device_filter.hpp"
-#include "collectors/netlink/client.hpp"
-#include "collectors/result.hpp"
+#include "collectors/kernel/nldev/client.hpp"
+#include "common/result.hpp"
 
 namespace rdma_exporter {
 

@@ -3,7 +3,7 @@
 #include <boost/asio/ip/tcp.hpp>
 #include <string>
 
-#include "collectors/result.hpp"
+#include "common/result.hpp"
 
 namespace rdma_exporter {
 

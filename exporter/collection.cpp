@@ -6,48 +6,28 @@
 #include "collectors/devices/devices_collector.hpp"
 #include "collectors/ethtool/ethtool_collector.hpp"
 #include "collectors/hw_counters/hw_counters_collector.hpp"
-#include "collectors/netlink/socket_transport.hpp"
+#include "collectors/kernel/netlink/socket_transport.hpp"
 #include "collectors/qp_counters/qp_counters_collector.hpp"
 #include "collectors/resources/resources_collector.hpp"
 #include "collectors/sysfs/sysfs_collector.hpp"
 #include "common/log.hpp"
+#include "exporter/build_info.hpp"
 #include "exporter/exposition.hpp"
-
-#ifndef RDMA_EXPORTER_VERSION
-#define RDMA_EXPORTER_VERSION "unknown"
-#endif
-#ifndef RDMA_EXPORTER_REVISION
-#define RDMA_EXPORTER_REVISION "unknown"
-#endif
 
 namespace rdma_exporter {
 
-const char* exporter_version() {
-  return RDMA_EXPORTER_VERSION;
-}
-const char* exporter_revision() {
-  return RDMA_EXPORTER_REVISION;
-}
-
-bool Snapshot::all_succeeded() const {
-  for (const auto& o : outcomes) {
-    if (!o.errors.empty()) return false;
-  }
-  return true;
-}
-
 KernelInterfaces KernelInterfaces::real(const Config& config) {
   KernelInterfaces k;
-  k.rdma = std::make_unique<nldev::SocketTransport>(config.collection.netlink_timeout);
-  k.route = std::make_unique<nldev::SocketTransport>(config.collection.netlink_timeout,
-                                                     NETLINK_ROUTE, "NETLINK_ROUTE");
+  k.rdma = std::make_unique<netlink::SocketTransport>(config.collection.netlink_timeout);
+  k.route = std::make_unique<netlink::SocketTransport>(config.collection.netlink_timeout,
+                                                       NETLINK_ROUTE, "NETLINK_ROUTE");
   k.ethtool = std::make_unique<ethtool::SocketIoctl>();
   return k;
 }
 
 Collection::Collection(const Config& config) : Collection(config, KernelInterfaces::real(config)) {}
 
-Collection::Collection(const Config& config, std::unique_ptr<nldev::Transport> transport)
+Collection::Collection(const Config& config, std::unique_ptr<netlink::Transport> transport)
     : Collection(config, [&] {
         KernelInterfaces k = KernelInterfaces::real(config);
         k.rdma = std::move(transport);

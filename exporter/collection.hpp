@@ -11,41 +11,23 @@
 
 #include "collectors/collector.hpp"
 #include "collectors/device_filter.hpp"
-#include "collectors/ethtool/ioctl.hpp"
-#include "collectors/netlink/client.hpp"
-#include "collectors/netlink/transport.hpp"
+#include "collectors/kernel/ethtool/ioctl.hpp"
+#include "collectors/kernel/netlink/transport.hpp"
+#include "collectors/kernel/nldev/client.hpp"
 #include "collectors/optional_counters/manager.hpp"
 #include "collectors/optional_counters/optional_counters_collector.hpp"
 #include "collectors/qp_counters/mode_manager.hpp"
 #include "collectors/qp_counters/qp_counters_collector.hpp"
 #include "exporter/config.hpp"
+#include "exporter/snapshot.hpp"
 
 namespace rdma_exporter {
 
-struct CollectorOutcome {
-  std::string name;
-  std::vector<std::string> errors;  // empty: success
-  double duration_seconds = 0;
-};
-
-// The result of one collection: the metric families, how every collector
-// fared, and the rendered exposition (plain and gzip), made once and shared by
-// every response that serves it.
-struct Snapshot {
-  std::vector<prometheus::MetricFamily> families;
-  std::vector<CollectorOutcome> outcomes;
-  std::chrono::steady_clock::time_point taken;
-  std::string text;
-  std::string gzip;
-
-  bool all_succeeded() const;
-};
-
 // The kernel interfaces the collectors read through. Tests put fakes here.
 struct KernelInterfaces {
-  std::unique_ptr<nldev::Transport> rdma;   // NETLINK_RDMA
-  std::unique_ptr<nldev::Transport> route;  // NETLINK_ROUTE (DCB)
-  std::unique_ptr<ethtool::Ioctl> ethtool;  // SIOCETHTOOL
+  std::unique_ptr<netlink::Transport> rdma;   // NETLINK_RDMA
+  std::unique_ptr<netlink::Transport> route;  // NETLINK_ROUTE (DCB)
+  std::unique_ptr<ethtool::Ioctl> ethtool;    // SIOCETHTOOL
 
   // The running kernel's.
   static KernelInterfaces real(const Config& config);
@@ -61,7 +43,7 @@ class Collection {
 
   Collection(const Config& config, KernelInterfaces kernel);
   // `transport` for rdma netlink, the running kernel for the rest.
-  Collection(const Config& config, std::unique_ptr<nldev::Transport> transport);
+  Collection(const Config& config, std::unique_ptr<netlink::Transport> transport);
   // With the running kernel behind everything.
   explicit Collection(const Config& config);
 
@@ -110,9 +92,5 @@ class Collection {
   std::map<std::string, std::vector<std::string>> last_errors_;
   int last_netlink_present_ = -1;
 };
-
-// Builds info: the version and the revision it was built from.
-const char* exporter_version();
-const char* exporter_revision();
 
 }  // namespace rdma_exporter

@@ -15,7 +15,8 @@
 #include "collectors/device_filter.hpp"
 #include "collectors/ethtool/mapping.hpp"
 #include "collectors/probe/targets.hpp"
-#include "exporter/yaml_walker.hpp"
+#include "common/file.hpp"
+#include "common/yaml_walker.hpp"
 
 namespace rdma_exporter {
 namespace {
@@ -266,39 +267,6 @@ void read_probe(Walker& w, const YAML::Node& node, const std::string& path,
 
 }  // namespace
 
-bool parse_duration(const std::string& text, Duration& out) {
-  if (text.empty()) return false;
-  long long total_ms = 0;
-  std::size_t i = 0;
-  while (i < text.size()) {
-    long long number = 0;
-    auto [p, ec] = std::from_chars(text.data() + i, text.data() + text.size(), number);
-    if (ec != std::errc() || number < 0) return false;
-    i = static_cast<std::size_t>(p - text.data());
-    std::size_t unit_end = i;
-    while (unit_end < text.size() && std::isalpha(static_cast<unsigned char>(text[unit_end]))) {
-      ++unit_end;
-    }
-    const std::string unit = text.substr(i, unit_end - i);
-    long long scale = 0;
-    if (unit == "ms")
-      scale = 1;
-    else if (unit == "s")
-      scale = 1000;
-    else if (unit == "m")
-      scale = 60'000;
-    else if (unit == "h")
-      scale = 3'600'000;
-    else
-      return false;
-    if (number > (1LL << 40)) return false;
-    total_ms += number * scale;
-    i = unit_end;
-  }
-  out = Duration(total_ms);
-  return true;
-}
-
 std::vector<std::string> parse_config(const std::string& yaml_text, const std::string& source,
                                       Config& c) {
   YAML::Node root;
@@ -485,17 +453,8 @@ std::string resolve_relative(const std::string& path, const std::string& file) {
   return (std::filesystem::path(file).parent_path() / path).lexically_normal().string();
 }
 
-Result<std::string> read_whole_file(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) return Error::system(errno, path);
-  std::ostringstream text;
-  text << in.rdbuf();
-  if (in.bad()) return Error::system(EIO, path);
-  return text.str();
-}
-
 std::vector<std::string> load_config_file(const std::string& path, Config& out) {
-  auto text = read_whole_file(path);
+  auto text = read_file(path, kMaxConfigFileBytes, path);
   if (!text) {
     return {path + ": cannot read configuration file: " + std::strerror(text.error().code)};
   }

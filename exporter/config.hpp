@@ -10,13 +10,12 @@
 #include "collectors/optional_counters/options.hpp"
 #include "collectors/probe/options.hpp"
 #include "collectors/qp_counters/options.hpp"
-#include "collectors/result.hpp"
 #include "common/address.hpp"
+#include "common/duration.hpp"
+#include "common/result.hpp"
 #include "exporter/otlp/options.hpp"
 
 namespace rdma_exporter {
-
-using Duration = std::chrono::milliseconds;
 
 inline constexpr const char* kDefaultListenAddress = ":10910";
 
@@ -84,17 +83,11 @@ std::vector<std::string> parse_config(const std::string& yaml_text, const std::s
 // Reads and parses a file; a missing or unreadable file is one problem.
 std::vector<std::string> load_config_file(const std::string& path, Config& out);
 
-// The whole content of a file; the error carries the errno.
-Result<std::string> read_whole_file(const std::string& path);
-
 // A path read from `file`: relative ones are resolved against the file's
 // directory; empty and absolute paths are returned unchanged.
 std::string resolve_relative(const std::string& path, const std::string& file);
 
 // Checks the values that command-line flags may also set.
 std::vector<std::string> validate_config(const Config& config);
-
-// "10s", "500ms", "1m30s", "2h" -> milliseconds; false when malformed.
-bool parse_duration(const std::string& text, Duration& out);
 
 }  // namespace rdma_exporter

@@ -15,7 +15,7 @@
 #include <stdexcept>
 
 #include "common/text.hpp"
-#include "exporter/collection.hpp"
+#include "exporter/snapshot.hpp"
 
 namespace rdma_exporter {
 

@@ -11,8 +11,8 @@
 #include <set>
 #include <string>
 
-#include "collectors/metric_sink.hpp"
-#include "collectors/result.hpp"
+#include "common/metric_sink.hpp"
+#include "common/result.hpp"
 #include "exporter/config.hpp"
 #include "exporter/snapshot_cache.hpp"
 #include "exporter/web_security.hpp"

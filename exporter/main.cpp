@@ -11,10 +11,11 @@
 #include <future>
 #include <iostream>
 
-#include "collectors/netlink/socket_transport.hpp"
+#include "collectors/kernel/netlink/socket_transport.hpp"
+#include "collectors/kernel/sysfs/reader.hpp"
 #include "collectors/probe/service.hpp"
-#include "collectors/sysfs/reader.hpp"
 #include "common/log.hpp"
+#include "exporter/build_info.hpp"
 #include "exporter/cli.hpp"
 #include "exporter/collection.hpp"
 #include "exporter/exposition.hpp"
@@ -33,7 +34,7 @@ constexpr int kExitUsage = 2;
 // Says once, at start-up, when this host has no RDMA (or no rdma netlink).
 // Later changes are logged by the collection when they happen.
 void report_rdma_presence(const Config& config) {
-  const Status netlink = nldev::SocketTransport::probe();
+  const Status netlink = netlink::SocketTransport::probe();
   const sysfs::Reader reader(config.sysfs.root);
   if (netlink) return;
   if (!reader.class_dir_exists()) {

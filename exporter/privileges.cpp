@@ -7,7 +7,7 @@
 #include <filesystem>
 #include <sstream>
 
-#include "collectors/sysfs/reader.hpp"
+#include "collectors/kernel/sysfs/reader.hpp"
 
 namespace rdma_exporter {
 namespace {

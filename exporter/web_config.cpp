@@ -7,8 +7,9 @@
 #include <cstring>
 #include <string_view>
 
+#include "common/file.hpp"
+#include "common/yaml_walker.hpp"
 #include "exporter/config.hpp"
-#include "exporter/yaml_walker.hpp"
 
 namespace rdma_exporter {
 namespace {
@@ -341,7 +342,7 @@ std::vector<std::string> parse_web_config(const std::string& yaml_text, const st
 }
 
 std::vector<std::string> load_web_config_file(const std::string& path, WebConfig& out) {
-  auto text = read_whole_file(path);
+  auto text = read_file(path, kMaxConfigFileBytes, path);
   if (!text) {
     return {path + ": cannot read web configuration file: " + std::strerror(text.error().code)};
   }

@@ -10,6 +10,7 @@
 #include <cerrno>
 #include <cstring>
 
+#include "common/file.hpp"
 #include "exporter/config.hpp"
 
 namespace rdma_exporter {
@@ -43,7 +44,7 @@ Status pem_text(const std::string& file, const std::string& inline_text, std::st
                 std::string& what, const char* inline_key) {
   if (!file.empty()) {
     what = file;
-    auto text = read_whole_file(file);
+    auto text = read_file(file, kMaxConfigFileBytes, file);
     if (!text) return text.error();
     out = std::move(*text);
     return ok_status();

@@ -6,7 +6,7 @@
 #include <utility>
 #include <vector>
 
-#include "collectors/result.hpp"
+#include "common/result.hpp"
 #include "exporter/basic_auth.hpp"
 #include "exporter/web_config.hpp"
 

@@ -5,7 +5,7 @@
 #include <map>
 #include <optional>
 
-#include "collectors/netlink/dcb_codec.hpp"
+#include "collectors/kernel/rtnetlink/dcb_codec.hpp"
 
 namespace rdma_exporter {
 namespace {

@@ -2,7 +2,7 @@
 
 #include "collectors/collector.hpp"
 #include "collectors/dcb/options.hpp"
-#include "collectors/netlink/transport.hpp"
+#include "collectors/kernel/netlink/transport.hpp"
 
 namespace rdma_exporter {
 
@@ -15,14 +15,14 @@ namespace rdma_exporter {
 class DcbCollector final : public Collector {
  public:
   // `route` is a NETLINK_ROUTE transport.
-  DcbCollector(nldev::Transport& route, const DcbOptions& options)
+  DcbCollector(netlink::Transport& route, const DcbOptions& options)
       : route_(route), options_(options) {}
 
   std::string_view name() const override { return "dcb"; }
   std::vector<std::string> collect(Scrape& scrape, MetricSink& sink) override;
 
  private:
-  nldev::Transport& route_;
+  netlink::Transport& route_;
   DcbOptions options_;
 };
 

@@ -4,7 +4,7 @@
 #include <optional>
 #include <set>
 
-#include "collectors/ethtool/reader.hpp"
+#include "collectors/kernel/ethtool/reader.hpp"
 
 namespace rdma_exporter {
 

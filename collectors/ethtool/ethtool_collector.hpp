@@ -6,9 +6,9 @@
 #include <vector>
 
 #include "collectors/collector.hpp"
-#include "collectors/ethtool/ioctl.hpp"
 #include "collectors/ethtool/mapping.hpp"
 #include "collectors/ethtool/options.hpp"
+#include "collectors/kernel/ethtool/ioctl.hpp"
 
 namespace rdma_exporter {
 

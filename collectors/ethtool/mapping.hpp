@@ -12,7 +12,7 @@
 #include <vector>
 
 #include "collectors/ethtool/options.hpp"
-#include "collectors/result.hpp"
+#include "common/result.hpp"
 
 namespace rdma_exporter::ethtool {
 

@@ -7,10 +7,10 @@
 #include <tuple>
 #include <vector>
 
-#include "collectors/metric_sink.hpp"
-#include "collectors/netlink/model.hpp"
+#include "collectors/kernel/nldev/model.hpp"
 #include "collectors/optional_counters/options.hpp"
 #include "collectors/scrape.hpp"
+#include "common/metric_sink.hpp"
 
 namespace rdma_exporter {
 

@@ -8,6 +8,8 @@
 #include <fstream>
 #include <stdexcept>
 
+#include "common/file.hpp"
+
 namespace rdma_exporter::probe {
 namespace {
 constexpr std::size_t kMaxSecretBytes = 4096;
@@ -38,16 +40,9 @@ bool setup_mac_valid(const std::string& secret, const Nonce& nonce, const wire::
 }
 
 Result<std::string> read_secret_file(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) return Error::system(errno, "probe.secret_file " + path);
-  // A secret is short; read one byte more than the largest one accepted.
-  std::string secret(kMaxSecretBytes + 1, '\0');
-  in.read(secret.data(), static_cast<std::streamsize>(secret.size()));
-  secret.resize(static_cast<std::size_t>(in.gcount()));
-  if (secret.size() > kMaxSecretBytes) {
-    return Error{EINVAL, "probe.secret_file " + path + ": more than " +
-                             std::to_string(kMaxSecretBytes) + " bytes"};
-  }
+  auto text = read_file(path, kMaxSecretBytes, "probe.secret_file " + path);
+  if (!text) return text.error();
+  std::string secret = std::move(text).value();
   while (!secret.empty() && (secret.back() == '\n' || secret.back() == '\r')) secret.pop_back();
   if (secret.size() < 16) {
     return Error{EINVAL, "probe.secret_file " + path + ": the secret must have at least 16 bytes"};

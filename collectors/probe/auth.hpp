@@ -4,7 +4,7 @@
 #include <string>
 
 #include "collectors/probe/protocol.hpp"
-#include "collectors/result.hpp"
+#include "common/result.hpp"
 
 // Shared-secret authentication of probe peers: the responder sends a fresh
 // random nonce in its hello, the prober answers with HMAC-SHA256(secret,

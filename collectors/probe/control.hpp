@@ -7,7 +7,7 @@
 #include <vector>
 
 #include "collectors/probe/protocol.hpp"
-#include "collectors/result.hpp"
+#include "common/result.hpp"
 
 namespace rdma_exporter::probe {
 

@@ -8,7 +8,7 @@
 #include <vector>
 
 #include "collectors/probe/options.hpp"
-#include "collectors/result.hpp"
+#include "common/result.hpp"
 
 // The probe's control protocol: what a prober and a responder say over TCP to
 // connect a pair of RC queue pairs. Every message is an 8-byte header

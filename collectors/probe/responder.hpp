@@ -10,7 +10,7 @@
 
 #include "collectors/probe/stats.hpp"
 #include "collectors/probe/verbs.hpp"
-#include "collectors/result.hpp"
+#include "common/result.hpp"
 
 namespace rdma_exporter::probe {
 

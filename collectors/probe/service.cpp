@@ -11,6 +11,7 @@
 #include "collectors/probe/responder.hpp"
 #include "collectors/probe/targets.hpp"
 #include "collectors/probe/verbs.hpp"
+#include "common/file.hpp"
 #include "common/log.hpp"
 
 namespace rdma_exporter::probe {
@@ -19,7 +20,7 @@ namespace {
 constexpr std::chrono::seconds kDeviceRetry{10};
 constexpr const char* kLoopback = "loopback";
 // A target file larger than this is refused rather than read into memory.
-constexpr off_t kMaxFileSdBytes = 16 << 20;
+constexpr std::size_t kMaxFileSdBytes = 16u << 20;
 
 bool same_file(const struct stat& a, const struct stat& b) {
   return a.st_ino == b.st_ino && a.st_dev == b.st_dev && a.st_size == b.st_size &&
@@ -184,18 +185,15 @@ void ProbeService::refresh_files() {
     if (f.seen && same_file(f.st, st)) continue;
     f.seen = true;
     f.st = st;
-    if (st.st_size > kMaxFileSdBytes) {
+    if (static_cast<std::size_t>(st.st_size) > kMaxFileSdBytes) {
       log::error("probe file_sd " + path + ": " + std::to_string(st.st_size) +
                  " bytes, more than the " + std::to_string(kMaxFileSdBytes) +
                  " a target list may have; keeping its previous targets");
       stats_->file_sd_read(false);
       continue;
     }
-    std::ifstream in(path);
-    std::ostringstream text;
-    text << in.rdbuf();
-    auto parsed = in ? parse_file_sd(text.str(), path)
-                     : Result<std::vector<Target>>(Error::system(errno, "reading " + path));
+    auto text = read_file(path, kMaxFileSdBytes, "reading " + path);
+    auto parsed = text ? parse_file_sd(*text, path) : Result<std::vector<Target>>(text.error());
     if (!parsed) {
       log::error("probe file_sd: " + parsed.error().message + "; keeping its previous targets");
       stats_->file_sd_read(false);

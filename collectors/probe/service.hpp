@@ -11,10 +11,10 @@
 #include <thread>
 #include <vector>
 
-#include "collectors/metric_sink.hpp"
 #include "collectors/probe/options.hpp"
 #include "collectors/probe/stats.hpp"
-#include "collectors/result.hpp"
+#include "common/metric_sink.hpp"
+#include "common/result.hpp"
 
 namespace rdma_exporter::probe {
 

@@ -9,7 +9,7 @@
 #include <string>
 #include <vector>
 
-#include "collectors/metric_sink.hpp"
+#include "common/metric_sink.hpp"
 
 // What the probe has measured, shared between the probe's event loop (which
 // writes) and the collecting thread (which reads). collectors/probe's metrics

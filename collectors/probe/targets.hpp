@@ -4,7 +4,7 @@
 #include <vector>
 
 #include "collectors/probe/options.hpp"
-#include "collectors/result.hpp"
+#include "common/result.hpp"
 
 namespace rdma_exporter::probe {
 

@@ -11,7 +11,7 @@
 
 #include "collectors/probe/options.hpp"
 #include "collectors/probe/protocol.hpp"
-#include "collectors/result.hpp"
+#include "common/result.hpp"
 
 // RAII over the libibverbs objects the probe uses. Nothing here blocks: the
 // event loop waits on a completion channel's file descriptor.

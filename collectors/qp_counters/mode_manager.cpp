@@ -5,9 +5,8 @@
 #include <algorithm>
 #include <set>
 
-#include "collectors/netlink/counter_codec.hpp"
+#include "collectors/kernel/nldev/counter_codec.hpp"
 #include "collectors/port_rules.hpp"
-#include "collectors/qp_counters/qp_counters_collector.hpp"
 #include "common/log.hpp"
 
 namespace rdma_exporter {
@@ -179,7 +178,7 @@ void CounterModeManager::reconcile_auto(nldev::Client& nl, const PortKey& key, P
     if (!drift_logged_[key]) {
       drift_logged_[key] = true;
       log::warn("qp counters: " + key.first + " port " + std::to_string(key.second) + " is in " +
-                counter_mode_name(mode.mode) +
+                nldev::counter_mode_name(mode.mode) +
                 " mode set by someone else; leaving it (set "
                 "take_over to change it)");
     }

@@ -9,11 +9,11 @@
 #include <tuple>
 #include <vector>
 
-#include "collectors/metric_sink.hpp"
-#include "collectors/netlink/model.hpp"
+#include "collectors/kernel/nldev/model.hpp"
 #include "collectors/qp_counters/options.hpp"
 #include "collectors/qp_counters/process_info.hpp"
 #include "collectors/scrape.hpp"
+#include "common/metric_sink.hpp"
 
 namespace rdma_exporter {
 

@@ -3,7 +3,7 @@
 #include <fstream>
 #include <sstream>
 
-#include "collectors/sysfs/reader.hpp"
+#include "collectors/kernel/sysfs/reader.hpp"
 
 namespace rdma_exporter {
 

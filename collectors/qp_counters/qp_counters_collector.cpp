@@ -5,7 +5,7 @@
 #include <algorithm>
 #include <set>
 
-#include "collectors/netlink/counter_codec.hpp"
+#include "collectors/kernel/nldev/counter_codec.hpp"
 #include "collectors/qp_counters/mode_manager.hpp"
 
 namespace rdma_exporter {
@@ -31,26 +31,6 @@ bool unsupported(const Error& e) {
 }
 
 }  // namespace
-
-std::string counter_mode_name(uint32_t mode) {
-  switch (mode) {
-    case RDMA_COUNTER_MODE_NONE:
-      return "none";
-    case RDMA_COUNTER_MODE_AUTO:
-      return "auto";
-    case RDMA_COUNTER_MODE_MANUAL:
-      return "manual";
-    default:
-      return "unknown";
-  }
-}
-
-std::string auto_mask_name(uint32_t mask) {
-  std::string out;
-  if ((mask & RDMA_COUNTER_MASK_QP_TYPE) != 0U) out = "qp_type";
-  if ((mask & RDMA_COUNTER_MASK_PID) != 0U) out += out.empty() ? "pid" : ",pid";
-  return out;
-}
 
 QpCountersCollector::QpCountersCollector(const QpCountersOptions& options,
                                          CounterModeManager* manager)
@@ -151,14 +131,15 @@ std::vector<std::string> QpCountersCollector::collect(Scrape& scrape, MetricSink
         }
         continue;
       }
-      sink.info("rdma_qp_stat_mode_info",
-                "How the port groups QPs into counter sets: mode none, auto or manual, and the "
-                "auto criteria; the value is always 1.",
-                {{"device", dev.name},
-                 {"port", std::to_string(port.index)},
-                 {"mode", counter_mode_name(mode->mode)},
-                 {"auto_by",
-                  mode->mode == RDMA_COUNTER_MODE_AUTO ? auto_mask_name(mode->auto_mask) : ""}});
+      sink.info(
+          "rdma_qp_stat_mode_info",
+          "How the port groups QPs into counter sets: mode none, auto or manual, and the "
+          "auto criteria; the value is always 1.",
+          {{"device", dev.name},
+           {"port", std::to_string(port.index)},
+           {"mode", nldev::counter_mode_name(mode->mode)},
+           {"auto_by",
+            mode->mode == RDMA_COUNTER_MODE_AUTO ? nldev::auto_mask_name(mode->auto_mask) : ""}});
       live_sets[{dev.name, port.index}] = 0;
     }
 

@@ -41,8 +41,4 @@ class QpCountersCollector final : public Collector {
   bool with_type_ = true, with_pid_ = true, with_comm_ = true, with_cgroup_ = false;
 };
 
-// Names of a counter mode and an auto mask, as iproute2 prints them.
-std::string counter_mode_name(uint32_t mode);
-std::string auto_mask_name(uint32_t mask);
-
 }  // namespace rdma_exporter

@@ -7,7 +7,7 @@
 #include <tuple>
 #include <vector>
 
-#include "collectors/netlink/model.hpp"
+#include "collectors/kernel/nldev/model.hpp"
 
 namespace rdma_exporter {
 

@@ -3,7 +3,7 @@
 #include <filesystem>
 
 #include "collectors/collector.hpp"
-#include "collectors/sysfs/reader.hpp"
+#include "collectors/kernel/sysfs/reader.hpp"
 
 namespace rdma_exporter {
 

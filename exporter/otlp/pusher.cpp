@@ -9,6 +9,7 @@
 #include <sstream>
 
 #include "common/log.hpp"
+#include "exporter/build_info.hpp"
 #include "exporter/exposition.hpp"
 
 namespace rdma_exporter {

@@ -11,11 +11,11 @@
 #include <string>
 #include <thread>
 
-#include "collectors/metric_sink.hpp"
-#include "exporter/collection.hpp"
+#include "common/metric_sink.hpp"
 #include "exporter/otlp/encode.hpp"
 #include "exporter/otlp/http_client.hpp"
 #include "exporter/otlp/options.hpp"
+#include "exporter/snapshot.hpp"
 
 namespace rdma_exporter {
 

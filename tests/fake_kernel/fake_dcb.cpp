@@ -8,8 +8,8 @@
 namespace rdma_exporter::testing {
 namespace {
 
-nldev::Reply failure(int err, std::span<const uint8_t> request) {
-  nldev::Reply r;
+netlink::Reply failure(int err, std::span<const uint8_t> request) {
+  netlink::Reply r;
   r.datagrams.push_back(error_message(-err, "", 0, Bytes(request.begin(), request.end())));
   return r;
 }
@@ -62,7 +62,7 @@ FakeDcbNetdev mlx5_dcb() {
 // dcb_doit(): the dcbmsg header and DCB_ATTR_IFNAME are required (EINVAL),
 // an unknown name is ENODEV, a netdev without dcbnl_ops EOPNOTSUPP. The
 // answer carries the request's flags, and the ACK follows when asked for.
-Result<nldev::Reply> FakeDcb::exchange(std::span<const uint8_t> request) {
+Result<netlink::Reply> FakeDcb::exchange(std::span<const uint8_t> request) {
   const auto* nlh = reinterpret_cast<const nlmsghdr*>(request.data());
   if (request.size() < sizeof(nlmsghdr) || nlh->nlmsg_type != RTM_GETDCB ||
       mnl_nlmsg_get_payload_len(nlh) < sizeof(dcbmsg)) {
@@ -86,7 +86,7 @@ Result<nldev::Reply> FakeDcb::exchange(std::span<const uint8_t> request) {
   if (it == netdevs.end()) return failure(ENODEV, request);
   if (!it->second.dcb) return failure(EOPNOTSUPP, request);
   if (header.cmd != DCB_CMD_IEEE_GET) return failure(EOPNOTSUPP, request);
-  nldev::Reply r;
+  netlink::Reply r;
   r.datagrams.push_back(dcb_ieee_message(*ifname, it->second, nlh->nlmsg_flags));
   if ((nlh->nlmsg_flags & NLM_F_ACK) != 0) r.datagrams.push_back(ack_message());
   return r;

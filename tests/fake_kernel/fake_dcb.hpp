@@ -12,7 +12,7 @@
 #include <string>
 #include <vector>
 
-#include "collectors/netlink/transport.hpp"
+#include "collectors/kernel/netlink/transport.hpp"
 #include "tests/fake_kernel/nl_message.hpp"
 
 namespace rdma_exporter::testing {
@@ -33,12 +33,12 @@ Bytes dcb_ieee_message(const std::string& ifname, const FakeDcbNetdev& n, uint16
 // (the driver's default DSCP map: priority = dscp / 8).
 FakeDcbNetdev mlx5_dcb();
 
-class FakeDcb final : public nldev::Transport {
+class FakeDcb final : public netlink::Transport {
  public:
   std::map<std::string, FakeDcbNetdev> netdevs;
   std::vector<std::string> asked;  // names in the requests, in order
 
-  Result<nldev::Reply> exchange(std::span<const uint8_t> request) override;
+  Result<netlink::Reply> exchange(std::span<const uint8_t> request) override;
 };
 
 }  // namespace rdma_exporter::testing

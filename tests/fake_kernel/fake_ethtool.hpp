@@ -12,7 +12,7 @@
 #include <utility>
 #include <vector>
 
-#include "collectors/ethtool/ioctl.hpp"
+#include "collectors/kernel/ethtool/ioctl.hpp"
 
 namespace rdma_exporter::testing {
 

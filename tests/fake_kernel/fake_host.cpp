@@ -146,11 +146,11 @@ uint64_t step(const std::string& name, uint64_t tick) {
 
 // The fake kernel, with time passing: every device dump (the start of a
 // collection) moves traffic through the QPs and the ports.
-class LiveKernel final : public nldev::Transport {
+class LiveKernel final : public netlink::Transport {
  public:
   explicit LiveKernel(FakeNldev kernel) : k_(std::move(kernel)) {}
 
-  Result<nldev::Reply> exchange(std::span<const uint8_t> request) override {
+  Result<netlink::Reply> exchange(std::span<const uint8_t> request) override {
     const auto* nlh = reinterpret_cast<const nlmsghdr*>(request.data());
     if (request.size() >= sizeof(nlmsghdr) &&
         RDMA_NL_GET_OP(nlh->nlmsg_type) == RDMA_NLDEV_CMD_GET &&

@@ -57,22 +57,22 @@ NlMessage device_message(const FakeDevice& d, uint16_t cmd, uint16_t flags = NLM
 }
 
 // A doit's failure: NLMSG_ERROR with the errno (and extended ack text).
-nldev::Reply failure(int err, const Bytes& request, const std::string& extack = "") {
-  nldev::Reply r;
+netlink::Reply failure(int err, const Bytes& request, const std::string& extack = "") {
+  netlink::Reply r;
   r.datagrams.push_back(error_message(-err, extack, 0, request));
   return r;
 }
 
 // A dump's failure: the kernel reports it in NLMSG_DONE.
-nldev::Reply dump_failure(int err) {
-  nldev::Reply r;
+netlink::Reply dump_failure(int err) {
+  netlink::Reply r;
   r.datagrams.push_back(done_message(-err));
   return r;
 }
 
 // A doit's answer and its ACK, as two datagrams like the kernel sends them.
-nldev::Reply answer(const NlMessage& m) {
-  nldev::Reply r;
+netlink::Reply answer(const NlMessage& m) {
+  netlink::Reply r;
   r.datagrams.push_back(m.bytes());
   r.datagrams.push_back(ack_message());
   return r;
@@ -422,13 +422,13 @@ void FakeNldev::traffic(uint32_t dev_index, uint32_t lqpn, const std::string& co
 
 // --- replies -------------------------------------------------------------------
 
-nldev::Reply FakeNldev::dump(uint16_t cmd, std::vector<Bytes> messages) {
+netlink::Reply FakeNldev::dump(uint16_t cmd, std::vector<Bytes> messages) {
   (void)cmd;
   if (interrupt_next_dumps > 0) {
     --interrupt_next_dumps;
     for (auto& m : messages) reinterpret_cast<nlmsghdr*>(m.data())->nlmsg_flags |= NLM_F_DUMP_INTR;
   }
-  nldev::Reply reply;
+  netlink::Reply reply;
   std::vector<Bytes> part;
   for (auto& m : messages) {
     part.push_back(std::move(m));
@@ -444,7 +444,7 @@ nldev::Reply FakeNldev::dump(uint16_t cmd, std::vector<Bytes> messages) {
 
 // stat_get_doit_qp(): the port's counter mode. (Asking for one set by
 // STAT_COUNTER_ID is not modelled.)
-nldev::Reply FakeNldev::counter_mode_get(const Bytes& request) {
+netlink::Reply FakeNldev::counter_mode_get(const Bytes& request) {
   const RequestAttrs attrs(request);
   if (attrs.u32(RDMA_NLDEV_ATTR_STAT_RES) != kResQp) return failure(EINVAL, request);
   if (attrs.has(RDMA_NLDEV_ATTR_STAT_COUNTER_ID)) return failure(EOPNOTSUPP, request);
@@ -464,7 +464,7 @@ nldev::Reply FakeNldev::counter_mode_get(const Bytes& request) {
 
 // nldev_stat_get_dumpit() with STAT_RES = RES_QP: the device's counter sets,
 // by id, optionally of one port.
-nldev::Reply FakeNldev::counter_sets_dump(const Bytes& request) {
+netlink::Reply FakeNldev::counter_sets_dump(const Bytes& request) {
   const RequestAttrs attrs(request);
   if (attrs.u32(RDMA_NLDEV_ATTR_STAT_RES) != kResQp) return dump_failure(EINVAL);
   const FakeDevice* dev = find(attrs.u32(RDMA_NLDEV_ATTR_DEV_INDEX));
@@ -482,7 +482,7 @@ nldev::Reply FakeNldev::counter_sets_dump(const Bytes& request) {
 }
 
 // nldev_res_get_qp_dumpit(): the device's QPs by number, optionally of one port.
-nldev::Reply FakeNldev::qp_dump(const Bytes& request) {
+netlink::Reply FakeNldev::qp_dump(const Bytes& request) {
   const RequestAttrs attrs(request);
   const FakeDevice* dev = find(attrs.u32(RDMA_NLDEV_ATTR_DEV_INDEX));
   if (dev == nullptr) return dump_failure(EINVAL);
@@ -499,7 +499,7 @@ nldev::Reply FakeNldev::qp_dump(const Bytes& request) {
 }
 
 // nldev_stat_set_doit(): auto mode on or off, or a manual bind.
-nldev::Reply FakeNldev::stat_set(const Bytes& request) {
+netlink::Reply FakeNldev::stat_set(const Bytes& request) {
   if (!privileged) return failure(EPERM, request);
   if (stat_set_error != 0) return failure(stat_set_error, request);
   const RequestAttrs attrs(request);
@@ -545,7 +545,7 @@ nldev::Reply FakeNldev::stat_set(const Bytes& request) {
 // nldev_stat_get_counter_status_doit(): every hw counter of the port with its
 // index; optional ones carry STAT_HWCOUNTER_DYNAMIC = enabled. EINVAL for an
 // unknown device or port, or a driver without port counters.
-nldev::Reply FakeNldev::counter_status_get(const Bytes& request) {
+netlink::Reply FakeNldev::counter_status_get(const Bytes& request) {
   const RequestAttrs attrs(request);
   const FakeDevice* dev = find(attrs.u32(RDMA_NLDEV_ATTR_DEV_INDEX));
   const auto port_index = attrs.u32(RDMA_NLDEV_ATTR_PORT_INDEX);
@@ -578,8 +578,8 @@ nldev::Reply FakeNldev::counter_status_get(const Bytes& request) {
 // nldev_stat_set_counter_dynamic_doit(): the table's indices become the
 // whole enabled set. EINVAL for an index past the table or of a counter that
 // is not optional (nothing changes then); an empty table disables all.
-nldev::Reply FakeNldev::set_optional_counters(FakeDevice& dev, FakePort& port,
-                                              const Bytes& request) {
+netlink::Reply FakeNldev::set_optional_counters(FakeDevice& dev, FakePort& port,
+                                                const Bytes& request) {
   if (port.stat_error != 0) return failure(EINVAL, request);
   const nlattr* table = RequestAttrs(request).get(RDMA_NLDEV_ATTR_STAT_HWCOUNTERS);
   const std::size_t fixed = port.counters.size();
@@ -601,7 +601,7 @@ nldev::Reply FakeNldev::set_optional_counters(FakeDevice& dev, FakePort& port,
 }
 
 // nldev_stat_del_doit(): unbind one QP. The answer is a STAT_SET message.
-nldev::Reply FakeNldev::stat_del(const Bytes& request) {
+netlink::Reply FakeNldev::stat_del(const Bytes& request) {
   if (!privileged) return failure(EPERM, request);
   if (stat_set_error != 0) return failure(stat_set_error, request);
   const RequestAttrs attrs(request);
@@ -627,13 +627,13 @@ nldev::Reply FakeNldev::stat_del(const Bytes& request) {
   return answer(m);
 }
 
-Result<nldev::Reply> FakeNldev::exchange(std::span<const uint8_t> request) {
+Result<netlink::Reply> FakeNldev::exchange(std::span<const uint8_t> request) {
   if (absent) return Error::system(EPROTONOSUPPORT, "open NETLINK_RDMA socket");
   const SeenRequest req = decode_request(request);
   requests.push_back(req);
   const Bytes original(request.begin(), request.end());
   const bool is_dump = (req.flags & NLM_F_DUMP) != 0;
-  nldev::Reply reply;
+  netlink::Reply reply;
   const FakeDevice* dev = find(req.dev_index);
 
   switch (req.cmd) {

@@ -12,7 +12,7 @@
 #include <utility>
 #include <vector>
 
-#include "collectors/netlink/transport.hpp"
+#include "collectors/kernel/netlink/transport.hpp"
 #include "tests/fake_kernel/nl_message.hpp"
 
 namespace rdma_exporter::testing {
@@ -101,7 +101,7 @@ struct SeenRequest {
   std::optional<uint32_t> port;
 };
 
-class FakeNldev final : public nldev::Transport {
+class FakeNldev final : public netlink::Transport {
  public:
   std::vector<FakeDevice> devices;
 
@@ -109,7 +109,7 @@ class FakeNldev final : public nldev::Transport {
   bool absent = false;           // socket() says EPROTONOSUPPORT
   int interrupt_next_dumps = 0;  // mark this many dumps NLM_F_DUMP_INTR
   std::size_t messages_per_datagram = 2;
-  std::function<void(nldev::Reply&)> tamper;  // edits a reply before it is returned
+  std::function<void(netlink::Reply&)> tamper;  // edits a reply before it is returned
 
   bool privileged = true;            // false: writes (STAT_SET, STAT_DEL) answer EPERM
   int stat_set_error = 0;            // errno every STAT_SET/STAT_DEL answers with, if not 0
@@ -134,23 +134,23 @@ class FakeNldev final : public nldev::Transport {
 
   FakeDevice* device(uint32_t dev_index);
 
-  Result<nldev::Reply> exchange(std::span<const uint8_t> request) override;
+  Result<netlink::Reply> exchange(std::span<const uint8_t> request) override;
 
   // Requests that read this device (by index).
   std::size_t requests_for(uint32_t dev_index) const;
 
  private:
   const FakeDevice* find(std::optional<uint32_t> index) const;
-  nldev::Reply dump(uint16_t cmd, std::vector<Bytes> messages);
+  netlink::Reply dump(uint16_t cmd, std::vector<Bytes> messages);
 
   // Per-QP counter commands; each takes the request as sent.
-  nldev::Reply counter_mode_get(const Bytes& request);
-  nldev::Reply counter_sets_dump(const Bytes& request);
-  nldev::Reply qp_dump(const Bytes& request);
-  nldev::Reply stat_set(const Bytes& request);
-  nldev::Reply stat_del(const Bytes& request);
-  nldev::Reply counter_status_get(const Bytes& request);
-  nldev::Reply set_optional_counters(FakeDevice& dev, FakePort& port, const Bytes& request);
+  netlink::Reply counter_mode_get(const Bytes& request);
+  netlink::Reply counter_sets_dump(const Bytes& request);
+  netlink::Reply qp_dump(const Bytes& request);
+  netlink::Reply stat_set(const Bytes& request);
+  netlink::Reply stat_del(const Bytes& request);
+  netlink::Reply counter_status_get(const Bytes& request);
+  netlink::Reply set_optional_counters(FakeDevice& dev, FakePort& port, const Bytes& request);
 };
 
 }  // namespace rdma_exporter::testing

@@ -1,11 +1,11 @@
 // The nldev codecs, fed kernel-shaped messages built with libmnl.
 
-#include "collectors/netlink/codec.hpp"
+#include "collectors/kernel/nldev/codec.hpp"
 
 #include <gtest/gtest.h>
 #include <rdma/rdma_netlink.h>
 
-#include "collectors/netlink/client.hpp"
+#include "collectors/kernel/nldev/client.hpp"
 #include "tests/fake_kernel/fake_nldev.hpp"
 #include "tests/fake_kernel/nl_message.hpp"
 
@@ -102,7 +102,7 @@ TEST(Codec, InterruptedDumpAsksForARetry) {
   reinterpret_cast<nlmsghdr*>(msg.data())->nlmsg_flags |= NLM_F_DUMP_INTR;
   auto devices = decode_devices(Reply{{datagram({msg, done_message()})}});
   ASSERT_FALSE(devices);
-  EXPECT_EQ(devices.error().code, kDumpInterrupted);
+  EXPECT_EQ(devices.error().code, netlink::kDumpInterrupted);
 }
 
 TEST(Codec, ClientRetriesInterruptedDumpsAndGivesUpAfterThree) {
@@ -119,7 +119,7 @@ TEST(Codec, ClientRetriesInterruptedDumpsAndGivesUpAfterThree) {
   kernel.interrupt_next_dumps = 5;
   auto failed = client.devices();
   ASSERT_FALSE(failed);
-  EXPECT_EQ(failed.error().code, kDumpInterrupted);
+  EXPECT_EQ(failed.error().code, netlink::kDumpInterrupted);
   EXPECT_EQ(kernel.requests.size(), 3U);
 }
 
@@ -286,10 +286,10 @@ TEST(Codec, RequestsAreWhatTheKernelExpects) {
 }
 
 TEST(Codec, EndOfExchangeIsSeenInAnyPositionOfADatagram) {
-  EXPECT_FALSE(ends_exchange(datagram({device_msg(1, "a")})));
-  EXPECT_TRUE(ends_exchange(datagram({device_msg(1, "a"), done_message()})));
-  EXPECT_TRUE(ends_exchange(ack_message()));
-  EXPECT_FALSE(ends_exchange(Bytes{1, 2, 3}));
+  EXPECT_FALSE(netlink::ends_exchange(datagram({device_msg(1, "a")})));
+  EXPECT_TRUE(netlink::ends_exchange(datagram({device_msg(1, "a"), done_message()})));
+  EXPECT_TRUE(netlink::ends_exchange(ack_message()));
+  EXPECT_FALSE(netlink::ends_exchange(Bytes{1, 2, 3}));
 }
 
 TEST(Codec, GarbageBytesNeverCrash) {

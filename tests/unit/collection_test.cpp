@@ -176,7 +176,7 @@ TEST_F(CollectionTest, DriverWithoutPortCountersIsNotAFailure) {
 }
 
 TEST_F(CollectionTest, MalformedReplyFailsOnlyItsCollector) {
-  kernel_->tamper = [](nldev::Reply& r) {
+  kernel_->tamper = [](netlink::Reply& r) {
     // Corrupt every resource summary reply: cut the datagram short.
     const auto* nlh = reinterpret_cast<const nlmsghdr*>(r.datagrams.front().data());
     if (RDMA_NL_GET_OP(nlh->nlmsg_type) == RDMA_NLDEV_CMD_RES_GET) r.datagrams.front().resize(30);

@@ -1,6 +1,6 @@
 // The per-QP counter codecs, fed kernel-shaped messages built with libmnl.
 
-#include "collectors/netlink/counter_codec.hpp"
+#include "collectors/kernel/nldev/counter_codec.hpp"
 
 #include <gtest/gtest.h>
 #include <rdma/ib_user_ioctl_verbs.h>
@@ -9,7 +9,7 @@
 #include <map>
 #include <set>
 
-#include "collectors/netlink/codec.hpp"
+#include "collectors/kernel/nldev/codec.hpp"
 #include "tests/fake_kernel/nl_message.hpp"
 
 namespace rdma_exporter::nldev {
@@ -407,7 +407,7 @@ TEST(CounterCodec, DumpErrorsAndInterruptionsComeThrough) {
   reinterpret_cast<nlmsghdr*>(msg.data())->nlmsg_flags |= NLM_F_DUMP_INTR;
   auto raced = decode_counter_sets(dump_reply({msg}));
   ASSERT_FALSE(raced);
-  EXPECT_EQ(raced.error().code, kDumpInterrupted);
+  EXPECT_EQ(raced.error().code, netlink::kDumpInterrupted);
 
   auto unfinished = decode_counter_sets(Reply{{sets_msg({})}});
   ASSERT_FALSE(unfinished);

@@ -11,7 +11,7 @@
 #include <cmath>
 #include <cstring>
 
-#include "collectors/netlink/dcb_codec.hpp"
+#include "collectors/kernel/rtnetlink/dcb_codec.hpp"
 #include "exporter/collection.hpp"
 #include "tests/fake_kernel/fake_dcb.hpp"
 #include "tests/fake_kernel/fake_ethtool.hpp"

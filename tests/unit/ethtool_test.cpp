@@ -9,9 +9,9 @@
 #include <cmath>
 #include <cstring>
 
-#include "collectors/ethtool/codec.hpp"
 #include "collectors/ethtool/mapping.hpp"
-#include "collectors/ethtool/reader.hpp"
+#include "collectors/kernel/ethtool/codec.hpp"
+#include "collectors/kernel/ethtool/reader.hpp"
 #include "exporter/collection.hpp"
 #include "tests/fake_kernel/fake_dcb.hpp"
 #include "tests/fake_kernel/fake_ethtool.hpp"

@@ -10,9 +10,9 @@
 #include <set>
 #include <tuple>
 
-#include "collectors/netlink/client.hpp"
-#include "collectors/netlink/codec.hpp"
-#include "collectors/netlink/counter_codec.hpp"
+#include "collectors/kernel/nldev/client.hpp"
+#include "collectors/kernel/nldev/codec.hpp"
+#include "collectors/kernel/nldev/counter_codec.hpp"
 #include "tests/fake_kernel/fake_nldev.hpp"
 #include "tests/fake_kernel/nl_message.hpp"
 
@@ -415,7 +415,7 @@ TEST_F(FakeKernelTest, PortTotalsIncludeBoundAndFreedSetsTraffic) {
 }
 
 // The messages of one type in a reply, counted per datagram.
-std::vector<std::size_t> messages_per_datagram(const nldev::Reply& reply, uint16_t cmd) {
+std::vector<std::size_t> messages_per_datagram(const netlink::Reply& reply, uint16_t cmd) {
   std::vector<std::size_t> out;
   for (const auto& d : reply.datagrams) {
     std::size_t n = 0;
@@ -451,7 +451,7 @@ TEST_F(FakeKernelTest, DumpsSplitAcrossMessagesDecodeWhole) {
   const std::size_t want_msgs = (count + kernel.sets_per_message - 1) / kernel.sets_per_message;
   EXPECT_EQ(total(per), want_msgs);
   EXPECT_EQ(raw->datagrams.size(), want_msgs + 1);  // one message each, then NLMSG_DONE
-  EXPECT_TRUE(nldev::ends_exchange(raw->datagrams.back()));
+  EXPECT_TRUE(netlink::ends_exchange(raw->datagrams.back()));
 
   auto got = sets();
   ASSERT_EQ(got.size(), count);

@@ -1,4 +1,4 @@
-#include "collectors/metric_sink.hpp"
+#include "common/metric_sink.hpp"
 
 #include <gtest/gtest.h>
 

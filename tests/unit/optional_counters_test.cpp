@@ -8,9 +8,9 @@
 #include <algorithm>
 #include <cmath>
 
-#include "collectors/netlink/client.hpp"
-#include "collectors/netlink/codec.hpp"
-#include "collectors/netlink/optional_counter_codec.hpp"
+#include "collectors/kernel/nldev/client.hpp"
+#include "collectors/kernel/nldev/codec.hpp"
+#include "collectors/kernel/nldev/optional_counter_codec.hpp"
 #include "collectors/optional_counters/manager.hpp"
 #include "exporter/collection.hpp"
 #include "exporter/privileges.hpp"
@@ -21,9 +21,9 @@
 namespace rdma_exporter {
 namespace {
 
-using nldev::Bytes;
+using netlink::Bytes;
+using netlink::Reply;
 using nldev::HwCounterStatus;
-using nldev::Reply;
 using testing::ack_message;
 using testing::attributes;
 using testing::error_message;

@@ -20,7 +20,7 @@
 #include <thread>
 #include <variant>
 
-#include "collectors/metric_sink.hpp"
+#include "common/metric_sink.hpp"
 #include "common/text.hpp"
 #include "exporter/config.hpp"
 #include "exporter/otlp/encode.hpp"

@@ -2,7 +2,7 @@
 
 #include <algorithm>
 
-#include "collectors/sysfs/reader.hpp"
+#include "collectors/kernel/sysfs/reader.hpp"
 #include "tests/unit/fixtures.hpp"
 
 namespace rdma_exporter::sysfs {

@@ -1,0 +1,277 @@
+#include "collectors/kernel/nldev/counter_codec.hpp"
+
+#include <array>
+
+#include "collectors/kernel/nldev/codec.hpp"
+#include "collectors/kernel/nldev/wire.hpp"
+
+namespace rdma_exporter::nldev {
+using namespace wire;  // NOLINT(google-build-using-namespace)
+
+namespace {
+
+// A counter set lists at most this many QPs as a range before we call the
+// reply implausible.
+constexpr uint32_t kMaxQpRange = 1U << 20;
+
+Status read_qp_numbers(const nlattr* table, std::vector<uint32_t>& out) {
+  if (table == nullptr) return ok_status();  // a set with no QP left
+  return for_each_entry(
+      table, RDMA_NLDEV_ATTR_RES_QP_ENTRY, "RES_QP", [&](const nlattr* e) -> Status {
+        auto t = table_of_nest(e, "RES_QP_ENTRY");
+        if (!t) return t.error();
+        std::optional<uint32_t> lqpn;
+        std::optional<uint32_t> min;
+        std::optional<uint32_t> max;
+        Status s = all(optional(*t, RDMA_NLDEV_ATTR_RES_LQPN, "RES_LQPN", get_u32, lqpn),
+                       optional(*t, RDMA_NLDEV_ATTR_MIN_RANGE, "MIN_RANGE", get_u32, min),
+                       optional(*t, RDMA_NLDEV_ATTR_MAX_RANGE, "MAX_RANGE", get_u32, max));
+        if (!s) return s;
+        if (lqpn) {
+          out.push_back(*lqpn);
+        } else if (min && max && *min <= *max && *max - *min < kMaxQpRange) {
+          for (uint32_t q = *min;; ++q) {
+            out.push_back(q);
+            if (q == *max) break;
+          }
+        } else {
+          return malformed("RES_QP_ENTRY without RES_LQPN or a valid range");
+        }
+        return ok_status();
+      });
+}
+
+// The messages of per-device resource dumps: DEV_INDEX, DEV_NAME and a
+// table of entries. Calls parse(entry attributes, device index, device name)
+// for each entry and collects what it makes.
+template <typename T, typename Parse>
+Result<std::vector<T>> parse_device_table(const nlmsghdr& msg, uint16_t table_attr,
+                                          uint16_t entry_attr, const char* entry_name,
+                                          Parse&& parse) {
+  auto t = table_of_message(msg, entry_name);
+  if (!t) return t.error();
+  uint32_t dev_index = 0;
+  std::string dev_name;
+  Status s = all(required(*t, RDMA_NLDEV_ATTR_DEV_INDEX, "DEV_INDEX", get_u32, dev_index),
+                 required(*t, RDMA_NLDEV_ATTR_DEV_NAME, "DEV_NAME", get_str, dev_name));
+  if (!s) return s.error();
+  std::vector<T> out;
+  const nlattr* table = (*t)[table_attr];
+  if (table == nullptr) return out;
+  s = for_each_entry(table, entry_attr, entry_name, [&](const nlattr* e) -> Status {
+    auto et = table_of_nest(e, entry_name);
+    if (!et) return et.error();
+    T item;
+    item.dev_index = dev_index;
+    item.dev_name = dev_name;
+    if (Status es = parse(*et, item); !es) return es;
+    out.push_back(std::move(item));
+    return ok_status();
+  });
+  if (!s) return s.error();
+  return out;
+}
+
+Result<std::vector<CounterSet>> parse_counter_sets(const nlmsghdr& msg) {
+  return parse_device_table<CounterSet>(
+      msg, RDMA_NLDEV_ATTR_STAT_COUNTER, RDMA_NLDEV_ATTR_STAT_COUNTER_ENTRY, "STAT_COUNTER_ENTRY",
+      [](const AttrTable& et, CounterSet& c) {
+        return all(
+            required(et, RDMA_NLDEV_ATTR_PORT_INDEX, "PORT_INDEX", get_u32, c.port),
+            required(et, RDMA_NLDEV_ATTR_STAT_COUNTER_ID, "STAT_COUNTER_ID", get_u32, c.id),
+            required(et, RDMA_NLDEV_ATTR_STAT_MODE, "STAT_MODE", get_u32, c.mode),
+            optional(et, RDMA_NLDEV_ATTR_RES_TYPE, "RES_TYPE", get_u8, c.qp_type),
+            optional(et, RDMA_NLDEV_ATTR_RES_PID, "RES_PID", get_u32, c.pid),
+            optional(et, RDMA_NLDEV_ATTR_RES_KERN_NAME, "RES_KERN_NAME", get_str, c.kern_name),
+            read_qp_numbers(et[RDMA_NLDEV_ATTR_RES_QP], c.lqpns),
+            read_hw_counters(et[RDMA_NLDEV_ATTR_STAT_HWCOUNTERS], c.counters));
+      });
+}
+
+Result<std::vector<Qp>> parse_qps(const nlmsghdr& msg) {
+  return parse_device_table<Qp>(
+      msg, RDMA_NLDEV_ATTR_RES_QP, RDMA_NLDEV_ATTR_RES_QP_ENTRY, "RES_QP_ENTRY",
+      [](const AttrTable& et, Qp& q) {
+        return all(
+            optional(et, RDMA_NLDEV_ATTR_PORT_INDEX, "PORT_INDEX", get_u32, q.port),
+            required(et, RDMA_NLDEV_ATTR_RES_LQPN, "RES_LQPN", get_u32, q.lqpn),
+            required(et, RDMA_NLDEV_ATTR_RES_TYPE, "RES_TYPE", get_u8, q.type),
+            required(et, RDMA_NLDEV_ATTR_RES_STATE, "RES_STATE", get_u8, q.state),
+            optional(et, RDMA_NLDEV_ATTR_RES_PID, "RES_PID", get_u32, q.pid),
+            optional(et, RDMA_NLDEV_ATTR_RES_KERN_NAME, "RES_KERN_NAME", get_str, q.kern_name));
+      });
+}
+
+// Concatenates what every message of a dump decodes to.
+template <typename T>
+Result<std::vector<T>> decode_flat(const Reply& reply, uint16_t cmd,
+                                   Result<std::vector<T>> (*parse)(const nlmsghdr&)) {
+  auto parts = decode_all<std::vector<T>>(reply, cmd, parse);
+  if (!parts) return parts.error();
+  std::vector<T> out;
+  for (auto& p : *parts) {
+    for (auto& item : p) out.push_back(std::move(item));
+  }
+  return out;
+}
+
+}  // namespace
+
+Bytes build_counter_mode_get(uint32_t dev_index, uint32_t port) {
+  return build(RDMA_NLDEV_CMD_STAT_GET, NLM_F_ACK, [&](nlmsghdr* n) {
+    mnl_attr_put_u32(n, RDMA_NLDEV_ATTR_DEV_INDEX, dev_index);
+    mnl_attr_put_u32(n, RDMA_NLDEV_ATTR_PORT_INDEX, port);
+    mnl_attr_put_u32(n, RDMA_NLDEV_ATTR_STAT_RES, RDMA_NLDEV_ATTR_RES_QP);
+    // With STAT_RES=RES_QP and any STAT_MODE, the kernel answers with the mode.
+    mnl_attr_put_u32(n, RDMA_NLDEV_ATTR_STAT_MODE, RDMA_COUNTER_MODE_MANUAL);
+  });
+}
+
+Bytes build_counter_sets_dump(uint32_t dev_index) {
+  return build(RDMA_NLDEV_CMD_STAT_GET, NLM_F_DUMP, [&](nlmsghdr* n) {
+    mnl_attr_put_u32(n, RDMA_NLDEV_ATTR_DEV_INDEX, dev_index);
+    mnl_attr_put_u32(n, RDMA_NLDEV_ATTR_STAT_RES, RDMA_NLDEV_ATTR_RES_QP);
+  });
+}
+
+Bytes build_set_auto_mode(uint32_t dev_index, uint32_t port, uint32_t mask) {
+  return build(RDMA_NLDEV_CMD_STAT_SET, NLM_F_ACK, [&](nlmsghdr* n) {
+    mnl_attr_put_u32(n, RDMA_NLDEV_ATTR_DEV_INDEX, dev_index);
+    mnl_attr_put_u32(n, RDMA_NLDEV_ATTR_PORT_INDEX, port);
+    mnl_attr_put_u32(n, RDMA_NLDEV_ATTR_STAT_RES, RDMA_NLDEV_ATTR_RES_QP);
+    mnl_attr_put_u32(n, RDMA_NLDEV_ATTR_STAT_MODE, RDMA_COUNTER_MODE_AUTO);
+    mnl_attr_put_u32(n, RDMA_NLDEV_ATTR_STAT_AUTO_MODE_MASK, mask);
+  });
+}
+
+Bytes build_bind_qp(uint32_t dev_index, uint32_t port, uint32_t lqpn,
+                    std::optional<uint32_t> counter_id) {
+  return build(RDMA_NLDEV_CMD_STAT_SET, NLM_F_ACK, [&](nlmsghdr* n) {
+    mnl_attr_put_u32(n, RDMA_NLDEV_ATTR_DEV_INDEX, dev_index);
+    mnl_attr_put_u32(n, RDMA_NLDEV_ATTR_PORT_INDEX, port);
+    mnl_attr_put_u32(n, RDMA_NLDEV_ATTR_STAT_RES, RDMA_NLDEV_ATTR_RES_QP);
+    mnl_attr_put_u32(n, RDMA_NLDEV_ATTR_STAT_MODE, RDMA_COUNTER_MODE_MANUAL);
+    mnl_attr_put_u32(n, RDMA_NLDEV_ATTR_RES_LQPN, lqpn);
+    if (counter_id) mnl_attr_put_u32(n, RDMA_NLDEV_ATTR_STAT_COUNTER_ID, *counter_id);
+  });
+}
+
+Bytes build_unbind_qp(uint32_t dev_index, uint32_t port, uint32_t counter_id, uint32_t lqpn) {
+  return build(RDMA_NLDEV_CMD_STAT_DEL, NLM_F_ACK, [&](nlmsghdr* n) {
+    mnl_attr_put_u32(n, RDMA_NLDEV_ATTR_DEV_INDEX, dev_index);
+    mnl_attr_put_u32(n, RDMA_NLDEV_ATTR_PORT_INDEX, port);
+    mnl_attr_put_u32(n, RDMA_NLDEV_ATTR_STAT_RES, RDMA_NLDEV_ATTR_RES_QP);
+    mnl_attr_put_u32(n, RDMA_NLDEV_ATTR_STAT_MODE, RDMA_COUNTER_MODE_MANUAL);
+    mnl_attr_put_u32(n, RDMA_NLDEV_ATTR_STAT_COUNTER_ID, counter_id);
+    mnl_attr_put_u32(n, RDMA_NLDEV_ATTR_RES_LQPN, lqpn);
+  });
+}
+
+Bytes build_qp_dump(uint32_t dev_index) {
+  return build(RDMA_NLDEV_CMD_RES_QP_GET, NLM_F_DUMP,
+               [&](nlmsghdr* n) { mnl_attr_put_u32(n, RDMA_NLDEV_ATTR_DEV_INDEX, dev_index); });
+}
+
+Result<CounterMode> decode_counter_mode(const Reply& reply) {
+  auto t = single_answer(reply, RDMA_NLDEV_CMD_STAT_GET, RDMA_NLDEV_CMD_STAT_GET);
+  if (!t) return t.error();
+  CounterMode m;
+  std::optional<uint32_t> mask;
+  Status s =
+      all(required(*t, RDMA_NLDEV_ATTR_STAT_MODE, "STAT_MODE", get_u32, m.mode),
+          optional(*t, RDMA_NLDEV_ATTR_STAT_AUTO_MODE_MASK, "STAT_AUTO_MODE_MASK", get_u32, mask));
+  if (!s) return s.error();
+  m.auto_mask = mask.value_or(0);
+  return m;
+}
+
+Result<std::vector<CounterSet>> decode_counter_sets(const Reply& reply) {
+  return decode_flat<CounterSet>(reply, RDMA_NLDEV_CMD_STAT_GET, parse_counter_sets);
+}
+
+Status decode_set_auto_mode(const Reply& reply) {
+  return acknowledged(reply, RDMA_NLDEV_CMD_STAT_SET, RDMA_NLDEV_CMD_STAT_SET);
+}
+
+Result<BindResult> decode_bind_qp(const Reply& reply) {
+  auto t = single_answer(reply, RDMA_NLDEV_CMD_STAT_SET, RDMA_NLDEV_CMD_STAT_SET);
+  if (!t) return t.error();
+  BindResult b;
+  Status s =
+      all(required(*t, RDMA_NLDEV_ATTR_STAT_COUNTER_ID, "STAT_COUNTER_ID", get_u32, b.counter_id),
+          required(*t, RDMA_NLDEV_ATTR_RES_LQPN, "RES_LQPN", get_u32, b.lqpn));
+  if (!s) return s.error();
+  return b;
+}
+
+Status decode_unbind_qp(const Reply& reply) {
+  return acknowledged(reply, RDMA_NLDEV_CMD_STAT_DEL, RDMA_NLDEV_CMD_STAT_SET);
+}
+
+Result<std::vector<Qp>> decode_qps(const Reply& reply) {
+  return decode_flat<Qp>(reply, RDMA_NLDEV_CMD_RES_QP_GET, parse_qps);
+}
+
+std::string qp_type_name(uint8_t type) {
+  switch (type) {
+    case 0:
+      return "SMI";
+    case 1:
+      return "GSI";
+    case 2:
+      return "RC";
+    case 3:
+      return "UC";
+    case 4:
+      return "UD";
+    case 5:
+      return "RAW_IPV6";
+    case 6:
+      return "RAW_ETHERTYPE";
+    case 8:
+      return "RAW_PACKET";
+    case 9:
+      return "XRC_INI";
+    case 10:
+      return "XRC_TGT";
+    case 0xff:
+      return "DRIVER";
+    default:
+      return "UNKNOWN";
+  }
+}
+
+std::optional<uint8_t> qp_type_from_name(const std::string& name) {
+  for (unsigned t : {0U, 1U, 2U, 3U, 4U, 5U, 6U, 8U, 9U, 10U, 0xffU}) {
+    if (qp_type_name(static_cast<uint8_t>(t)) == name) return static_cast<uint8_t>(t);
+  }
+  return std::nullopt;
+}
+
+std::string qp_state_name(uint8_t state) {
+  static constexpr std::array<const char*, 7> kNames = {"RESET", "INIT", "RTR", "RTS",
+                                                        "SQD",   "SQE",  "ERR"};
+  return state < kNames.size() ? kNames[state] : "UNKNOWN";
+}
+
+std::string counter_mode_name(uint32_t mode) {
+  switch (mode) {
+    case RDMA_COUNTER_MODE_NONE:
+      return "none";
+    case RDMA_COUNTER_MODE_AUTO:
+      return "auto";
+    case RDMA_COUNTER_MODE_MANUAL:
+      return "manual";
+    default:
+      return "unknown";
+  }
+}
+
+std::string auto_mask_name(uint32_t mask) {
+  std::string out;
+  if ((mask & RDMA_COUNTER_MASK_QP_TYPE) != 0U) out = "qp_type";
+  if ((mask & RDMA_COUNTER_MASK_PID) != 0U) out += out.empty() ? "pid" : ",pid";
+  return out;
+}
+
+}  // namespace rdma_exporter::nldev

@@ -1,0 +1,41 @@
+#pragma once
+
+#include <filesystem>
+#include <string>
+#include <vector>
+
+#include "collectors/kernel/sysfs/model.hpp"
+#include "common/result.hpp"
+
+namespace rdma_exporter::sysfs {
+
+// Reads /sys/class/infiniband below a configurable root (the real /sys, a
+// fixture tree in tests, a host mount in a container).
+class Reader {
+ public:
+  explicit Reader(std::filesystem::path sysfs_root);
+
+  // The names under <root>/class/infiniband, sorted. An absent directory is
+  // an empty list: the host has no RDMA devices (or no RDMA at all).
+  Result<std::vector<std::string>> device_names() const;
+  bool class_dir_exists() const;
+
+  // Reads one device. Never fails as a whole: what could not be read is
+  // skipped and described in `notes`. Empty when the device is gone (it was
+  // removed since it was listed, or its entry is a dangling link).
+  std::optional<Device> read_device(const std::string& name, ReadNotes& notes) const;
+
+  const std::filesystem::path& class_dir() const { return class_dir_; }
+
+ private:
+  std::filesystem::path class_dir_;
+};
+
+// Parses sysfs "rate" text ("100 Gb/sec (4X EDR)", "2.5 Gb/sec (1X SDR)") into
+// bytes per second.
+std::optional<double> parse_rate(const std::string& text);
+
+// Reads a small sysfs file (at most 4 KiB) whole; trailing newline trimmed.
+Result<std::string> read_attribute(const std::filesystem::path& file);
+
+}  // namespace rdma_exporter::sysfs

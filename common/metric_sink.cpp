@@ -1,0 +1,74 @@
+#include "common/metric_sink.hpp"
+
+#include <cctype>
+
+namespace rdma_exporter {
+namespace {
+
+prometheus::ClientMetric make_metric(Labels labels) {
+  prometheus::ClientMetric m;
+  m.label.reserve(labels.size());
+  for (auto& [name, value] : labels) {
+    m.label.push_back(prometheus::ClientMetric::Label{std::move(name), std::move(value)});
+  }
+  return m;
+}
+
+}  // namespace
+
+prometheus::MetricFamily* MetricSink::find_or_add(std::string_view name, std::string_view help,
+                                                  prometheus::MetricType type) {
+  auto it = index_.find(std::string(name));
+  if (it != index_.end()) {
+    auto& fam = families_[it->second];
+    if (fam.type != type) {
+      ++rejected_;
+      return nullptr;
+    }
+    return &fam;
+  }
+  index_.emplace(std::string(name), families_.size());
+  families_.push_back(prometheus::MetricFamily{std::string(name), std::string(help), type, {}});
+  return &families_.back();
+}
+
+void MetricSink::counter(std::string_view name, std::string_view help, Labels labels,
+                         double value) {
+  if (auto* fam = find_or_add(name, help, prometheus::MetricType::Counter)) {
+    auto m = make_metric(std::move(labels));
+    m.counter.value = value;
+    fam->metric.push_back(std::move(m));
+  }
+}
+
+void MetricSink::gauge(std::string_view name, std::string_view help, Labels labels, double value) {
+  if (auto* fam = find_or_add(name, help, prometheus::MetricType::Gauge)) {
+    auto m = make_metric(std::move(labels));
+    m.gauge.value = value;
+    fam->metric.push_back(std::move(m));
+  }
+}
+
+void MetricSink::family(prometheus::MetricFamily family) {
+  if (auto* fam = find_or_add(family.name, family.help, family.type)) {
+    for (auto& m : family.metric) fam->metric.push_back(std::move(m));
+  }
+}
+
+std::vector<prometheus::MetricFamily> MetricSink::take() {
+  index_.clear();
+  return std::move(families_);
+}
+
+std::string sanitize_metric_fragment(std::string_view raw) {
+  std::string out;
+  out.reserve(raw.size() + 1);
+  if (!raw.empty() && std::isdigit(static_cast<unsigned char>(raw.front()))) out.push_back('_');
+  for (char c : raw) {
+    const auto u = static_cast<unsigned char>(c);
+    out.push_back(std::isalnum(u) != 0 || c == '_' ? c : '_');
+  }
+  return out;
+}
+
+}  // namespace rdma_exporter

@@ -1,0 +1,211 @@
+#pragma once
+
+#include <yaml-cpp/yaml.h>
+
+#include <charconv>
+#include <cstdint>
+#include <functional>
+#include <initializer_list>
+#include <map>
+#include <optional>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include "common/duration.hpp"
+
+namespace rdma_exporter {
+
+// Walks a YAML document against the expected shape, collecting one message
+// per problem instead of stopping at the first.
+class Walker {
+ public:
+  explicit Walker(std::string source) : source_(std::move(source)) {}
+
+  using Field = std::function<void(const YAML::Node&, const std::string&)>;
+
+  void error(const YAML::Mark& mark, const std::string& key, const std::string& what) {
+    std::ostringstream line;
+    line << source_;
+    if (mark.line >= 0) line << ':' << mark.line + 1 << ':' << mark.column + 1;
+    line << ": " << key << ": " << what;
+    errors_.push_back(line.str());
+  }
+
+  void mapping(const YAML::Node& node, const std::string& path,
+               const std::map<std::string, Field>& fields) {
+    if (node.IsNull()) return;  // "web:" with nothing below keeps the defaults
+    if (!node.IsMap()) {
+      error(node.Mark(), path.empty() ? "(top level)" : path, "expected a mapping of keys");
+      return;
+    }
+    for (const auto& kv : node) {
+      const std::string key = kv.first.Scalar();
+      const std::string full = path.empty() ? key : path + "." + key;
+      auto it = fields.find(key);
+      if (it == fields.end()) {
+        std::string known;
+        for (const auto& f : fields) known += (known.empty() ? "" : ", ") + f.first;
+        error(kv.first.Mark(), full, "unknown key (expected one of: " + known + ")");
+        continue;
+      }
+      it->second(kv.second, full);
+    }
+  }
+
+  Field string(std::string& out) {
+    return [this, &out](const YAML::Node& n, const std::string& key) {
+      if (!n.IsScalar()) return error(n.Mark(), key, "expected a string");
+      out = n.Scalar();
+    };
+  }
+
+  Field integer(int& out, int min, int max) {
+    return [this, &out, min, max](const YAML::Node& n, const std::string& key) {
+      const std::string expected =
+          "expected an integer from " + std::to_string(min) + " to " + std::to_string(max);
+      if (!n.IsScalar()) return error(n.Mark(), key, expected);
+      const std::string& s = n.Scalar();
+      int v = 0;
+      auto [p, ec] = std::from_chars(s.data(), s.data() + s.size(), v);
+      if (ec != std::errc() || p != s.data() + s.size() || v < min || v > max) {
+        return error(n.Mark(), key, expected + ", got \"" + s + "\"");
+      }
+      out = v;
+    };
+  }
+
+  Field size(std::size_t& out, int min, int max) {
+    return [this, &out, min, max](const YAML::Node& n, const std::string& key) {
+      int v = 0;
+      const auto before = errors_.size();
+      integer(v, min, max)(n, key);
+      if (errors_.size() == before) out = static_cast<std::size_t>(v);
+    };
+  }
+
+  Field boolean(bool& out) {
+    return [this, &out](const YAML::Node& n, const std::string& key) {
+      if (!n.IsScalar() || !YAML::convert<bool>::decode(n, out)) {
+        error(n.Mark(), key, "expected true or false");
+      }
+    };
+  }
+
+  Field duration(Duration& out) {
+    return [this, &out](const YAML::Node& n, const std::string& key) {
+      if (!n.IsScalar() || !parse_duration(n.Scalar(), out)) {
+        error(n.Mark(), key,
+              "expected a duration such as 500ms, 10s, 1m30s, got \"" +
+                  (n.IsScalar() ? n.Scalar() : std::string("(not a scalar)")) + "\"");
+      }
+    };
+  }
+
+  Field string_list(std::vector<std::string>& out,
+                    const std::function<std::string(const std::string&)>& check = nullptr) {
+    return [this, &out, check](const YAML::Node& n, const std::string& key) {
+      if (n.IsNull()) {
+        out.clear();
+        return;
+      }
+      if (!n.IsSequence()) return error(n.Mark(), key, "expected a list of strings");
+      out.clear();
+      for (const auto& item : n) {
+        if (!item.IsScalar()) {
+          error(item.Mark(), key, "expected a string in the list");
+          continue;
+        }
+        if (check) {
+          if (std::string problem = check(item.Scalar()); !problem.empty()) {
+            error(item.Mark(), key, problem);
+            continue;
+          }
+        }
+        out.push_back(item.Scalar());
+      }
+    };
+  }
+
+  Field optional_string(std::optional<std::string>& out,
+                        const std::function<std::string(const std::string&)>& check = nullptr) {
+    return [this, &out, check](const YAML::Node& n, const std::string& key) {
+      if (!n.IsScalar()) return error(n.Mark(), key, "expected a string");
+      if (check) {
+        if (std::string problem = check(n.Scalar()); !problem.empty()) {
+          return error(n.Mark(), key, problem);
+        }
+      }
+      out = n.Scalar();
+    };
+  }
+
+  Field port_number(uint32_t& out) {
+    return [this, &out](const YAML::Node& n, const std::string& key) {
+      int v = 0;
+      const auto before = errors_.size();
+      integer(v, 0, 65535)(n, key);
+      if (errors_.size() == before) out = static_cast<uint32_t>(v);
+    };
+  }
+
+  Field optional_pid(std::optional<uint32_t>& out) {
+    return [this, &out](const YAML::Node& n, const std::string& key) {
+      int v = 0;
+      const auto before = errors_.size();
+      integer(v, 1, 1 << 30)(n, key);
+      if (errors_.size() == before) out = static_cast<uint32_t>(v);
+    };
+  }
+
+  // A list of mappings, each read by `item` into a new element of `out`.
+  template <typename T>
+  Field list_of(std::vector<T>& out,
+                std::function<void(const YAML::Node&, const std::string&, T&)> item) {
+    return [this, &out, item](const YAML::Node& n, const std::string& key) {
+      if (n.IsNull()) return out.clear();
+      if (!n.IsSequence()) return error(n.Mark(), key, "expected a list");
+      out.clear();
+      for (std::size_t i = 0; i < n.size(); ++i) {
+        T value{};
+        item(n[i], key + "[" + std::to_string(i) + "]", value);
+        out.push_back(std::move(value));
+      }
+    };
+  }
+
+  std::size_t take_count() const { return errors_.size(); }
+
+  Field optional_string_into(std::string& out,
+                             const std::function<std::string(const std::string&)>& check) {
+    return [this, &out, check](const YAML::Node& n, const std::string& key) {
+      if (!n.IsScalar()) return error(n.Mark(), key, "expected a string");
+      if (std::string problem = check(n.Scalar()); !problem.empty()) {
+        return error(n.Mark(), key, problem);
+      }
+      out = n.Scalar();
+    };
+  }
+
+  void error_at(const YAML::Node& n, const std::string& key, const std::string& what) {
+    error(n.Mark(), key, what);
+  }
+
+  std::vector<std::string> take() { return std::move(errors_); }
+
+ private:
+  std::string source_;
+  std::vector<std::string> errors_;
+};
+
+// "" when `value` is one of `allowed`, else a message listing them.
+inline std::string one_of(const std::string& value, std::initializer_list<const char*> allowed) {
+  std::string list;
+  for (const char* a : allowed) {
+    if (value == a) return {};
+    list += (list.empty() ? "" : ", ") + std::string(a);
+  }
+  return "expected one of " + list + ", got \"" + value + "\"";
+}
+
+}  // namespace rdma_exporter
