@@ -5,7 +5,10 @@
 // inventory) on machines without RDMA hardware. It is a test tool, never
 // installed.
 //
-// Usage: fake_rdma_host --web.listen-address HOST:PORT --path.sysfs DIR --path.proc DIR
+// Usage: fake_rdma_host [--once] --web.listen-address HOST:PORT --path.sysfs DIR --path.proc DIR
+// With --once it collects once (after one round of kernel-state maintenance),
+// prints the exposition and exits: the golden exposition's source
+// (tests/golden/).
 // The proc directory must hold <pid>/comm and <pid>/cgroup for pids 100,
 // 101, 200 and 300 (the processes of the model below).
 
@@ -244,7 +247,7 @@ class LiveEthtool final : public ethtool::Ioctl {
 
 int usage(const char* message) {
   std::fprintf(stderr,
-               "fake_rdma_host: %s\nUsage: fake_rdma_host --web.listen-address HOST:PORT "
+               "fake_rdma_host: %s\nUsage: fake_rdma_host [--once] --web.listen-address HOST:PORT "
                "--path.sysfs DIR --path.proc DIR\n",
                message);
   return 2;
@@ -253,8 +256,13 @@ int usage(const char* message) {
 int run(int argc, char** argv) {
   Config config;
   config.web.listen_address = "127.0.0.1:0";
+  bool once = false;
   for (int i = 1; i < argc; ++i) {
     const std::string_view arg = argv[i];
+    if (arg == "--once") {
+      once = true;
+      continue;
+    }
     if (i + 1 >= argc) return usage("every option needs a value");
     const std::string value = argv[++i];
     if (arg == "--web.listen-address") {
@@ -289,6 +297,12 @@ int run(int argc, char** argv) {
   Collection collection(
       config, KernelInterfaces{std::make_unique<LiveKernel>(make_kernel()), std::move(dcb),
                                std::make_unique<LiveEthtool>(std::move(ethtool))});
+  if (once) {
+    collection.maintain();
+    const auto snapshot = collection.collect();
+    std::fwrite(snapshot->text.data(), 1, snapshot->text.size(), stdout);
+    return snapshot->all_succeeded() ? 0 : 1;
+  }
   boost::asio::io_context io;
   SnapshotCache cache(io, collection, config.collection.max_age);
   HttpServer server(io, config.web, cache);
