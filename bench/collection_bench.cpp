@@ -12,6 +12,7 @@
 #include <string>
 
 #include "collectors/ethtool/mapping.hpp"
+#include "collectors/qp_counters/options.hpp"
 #include "exporter/collection.hpp"
 #include "exporter/exposition.hpp"
 #include "tests/fake_kernel/driver_counters.hpp"
@@ -64,7 +65,9 @@ KernelInterfaces fake_kernel(std::unique_ptr<testing::FakeNldev> nldev) {
 void BM_CollectSysfsOnly(benchmark::State& state) {
   Config c;
   c.sysfs.root = sysfs_tree();
-  c.collectors.devices = c.collectors.hw_counters = c.collectors.resources = false;
+  c.collectors.set_enabled("devices", false);
+  c.collectors.set_enabled("hw_counters", false);
+  c.collectors.set_enabled("resources", false);
   Collection collection(c, fake_kernel(std::make_unique<testing::FakeNldev>()));
   for (auto _ : state) benchmark::DoNotOptimize(collection.collect());
 }
@@ -157,14 +160,10 @@ void BM_CollectEthtoolAndDcb16Netdevs(benchmark::State& state) {
   }
   Config c;
   c.sysfs.root = "/nonexistent";
-  c.collectors = Config::Collectors{.devices = true,
-                                    .hw_counters = false,
-                                    .resources = false,
-                                    .sysfs = false,
-                                    .qp_counters = false,
-                                    .optional_counters = false,
-                                    .ethtool = true,
-                                    .dcb = true};
+  for (const char* off :
+       {"hw_counters", "resources", "sysfs", "qp_counters", "optional_counters"}) {
+    c.collectors.set_enabled(off, false);
+  }
   Collection collection(c, KernelInterfaces{std::move(nldev), std::move(dcb), std::move(ethtool)});
   collection.collect();
   std::size_t bytes = 0;
@@ -235,9 +234,9 @@ void BM_QpCounters10kQps2kSets(benchmark::State& state) {
   }
   Config c;
   c.sysfs.root = "/nonexistent";
-  c.collectors.sysfs = false;
-  c.qp_counters.max_series = 5000;
-  c.qp_counters.proc_root = "/nonexistent";
+  c.collectors.set_enabled("sysfs", false);
+  c.collectors.options<QpCountersOptions>().max_series = 5000;
+  c.collectors.options<QpCountersOptions>().proc_root = "/nonexistent";
   // The first collection records the fake kernel's answers; the timed ones
   // replay them, so the time is the exporter's: parsing, attribution,
   // series, rendering and gzip.

@@ -43,4 +43,9 @@ bool DeviceFilter::allows(const std::string& device) const {
   return std::none_of(exclude_.begin(), exclude_.end(), matches);
 }
 
+std::string device_pattern_problem(const std::string& pattern) {
+  Status s = check_device_pattern(pattern);
+  return s ? std::string() : s.error().message;
+}
+
 }  // namespace rdma_exporter

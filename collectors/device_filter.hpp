@@ -27,5 +27,7 @@ class DeviceFilter {
 
 // Validates one pattern; the error text says what is wrong with it.
 Status check_device_pattern(const std::string& pattern);
+// The same as a message for the configuration walker: "" when valid.
+std::string device_pattern_problem(const std::string& pattern);
 
 }  // namespace rdma_exporter

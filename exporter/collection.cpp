@@ -1,35 +1,19 @@
 #include "exporter/collection.hpp"
 
-#include <linux/netlink.h>
+#include <algorithm>
 
-#include "collectors/dcb/dcb_collector.hpp"
-#include "collectors/devices/devices_collector.hpp"
-#include "collectors/ethtool/ethtool_collector.hpp"
-#include "collectors/hw_counters/hw_counters_collector.hpp"
-#include "collectors/kernel/netlink/socket_transport.hpp"
-#include "collectors/qp_counters/qp_counters_collector.hpp"
-#include "collectors/resources/resources_collector.hpp"
-#include "collectors/sysfs/sysfs_collector.hpp"
 #include "common/log.hpp"
 #include "exporter/build_info.hpp"
 #include "exporter/exposition.hpp"
 
 namespace rdma_exporter {
 
-KernelInterfaces KernelInterfaces::real(const Config& config) {
-  KernelInterfaces k;
-  k.rdma = std::make_unique<netlink::SocketTransport>(config.collection.netlink_timeout);
-  k.route = std::make_unique<netlink::SocketTransport>(config.collection.netlink_timeout,
-                                                       NETLINK_ROUTE, "NETLINK_ROUTE");
-  k.ethtool = std::make_unique<ethtool::SocketIoctl>();
-  return k;
-}
-
-Collection::Collection(const Config& config) : Collection(config, KernelInterfaces::real(config)) {}
+Collection::Collection(const Config& config)
+    : Collection(config, KernelInterfaces::real(config.collection.netlink_timeout)) {}
 
 Collection::Collection(const Config& config, std::unique_ptr<netlink::Transport> transport)
     : Collection(config, [&] {
-        KernelInterfaces k = KernelInterfaces::real(config);
+        KernelInterfaces k = KernelInterfaces::real(config.collection.netlink_timeout);
         k.rdma = std::move(transport);
         return k;
       }()) {}
@@ -39,105 +23,108 @@ Collection::Collection(const Config& config, KernelInterfaces kernel)
   build_collectors();
 }
 
+Collection::~Collection() = default;
+
+void Collection::add_collector(std::unique_ptr<Collector> collector) {
+  running_.push_back({nullptr, std::move(collector)});
+}
+
 void Collection::reconfigure(const Config& config) {
   config_ = config;
   build_collectors();
+}
+
+void Collection::retire(Running& running) {
+  KernelStateManager* m = running.collector->manager();
+  if (m == nullptr || !m->active()) return;
+  Scrape scrape(client_, filter_);
+  try {
+    m->restore(scrape);
+  } catch (const std::exception& e) {
+    log::error(std::string(running.collector->name()) + ": restore failed: " + e.what());
+  }
 }
 
 void Collection::build_collectors() {
   // The configuration was validated before it got here.
   auto filter = DeviceFilter::make(config_.devices.include, config_.devices.exclude);
   if (filter) filter_ = std::move(filter).value();
-  const auto& c = config_.collectors;
-  collectors_.clear();
-  order_.clear();
-  auto add = [&](std::unique_ptr<Collector> collector) {
-    order_.push_back(collector.get());
-    collectors_.push_back(std::move(collector));
-  };
-  if (c.devices) add(std::make_unique<DevicesCollector>());
-  if (c.hw_counters) add(std::make_unique<HwCountersCollector>());
-  if (c.optional_counters) {
-    // Like the qp counter manager, kept across reloads for its write counts.
-    if (optional_manager_) {
-      optional_manager_->reconfigure(config_.optional_counters);
-    } else {
-      optional_manager_ = std::make_unique<OptionalCounterManager>(config_.optional_counters);
+  std::vector<Running> next;
+  for (const CollectorEntry& entry : collector_registry()) {
+    auto it = std::find_if(running_.begin(), running_.end(),
+                           [&](const Running& r) { return r.entry == &entry; });
+    std::unique_ptr<Collector> previous;
+    if (it != running_.end()) previous = std::move(it->collector);
+    if (!config_.collectors.enabled(entry.name)) {
+      if (previous) {
+        Running gone{&entry, std::move(previous)};
+        retire(gone);
+      }
+      continue;
     }
-    add(std::make_unique<OptionalCountersCollector>(optional_manager_.get()));
-  } else {
-    optional_manager_.reset();
+    const std::any& options = config_.collectors.options_of(entry.name);
+    if (previous && previous->reconfigure(options)) {
+      next.push_back({&entry, std::move(previous)});
+      continue;
+    }
+    next.push_back({&entry, entry.make(CollectorContext{kernel_, config_.sysfs.root, options})});
   }
-  if (c.resources) add(std::make_unique<ResourcesCollector>());
-  if (c.qp_counters) {
-    // The manager outlives reloads that stop it managing, so that it can undo
-    // its bindings.
-    if (manager_) {
-      manager_->reconfigure(config_.qp_counters);
-    } else {
-      auto m = std::make_unique<CounterModeManager>(config_.qp_counters);
-      if (m->active()) manager_ = std::move(m);
-    }
-    if (qp_counters_) {
-      qp_counters_->reconfigure(config_.qp_counters, manager_.get());
-    } else {
-      qp_counters_ = std::make_unique<QpCountersCollector>(config_.qp_counters, manager_.get());
-    }
-    order_.push_back(qp_counters_.get());
-  } else {
-    qp_counters_.reset();
+  // The daemon's own collectors stay, after the registry's.
+  for (auto& r : running_) {
+    if (r.entry == nullptr) next.push_back(std::move(r));
   }
-  if (c.ethtool) add(std::make_unique<EthtoolCollector>(*kernel_.ethtool, config_.ethtool));
-  if (c.dcb) add(std::make_unique<DcbCollector>(*kernel_.route, config_.dcb));
-  if (c.sysfs) add(std::make_unique<SysfsCollector>(config_.sysfs.root));
+  running_ = std::move(next);
+}
+
+std::vector<KernelStateManager*> Collection::managers() const {
+  std::vector<KernelStateManager*> out;
+  for (const auto& r : running_) {
+    if (KernelStateManager* m = r.collector->manager(); m != nullptr && m->active()) {
+      out.push_back(m);
+    }
+  }
+  return out;
 }
 
 bool Collection::manages_kernel_state() const {
-  return manager_ != nullptr || (optional_manager_ && optional_manager_->active());
+  return !managers().empty();
 }
 
 Duration Collection::maintenance_interval() const {
   Duration interval = Duration::zero();
-  auto take = [&](Duration d) {
-    if (interval == Duration::zero() || d < interval) interval = d;
-  };
-  if (manager_) take(config_.qp_counters.reconcile_interval);
-  if (optional_manager_ && optional_manager_->active()) take(optional_manager_->interval());
+  for (const KernelStateManager* m : managers()) {
+    if (interval == Duration::zero() || m->interval() < interval) interval = m->interval();
+  }
   return interval;
 }
 
 void Collection::maintain() {
-  if (!manages_kernel_state()) return;
+  // One scrape: the device list is read once for every manager.
   Scrape scrape(client_, filter_);
-  if (manager_) {
+  for (const auto& r : running_) {
+    KernelStateManager* m = r.collector->manager();
+    if (m == nullptr || !m->active()) continue;
     try {
-      manager_->reconcile(scrape);
+      m->reconcile(scrape);
     } catch (const std::exception& e) {
-      log::error(std::string("qp counters: reconcile failed: ") + e.what());
-    }
-  }
-  if (optional_manager_) {
-    try {
-      optional_manager_->reconcile(scrape);
-    } catch (const std::exception& e) {
-      log::error(std::string("optional counters: reconcile failed: ") + e.what());
+      log::error(std::string(r.collector->name()) + ": reconcile failed: " + e.what());
     }
   }
 }
 
 void Collection::restore_kernel_state() {
-  if (!manager_) return;
-  Scrape scrape(client_, filter_);
-  try {
-    manager_->restore(scrape);
-  } catch (const std::exception& e) {
-    log::error(std::string("qp counters: restore failed: ") + e.what());
-  }
+  for (auto& r : running_) retire(r);
+}
+
+bool Collection::uses_netlink() const {
+  return std::any_of(running_.begin(), running_.end(), [](const Running& r) {
+    return r.entry != nullptr && r.entry->reads_rdma_netlink;
+  });
 }
 
 std::vector<std::string> Collection::collector_names() const {
   std::vector<std::string> names;
-  for (Collector* c : order_) names.emplace_back(c->name());
+  for (const auto& r : running_) names.emplace_back(r.collector->name());
   return names;
 }
 
@@ -162,7 +149,8 @@ std::shared_ptr<const Snapshot> Collection::collect() {
   Scrape scrape(client_, filter_);
   ++collections_;
 
-  for (Collector* collector : order_) {
+  for (const auto& r : running_) {
+    Collector* collector = r.collector.get();
     CollectorOutcome outcome;
     outcome.name = std::string(collector->name());
     const auto t0 = clock::now();
@@ -177,10 +165,7 @@ std::shared_ptr<const Snapshot> Collection::collect() {
     snap->outcomes.push_back(std::move(outcome));
   }
 
-  const auto& c = config_.collectors;
-  const bool uses_netlink = c.devices || c.hw_counters || c.resources || c.qp_counters ||
-                            c.optional_counters || c.ethtool || c.dcb;
-  if (uses_netlink) {
+  if (uses_netlink()) {
     const int present = scrape.netlink_absent() ? 0 : 1;
     // The first state is reported at start-up; changes are logged here.
     if (last_netlink_present_ != -1 && present != last_netlink_present_) {

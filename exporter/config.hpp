@@ -5,11 +5,8 @@
 #include <string>
 #include <vector>
 
-#include "collectors/dcb/options.hpp"
-#include "collectors/ethtool/options.hpp"
-#include "collectors/optional_counters/options.hpp"
 #include "collectors/probe/options.hpp"
-#include "collectors/qp_counters/options.hpp"
+#include "collectors/registry.hpp"
 #include "common/address.hpp"
 #include "common/duration.hpp"
 #include "common/result.hpp"
@@ -49,21 +46,10 @@ struct Config {
     std::string root = "/sys";
   } sysfs;
 
-  struct Collectors {
-    bool devices = true;
-    bool hw_counters = true;
-    bool resources = true;
-    bool sysfs = true;
-    bool qp_counters = true;
-    bool optional_counters = true;
-    bool ethtool = true;
-    bool dcb = true;
-  } collectors;
-
-  QpCountersOptions qp_counters;
-  OptionalCountersOptions optional_counters;
-  EthtoolOptions ethtool;
-  DcbOptions dcb;
+  // Which collectors run (the `collectors` section) and each one's options
+  // (its own section: qp_counters, optional_counters, ethtool, dcb), as the
+  // collector registry defines them.
+  CollectorSettings collectors;
 
   OtlpOptions otlp;
 

@@ -22,6 +22,7 @@
 #include "exporter/http_server.hpp"
 #include "exporter/otlp/pusher.hpp"
 #include "exporter/privileges.hpp"
+#include "exporter/probe_collector.hpp"
 #include "exporter/snapshot_cache.hpp"
 
 namespace rdma_exporter {
@@ -172,7 +173,7 @@ int serve(const Config& initial, std::shared_ptr<const WebSecurity> security,
       log::error("probe: " + s.error().message);
       return kExitFailure;
     }
-    collection.add_self_metrics([prober](MetricSink& sink) { prober->add_metrics(sink); });
+    collection.add_collector(std::make_unique<ProbeCollector>(prober));
   }
 
   // Reload: read and check the file on the event loop; an invalid file

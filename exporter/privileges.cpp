@@ -52,32 +52,16 @@ Privileges read_privileges(const std::string& proc_root, const std::string& dev_
 
 std::vector<std::string> privilege_problems(const Config& config, const Privileges& have) {
   std::vector<std::string> out;
-  if (config.collectors.optional_counters && !have.cap_net_admin &&
-      std::any_of(config.optional_counters.ports.begin(), config.optional_counters.ports.end(),
-                  [](const auto& r) { return r.writes(); })) {
-    out.emplace_back(
-        "optional_counters.ports asks to enable optional counters, but this process lacks "
-        "CAP_NET_ADMIN: those kernel writes will fail with EPERM (reading still works)");
+  for (const auto& e : collector_registry()) {
+    if (!e.privilege_problems || !config.collectors.enabled(e.name)) continue;
+    for (auto& problem : e.privilege_problems(config.collectors.options_of(e.name), have)) {
+      out.push_back(std::move(problem));
+    }
   }
   if (config.probe.enabled && !have.verbs_device) {
     out.emplace_back(
         "probe.enabled, but no /dev/infiniband/uverbs* device can be opened by this process: the "
         "probe cannot make queue pairs until one can (its responder refuses set-ups meanwhile)");
-  }
-  if (!config.collectors.qp_counters) return out;
-  bool writes = false;
-  for (const auto& p : config.qp_counters.ports) {
-    if (p.mode != QpCountersOptions::Mode::observe) writes = true;
-  }
-  if (writes && !have.cap_net_admin) {
-    out.emplace_back(
-        "qp_counters.ports asks for auto or manual counter modes, but this process lacks "
-        "CAP_NET_ADMIN: those kernel writes will fail with EPERM (reading still works)");
-  }
-  if (!have.host_pid_namespace) {
-    out.emplace_back(
-        "not in the host pid namespace: per-QP counter sets and QPs of processes in other "
-        "namespaces cannot be attributed to them (pid and comm labels stay empty)");
   }
   return out;
 }

@@ -8,14 +8,8 @@
 
 namespace rdma_exporter {
 
-// What this process may do, read from /proc.
-struct Privileges {
-  bool cap_net_admin = false;  // effective CAP_NET_ADMIN
-  bool host_pid_namespace = true;
-  bool verbs_device = true;  // some /dev/infiniband/uverbsN opens read-write
-};
-
-// Reads the effective capabilities and the pid namespace of this process
+// Reads what this process may do (Privileges, collectors/registry.hpp): the
+// effective capabilities and the pid namespace of this process
 // (`proc_root` is /proc, or a test fixture), and whether a verbs device node
 // below `dev_root` is accessible.
 Privileges read_privileges(const std::string& proc_root = "/proc",

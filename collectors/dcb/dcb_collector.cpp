@@ -6,6 +6,7 @@
 #include <optional>
 
 #include "collectors/kernel/rtnetlink/dcb_codec.hpp"
+#include "collectors/registry.hpp"
 
 namespace rdma_exporter {
 namespace {
@@ -142,6 +143,20 @@ std::vector<std::string> DcbCollector::collect(Scrape& scrape, MetricSink& sink)
     }
   }
   return errors;
+}
+
+CollectorEntry dcb_entry() {
+  CollectorEntry e;
+  e.name = "dcb";
+  e.help =
+      "The DCB configuration (PFC, priority to traffic class, ETS, trust, DCBX) of the netdev "
+      "behind each RoCE port, from rtnetlink.";
+  set_options<DcbOptions>(e, parse_dcb_options);
+  e.make = [](const CollectorContext& c) {
+    return std::make_unique<DcbCollector>(*c.kernel.route,
+                                          std::any_cast<const DcbOptions&>(c.options));
+  };
+  return e;
 }
 
 }  // namespace rdma_exporter

@@ -2,6 +2,8 @@
 
 #include <array>
 
+#include "collectors/registry.hpp"
+
 namespace rdma_exporter {
 
 std::string node_type_name(uint8_t type) {
@@ -78,6 +80,14 @@ std::vector<std::string> DevicesCollector::collect(Scrape& scrape, MetricSink& s
     }
   }
   return errors;
+}
+
+CollectorEntry devices_entry() {
+  CollectorEntry e;
+  e.name = "devices";
+  e.help = "Device identity and port state, from rdma netlink.";
+  e.make = [](const CollectorContext&) { return std::make_unique<DevicesCollector>(); };
+  return e;
 }
 
 }  // namespace rdma_exporter

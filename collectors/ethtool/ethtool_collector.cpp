@@ -5,6 +5,7 @@
 #include <set>
 
 #include "collectors/kernel/ethtool/reader.hpp"
+#include "collectors/registry.hpp"
 
 namespace rdma_exporter {
 
@@ -91,6 +92,20 @@ std::vector<std::string> EthtoolCollector::collect(Scrape& scrape, MetricSink& s
     it = present.count(it->first) != 0U ? std::next(it) : layouts_.erase(it);
   }
   return errors;
+}
+
+CollectorEntry ethtool_entry() {
+  CollectorEntry e;
+  e.name = "ethtool";
+  e.help =
+      "PFC pauses, per-priority traffic and discards, ECN marks and NIC drops of the netdev "
+      "behind each RoCE port, from the driver's ethtool statistics.";
+  set_options<EthtoolOptions>(e, parse_ethtool_options);
+  e.make = [](const CollectorContext& c) {
+    return std::make_unique<EthtoolCollector>(*c.kernel.ethtool,
+                                              std::any_cast<const EthtoolOptions&>(c.options));
+  };
+  return e;
 }
 
 }  // namespace rdma_exporter

@@ -3,6 +3,8 @@
 #include <string>
 #include <vector>
 
+#include "common/yaml_walker.hpp"
+
 namespace rdma_exporter {
 
 // One way to turn a driver statistic into a metric: the `ethtool.mappings`
@@ -25,6 +27,8 @@ struct EthtoolMapping {
 
 // The `ethtool` section.
 struct EthtoolOptions {
+  static constexpr const char* kCollector = "ethtool";
+
   // Also export every statistic as it is: rdma_netdev_ethtool_stat{name}.
   bool raw_stats = false;
   // Regular expressions on statistic names (whole) that raw_stats exports;
@@ -33,5 +37,9 @@ struct EthtoolOptions {
   // Tried before the built-in tables; the first mapping that matches wins.
   std::vector<EthtoolMapping> mappings;
 };
+
+// The `ethtool` section, one message per problem.
+void parse_ethtool_options(Walker& w, const YAML::Node& node, const std::string& path,
+                           EthtoolOptions& out);
 
 }  // namespace rdma_exporter

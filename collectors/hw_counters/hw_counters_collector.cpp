@@ -1,5 +1,7 @@
 #include "collectors/hw_counters/hw_counters_collector.hpp"
 
+#include "collectors/registry.hpp"
+
 namespace rdma_exporter {
 
 std::string port_hw_counter_metric(std::string_view kernel_name) {
@@ -31,6 +33,14 @@ std::vector<std::string> HwCountersCollector::collect(Scrape& scrape, MetricSink
     }
   }
   return errors;
+}
+
+CollectorEntry hw_counters_entry() {
+  CollectorEntry e;
+  e.name = "hw_counters";
+  e.help = "Every hw counter of each port's default counter, from rdma netlink.";
+  e.make = [](const CollectorContext&) { return std::make_unique<HwCountersCollector>(); };
+  return e;
 }
 
 }  // namespace rdma_exporter

@@ -7,6 +7,7 @@
 #include <tuple>
 #include <vector>
 
+#include "collectors/collector.hpp"
 #include "collectors/kernel/nldev/model.hpp"
 #include "collectors/optional_counters/options.hpp"
 #include "collectors/scrape.hpp"
@@ -35,17 +36,17 @@ std::string optional_counter_names(const std::vector<nldev::HwCounterStatus>& st
 // select. Opt-in; every write needs CAP_NET_ADMIN. The enabled set is lost
 // when the driver reloads or the device is re-created: each reconcile reads
 // the set again and writes when it is not what the rules ask for.
-class OptionalCounterManager {
+class OptionalCounterManager final : public KernelStateManager {
  public:
   explicit OptionalCounterManager(const OptionalCountersOptions& options);
   void reconfigure(const OptionalCountersOptions& options);
 
   // True when some rule asks for writes.
-  bool active() const { return active_; }
-  std::chrono::milliseconds interval() const { return options_.reconcile_interval; }
+  bool active() const override { return active_; }
+  Duration interval() const override { return options_.reconcile_interval; }
 
   // Runs on the collecting thread, between collections.
-  void reconcile(Scrape& scrape);
+  void reconcile(Scrape& scrape) override;
 
   void add_metrics(MetricSink& sink) const;
 

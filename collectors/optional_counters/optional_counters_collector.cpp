@@ -1,5 +1,7 @@
 #include "collectors/optional_counters/optional_counters_collector.hpp"
 
+#include "collectors/registry.hpp"
+
 namespace rdma_exporter {
 
 std::vector<std::string> OptionalCountersCollector::collect(Scrape& scrape, MetricSink& sink) {
@@ -31,8 +33,32 @@ std::vector<std::string> OptionalCountersCollector::collect(Scrape& scrape, Metr
       }
     }
   }
-  if (manager_ != nullptr) manager_->add_metrics(sink);
+  manager_.add_metrics(sink);
   return errors;
+}
+
+CollectorEntry optional_counters_entry() {
+  CollectorEntry e;
+  e.name = "optional_counters";
+  e.help =
+      "Which optional port counters are enabled, and (opt-in) keeping a configured set "
+      "enabled, through rdma netlink.";
+  set_options<OptionalCountersOptions>(e, parse_optional_counters_options,
+                                       validate_optional_counters_options);
+  e.privilege_problems = [](const std::any& options, const Privileges& have) {
+    std::vector<std::string> out;
+    if (std::any_cast<const OptionalCountersOptions&>(options).writes() && !have.cap_net_admin) {
+      out.emplace_back(
+          "optional_counters.ports asks to enable optional counters, but this process lacks "
+          "CAP_NET_ADMIN: those kernel writes will fail with EPERM (reading still works)");
+    }
+    return out;
+  };
+  e.make = [](const CollectorContext& c) {
+    return std::make_unique<OptionalCountersCollector>(
+        std::any_cast<const OptionalCountersOptions&>(c.options));
+  };
+  return e;
 }
 
 }  // namespace rdma_exporter

@@ -12,13 +12,19 @@ namespace rdma_exporter {
 // rdma_port_hw_<name>_total). With a manager, also its write counts.
 class OptionalCountersCollector final : public Collector {
  public:
-  explicit OptionalCountersCollector(const OptionalCounterManager* manager) : manager_(manager) {}
+  explicit OptionalCountersCollector(const OptionalCountersOptions& options) : manager_(options) {}
 
   std::string_view name() const override { return "optional_counters"; }
   std::vector<std::string> collect(Scrape& scrape, MetricSink& sink) override;
+  // The manager keeps its write counts across reloads.
+  bool reconfigure(const std::any& options) override {
+    manager_.reconfigure(std::any_cast<const OptionalCountersOptions&>(options));
+    return true;
+  }
+  KernelStateManager* manager() override { return &manager_; }
 
  private:
-  const OptionalCounterManager* manager_;
+  OptionalCounterManager manager_;
 };
 
 }  // namespace rdma_exporter

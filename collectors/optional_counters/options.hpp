@@ -5,6 +5,8 @@
 #include <string>
 #include <vector>
 
+#include "common/yaml_walker.hpp"
+
 namespace rdma_exporter {
 
 // Configuration of optional (dynamic) port counters (the
@@ -25,8 +27,18 @@ struct OptionalCountersOptions {
     bool writes() const { return own || !enable.empty(); }
   };
 
+  static constexpr const char* kCollector = "optional_counters";
+
   std::vector<PortRule> ports;
   std::chrono::milliseconds reconcile_interval{std::chrono::seconds(10)};
+
+  // Some rule asks for kernel writes (CAP_NET_ADMIN).
+  bool writes() const;
 };
+
+// The `optional_counters` section, one message per problem.
+void parse_optional_counters_options(Walker& w, const YAML::Node& node, const std::string& path,
+                                     OptionalCountersOptions& out);
+std::vector<std::string> validate_optional_counters_options(const OptionalCountersOptions& o);
 
 }  // namespace rdma_exporter

@@ -9,6 +9,7 @@
 #include <tuple>
 #include <vector>
 
+#include "collectors/collector.hpp"
 #include "collectors/kernel/nldev/model.hpp"
 #include "collectors/qp_counters/options.hpp"
 #include "collectors/qp_counters/process_info.hpp"
@@ -26,7 +27,7 @@ namespace rdma_exporter {
 //   set of its own per port; new QPs are bound as they appear (at each
 //   reconcile); bindings whose QP no longer matches are undone.
 // Each write's outcome is counted by result, and logged once per change.
-class CounterModeManager {
+class CounterModeManager final : public KernelStateManager {
  public:
   explicit CounterModeManager(const QpCountersOptions& options);
 
@@ -35,15 +36,17 @@ class CounterModeManager {
   // manual, are undone at the next reconcile.
   void reconfigure(const QpCountersOptions& options);
 
-  // True when some port rule asks for auto or manual: then the exporter writes.
-  bool active() const { return active_; }
+  // True when some port rule asks for auto or manual (then the exporter
+  // writes), or while bindings made before a reload remain to be undone.
+  bool active() const override { return active_ || !bindings_.empty(); }
+  Duration interval() const override { return options_.reconcile_interval; }
 
   // Brings the managed ports to their configured state. Runs on the
   // collecting thread, between collections.
-  void reconcile(Scrape& scrape);
+  void reconcile(Scrape& scrape) override;
   // On exit, for ports with restore_on_exit: undoes this process's manual
   // bindings and puts back the mode found at start.
-  void restore(Scrape& scrape);
+  void restore(Scrape& scrape) override;
 
   void add_metrics(MetricSink& sink) const;
 

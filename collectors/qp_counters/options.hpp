@@ -6,6 +6,8 @@
 #include <string>
 #include <vector>
 
+#include "common/yaml_walker.hpp"
+
 namespace rdma_exporter {
 
 // Configuration of per-QP counter sets (the `qp_counters` section).
@@ -34,7 +36,8 @@ struct QpCountersOptions {
     std::vector<std::string> qp_types;  // "RC", "UD", ...; empty: every type
   };
 
-  bool enabled = true;
+  static constexpr const char* kCollector = "qp_counters";
+
   std::vector<PortRule> ports;
   std::vector<ManualRule> manual_rules;
   std::chrono::milliseconds reconcile_interval{std::chrono::seconds(10)};
@@ -46,6 +49,15 @@ struct QpCountersOptions {
   std::chrono::milliseconds retired_ttl{std::chrono::minutes(10)};
   bool inventory_by_comm = false;
   std::string proc_root = "/proc";
+
+  // Some port rule asks for auto or manual mode: kernel writes
+  // (CAP_NET_ADMIN).
+  bool writes() const;
 };
+
+// The `qp_counters` section, one message per problem.
+void parse_qp_counters_options(Walker& w, const YAML::Node& node, const std::string& path,
+                               QpCountersOptions& out);
+std::vector<std::string> validate_qp_counters_options(const QpCountersOptions& q);
 
 }  // namespace rdma_exporter

@@ -7,6 +7,7 @@
 
 #include "collectors/kernel/nldev/counter_codec.hpp"
 #include "collectors/qp_counters/mode_manager.hpp"
+#include "collectors/registry.hpp"
 
 namespace rdma_exporter {
 namespace {
@@ -32,20 +33,19 @@ bool unsupported(const Error& e) {
 
 }  // namespace
 
-QpCountersCollector::QpCountersCollector(const QpCountersOptions& options,
-                                         CounterModeManager* manager)
+QpCountersCollector::QpCountersCollector(const QpCountersOptions& options)
     : options_(options),
-      manager_(manager),
+      manager_(options),
       processes_(options.proc_root),
       book_(options.max_series, options.retired_ttl) {
   choose_labels();
 }
 
-void QpCountersCollector::reconfigure(const QpCountersOptions& options,
-                                      CounterModeManager* manager) {
+bool QpCountersCollector::reconfigure(const std::any& any_options) {
+  const auto& options = std::any_cast<const QpCountersOptions&>(any_options);
   const auto old_labels = label_names_;
   options_ = options;
-  manager_ = manager;
+  manager_.reconfigure(options);
   processes_ = ProcessInfo(options.proc_root);
   choose_labels();
   if (label_names_ != old_labels) {
@@ -53,6 +53,7 @@ void QpCountersCollector::reconfigure(const QpCountersOptions& options,
   } else {
     book_.set_limits(options.max_series, options.retired_ttl);
   }
+  return true;
 }
 
 void QpCountersCollector::choose_labels() {
@@ -219,8 +220,36 @@ std::vector<std::string> QpCountersCollector::collect(Scrape& scrape, MetricSink
                std::move(labels), static_cast<double>(count));
   }
 
-  if (manager_ != nullptr) manager_->add_metrics(sink);
+  manager_.add_metrics(sink);
   return errors;
+}
+
+CollectorEntry qp_counters_entry() {
+  CollectorEntry e;
+  e.name = "qp_counters";
+  e.help =
+      "Per-process and per-QP-type traffic and errors from the kernel's per-QP counter sets, "
+      "counter modes and the QP inventory, through rdma netlink.";
+  set_options<QpCountersOptions>(e, parse_qp_counters_options, validate_qp_counters_options);
+  e.privilege_problems = [](const std::any& options, const Privileges& have) {
+    std::vector<std::string> out;
+    if (std::any_cast<const QpCountersOptions&>(options).writes() && !have.cap_net_admin) {
+      out.emplace_back(
+          "qp_counters.ports asks for auto or manual counter modes, but this process lacks "
+          "CAP_NET_ADMIN: those kernel writes will fail with EPERM (reading still works)");
+    }
+    if (!have.host_pid_namespace) {
+      out.emplace_back(
+          "not in the host pid namespace: per-QP counter sets and QPs of processes in other "
+          "namespaces cannot be attributed to them (pid and comm labels stay empty)");
+    }
+    return out;
+  };
+  e.make = [](const CollectorContext& c) {
+    return std::make_unique<QpCountersCollector>(
+        std::any_cast<const QpCountersOptions&>(c.options));
+  };
+  return e;
 }
 
 }  // namespace rdma_exporter

@@ -1,31 +1,32 @@
 #pragma once
 
 #include "collectors/collector.hpp"
+#include "collectors/qp_counters/mode_manager.hpp"
 #include "collectors/qp_counters/options.hpp"
 #include "collectors/qp_counters/process_info.hpp"
 #include "collectors/qp_counters/series_book.hpp"
 
 namespace rdma_exporter {
 
-class CounterModeManager;
-
 // Per-QP counter sets (RDMA_NLDEV_CMD_STAT_GET dump with STAT_RES=RES_QP),
 // the ports' counter modes, and the QP inventory (RDMA_NLDEV_CMD_RES_QP_GET):
 //   rdma_qp_stat_<name>_total{device,port,qp_type,pid,comm[,cgroup]}
 //   rdma_qp_stat_sets, rdma_qp_stat_overflow_sets, rdma_qp_stat_mode_info,
 //   rdma_qps{device,port,qp_type,state[,comm]}
-// and, when the exporter manages counter modes, the manager's outcomes.
+// and, when the exporter manages counter modes (its CounterModeManager),
+// the manager's outcomes.
 // Counter set values are never added to port totals: the kernel's port
 // counters already include them.
 class QpCountersCollector final : public Collector {
  public:
-  explicit QpCountersCollector(const QpCountersOptions& options,
-                               CounterModeManager* manager = nullptr);
+  explicit QpCountersCollector(const QpCountersOptions& options);
   std::string_view name() const override { return "qp_counters"; }
 
   // A new configuration (reload). Series keep their values unless the label
   // dimensions changed (aggregate_by, cgroup_label): then they start afresh.
-  void reconfigure(const QpCountersOptions& options, CounterModeManager* manager);
+  // The manager keeps its bindings and write counts.
+  bool reconfigure(const std::any& options) override;
+  KernelStateManager* manager() override { return &manager_; }
   std::vector<std::string> collect(Scrape& scrape, MetricSink& sink) override;
 
  private:
@@ -34,7 +35,7 @@ class QpCountersCollector final : public Collector {
                          const std::map<uint32_t, const nldev::Qp*>& qps);
 
   QpCountersOptions options_;
-  CounterModeManager* manager_;
+  CounterModeManager manager_;
   ProcessInfo processes_;
   SeriesBook book_;
   std::vector<std::string> label_names_;  // device, port, then the chosen dimensions

@@ -1,5 +1,7 @@
 #include "collectors/resources/resources_collector.hpp"
 
+#include "collectors/registry.hpp"
+
 namespace rdma_exporter {
 
 std::vector<std::string> ResourcesCollector::collect(Scrape& scrape, MetricSink& sink) {
@@ -16,6 +18,14 @@ std::vector<std::string> ResourcesCollector::collect(Scrape& scrape, MetricSink&
     }
   }
   return {};
+}
+
+CollectorEntry resources_entry() {
+  CollectorEntry e;
+  e.name = "resources";
+  e.help = "Resource counts per device (QPs, CQs, MRs, PDs, ...), from rdma netlink.";
+  e.make = [](const CollectorContext&) { return std::make_unique<ResourcesCollector>(); };
+  return e;
 }
 
 }  // namespace rdma_exporter

@@ -1,5 +1,7 @@
 #include "collectors/sysfs/sysfs_collector.hpp"
 
+#include "collectors/registry.hpp"
+
 namespace rdma_exporter {
 namespace {
 
@@ -76,6 +78,17 @@ std::vector<std::string> SysfsCollector::collect(Scrape& scrape, MetricSink& sin
              "them (EINVAL, EOPNOTSUPP, \"N/A (no PMA)\").",
              {}, static_cast<double>(unavailable));
   return errors;
+}
+
+CollectorEntry sysfs_entry() {
+  CollectorEntry e;
+  e.name = "sysfs";
+  e.help =
+      "Hardware identity, port rate and link layer, InfiniBand PMA counters and device-level "
+      "hw counters, from sysfs.";
+  e.reads_rdma_netlink = false;
+  e.make = [](const CollectorContext& c) { return std::make_unique<SysfsCollector>(c.sysfs_root); };
+  return e;
 }
 
 }  // namespace rdma_exporter

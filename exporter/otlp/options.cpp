@@ -1,8 +1,11 @@
 #include "exporter/otlp/options.hpp"
 
+#include <yaml-cpp/yaml.h>
+
 #include <algorithm>
 #include <cctype>
 #include <charconv>
+#include <functional>
 #include <string_view>
 
 namespace rdma_exporter {
@@ -160,6 +163,67 @@ std::vector<std::string> validate_otlp_options(const OtlpOptions& o) {
     }
   }
   return errors;
+}
+
+void parse_otlp_options(Walker& w, const YAML::Node& node, const std::string& path,
+                        OtlpOptions& o) {
+  std::string choice;  // encoding and compression land in o as enums
+  // A duration that must be positive; a rejected value keeps the default.
+  auto positive = [&w](Duration& out) -> Walker::Field {
+    return [&w, &out](const YAML::Node& v, const std::string& key) {
+      Duration d = out;
+      const std::size_t before = w.take_count();
+      w.duration(d)(v, key);
+      if (w.take_count() != before) return;
+      if (d.count() <= 0) return w.error_at(v, key, "must be positive");
+      out = d;
+    };
+  };
+  // A mapping of strings to strings, each pair checked by `check`.
+  auto pairs = [&w](OtlpOptions::Pairs& out,
+                    std::function<std::string(const std::string&, const std::string&)> check)
+      -> Walker::Field {
+    return [&w, &out, check](const YAML::Node& v, const std::string& key) {
+      if (v.IsNull()) return out.clear();
+      if (!v.IsMap()) return w.error_at(v, key, "expected a mapping of names to strings");
+      out.clear();
+      for (const auto& kv : v) {
+        if (!kv.second.IsScalar()) {
+          w.error_at(kv.second, key + "." + kv.first.Scalar(), "expected a string");
+          continue;
+        }
+        if (std::string problem = check(kv.first.Scalar(), kv.second.Scalar()); !problem.empty()) {
+          w.error_at(kv.first, key + "." + kv.first.Scalar(), problem);
+          continue;
+        }
+        out.emplace_back(kv.first.Scalar(), kv.second.Scalar());
+      }
+    };
+  };
+  w.mapping(
+      node, path,
+      {{"enabled", w.boolean(o.enabled)},
+       {"endpoint", w.optional_string_into(o.endpoint, otlp_endpoint_problem)},
+       {"encoding",
+        w.optional_string_into(
+            choice, [&o](const std::string& v) { return otlp_encoding_problem(v, o.encoding); })},
+       {"compression", w.optional_string_into(choice,
+                                              [&o](const std::string& v) {
+                                                return otlp_compression_problem(v, o.compression);
+                                              })},
+       {"headers", pairs(o.headers, otlp_header_problem)},
+       {"interval", positive(o.interval)},
+       {"timeout", positive(o.timeout)},
+       {"max_backoff", positive(o.max_backoff)},
+       {"queue_size", w.size(o.queue_size, 1, 1000)},
+       {"service_name", w.optional_string_into(o.service_name,
+                                               [](const std::string& v) {
+                                                 return v.empty() ? "must not be empty" : "";
+                                               })},
+       {"resource_attributes",
+        pairs(o.resource_attributes, [](const std::string& k, const std::string&) {
+          return otlp_attribute_problem(k);
+        })}});
 }
 
 }  // namespace rdma_exporter

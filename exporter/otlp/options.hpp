@@ -6,6 +6,8 @@
 #include <utility>
 #include <vector>
 
+#include "common/yaml_walker.hpp"
+
 namespace rdma_exporter {
 
 // The `otlp` section of the configuration: periodic push of every metric
@@ -53,5 +55,9 @@ std::string otlp_compression_problem(const std::string& value, OtlpOptions::Comp
 // Every problem of the options as set (file or code), one line each, keys
 // prefixed with "otlp.". Empty when valid.
 std::vector<std::string> validate_otlp_options(const OtlpOptions& options);
+
+// The `otlp` section, one message per problem.
+void parse_otlp_options(Walker& w, const YAML::Node& node, const std::string& path,
+                        OtlpOptions& out);
 
 }  // namespace rdma_exporter

@@ -26,6 +26,7 @@
 #include <string_view>
 #include <vector>
 
+#include "collectors/qp_counters/options.hpp"
 #include "common/log.hpp"
 #include "exporter/collection.hpp"
 #include "exporter/config.hpp"
@@ -255,6 +256,7 @@ int usage(const char* message) {
 
 int run(int argc, char** argv) {
   Config config;
+  auto& qp_counters = config.collectors.options<QpCountersOptions>();
   config.web.listen_address = "127.0.0.1:0";
   bool once = false;
   for (int i = 1; i < argc; ++i) {
@@ -270,16 +272,16 @@ int run(int argc, char** argv) {
     } else if (arg == "--path.sysfs") {
       config.sysfs.root = value;
     } else if (arg == "--path.proc") {
-      config.qp_counters.proc_root = value;
+      qp_counters.proc_root = value;
     } else {
       return usage("unknown option");
     }
   }
-  config.qp_counters.cgroup_label = true;
-  config.qp_counters.inventory_by_comm = true;
+  qp_counters.cgroup_label = true;
+  qp_counters.inventory_by_comm = true;
   // Managed ports (found in mode none: the exporter switches them to auto),
   // so that the management metrics exist.
-  config.qp_counters.ports.push_back(
+  qp_counters.ports.push_back(
       {.device = "mlx5_1", .port = 0, .mode = QpCountersOptions::Mode::auto_mode});
   if (auto errors = validate_config(config); !errors.empty()) return usage(errors.front().c_str());
 
@@ -319,7 +321,7 @@ int run(int argc, char** argv) {
     log::error(s.error().message);
     return 1;
   }
-  cache.start_maintenance(config.qp_counters.reconcile_interval);
+  cache.start_maintenance(collection.maintenance_interval());
   const auto ep = server.local_endpoint();
   log::info("fake RDMA host listening on " + ep.address().to_string() + ":" +
             std::to_string(ep.port()));

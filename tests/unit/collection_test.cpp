@@ -199,12 +199,12 @@ TEST_F(CollectionTest, NoRdmaKernelIsNotAFailure) {
 }
 
 TEST_F(CollectionTest, DisabledCollectorsDoNotRun) {
-  config_.collectors.hw_counters = false;
-  config_.collectors.resources = false;
-  config_.collectors.qp_counters = false;
-  config_.collectors.optional_counters = false;
-  config_.collectors.ethtool = false;
-  config_.collectors.dcb = false;
+  config_.collectors.set_enabled("hw_counters", false);
+  config_.collectors.set_enabled("resources", false);
+  config_.collectors.set_enabled("qp_counters", false);
+  config_.collectors.set_enabled("optional_counters", false);
+  config_.collectors.set_enabled("ethtool", false);
+  config_.collectors.set_enabled("dcb", false);
   auto s = collect();
   EXPECT_EQ(s->outcomes.size(), 2U);
   EXPECT_FALSE(has_family(*s, "rdma_port_hw_out_of_sequence_total"));

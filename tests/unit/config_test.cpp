@@ -6,6 +6,9 @@
 #include <filesystem>
 #include <fstream>
 
+#include "collectors/dcb/options.hpp"
+#include "collectors/ethtool/options.hpp"
+#include "collectors/optional_counters/options.hpp"
 #include "exporter/cli.hpp"
 
 namespace rdma_exporter {
@@ -23,15 +26,18 @@ TEST(Config, ShippedExampleLoadsAndEqualsTheDefaults) {
   EXPECT_EQ(c.collection.max_age, d.collection.max_age);
   EXPECT_EQ(c.sysfs.root, d.sysfs.root);
   EXPECT_EQ(c.log.level, d.log.level);
-  EXPECT_EQ(c.collectors.optional_counters, d.collectors.optional_counters);
-  EXPECT_EQ(c.collectors.ethtool, d.collectors.ethtool);
-  EXPECT_EQ(c.collectors.dcb, d.collectors.dcb);
-  EXPECT_TRUE(c.optional_counters.ports.empty());
-  EXPECT_EQ(c.optional_counters.reconcile_interval, d.optional_counters.reconcile_interval);
-  EXPECT_EQ(c.ethtool.raw_stats, d.ethtool.raw_stats);
-  EXPECT_TRUE(c.ethtool.raw_stats_include.empty());
-  EXPECT_TRUE(c.ethtool.mappings.empty());
-  EXPECT_EQ(c.dcb.dscp_priority, d.dcb.dscp_priority);
+  EXPECT_EQ(c.collectors.enabled("optional_counters"), d.collectors.enabled("optional_counters"));
+  EXPECT_EQ(c.collectors.enabled("ethtool"), d.collectors.enabled("ethtool"));
+  EXPECT_EQ(c.collectors.enabled("dcb"), d.collectors.enabled("dcb"));
+  EXPECT_TRUE(c.collectors.options<OptionalCountersOptions>().ports.empty());
+  EXPECT_EQ(c.collectors.options<OptionalCountersOptions>().reconcile_interval,
+            d.collectors.options<OptionalCountersOptions>().reconcile_interval);
+  EXPECT_EQ(c.collectors.options<EthtoolOptions>().raw_stats,
+            d.collectors.options<EthtoolOptions>().raw_stats);
+  EXPECT_TRUE(c.collectors.options<EthtoolOptions>().raw_stats_include.empty());
+  EXPECT_TRUE(c.collectors.options<EthtoolOptions>().mappings.empty());
+  EXPECT_EQ(c.collectors.options<DcbOptions>().dscp_priority,
+            d.collectors.options<DcbOptions>().dscp_priority);
   EXPECT_EQ(c.probe, d.probe);
 }
 
@@ -67,8 +73,8 @@ log: {level: debug}
   EXPECT_EQ(c.devices.include, std::vector<std::string>{"mlx5_.*"});
   EXPECT_EQ(c.devices.exclude, std::vector<std::string>{"mlx5_3"});
   EXPECT_EQ(c.sysfs.root, "/host/sys");
-  EXPECT_FALSE(c.collectors.resources);
-  EXPECT_TRUE(c.collectors.sysfs);
+  EXPECT_FALSE(c.collectors.enabled("resources"));
+  EXPECT_TRUE(c.collectors.enabled("sysfs"));
   EXPECT_EQ(c.log.level, "debug");
 }
 
@@ -122,21 +128,22 @@ dcb: {dscp_priority: true}
 )yaml",
                              "t.yml", c);
   ASSERT_TRUE(errors.empty()) << errors.front();
-  EXPECT_FALSE(c.collectors.optional_counters);
-  EXPECT_FALSE(c.collectors.dcb);
-  ASSERT_EQ(c.optional_counters.ports.size(), 1U);
-  const auto& r = c.optional_counters.ports[0];
+  EXPECT_FALSE(c.collectors.enabled("optional_counters"));
+  EXPECT_FALSE(c.collectors.enabled("dcb"));
+  ASSERT_EQ(c.collectors.options<OptionalCountersOptions>().ports.size(), 1U);
+  const auto& r = c.collectors.options<OptionalCountersOptions>().ports[0];
   EXPECT_EQ(r.device, "mlx5_.*");
   EXPECT_EQ(r.port, 1U);
   EXPECT_EQ(r.enable, (std::vector<std::string>{"cc_rx_ce_pkts", "cc_tx_cnp_pkts"}));
   EXPECT_TRUE(r.own);
-  EXPECT_EQ(c.optional_counters.reconcile_interval, std::chrono::minutes(1));
-  EXPECT_TRUE(c.ethtool.raw_stats);
-  ASSERT_EQ(c.ethtool.mappings.size(), 2U);
-  EXPECT_EQ(c.ethtool.mappings[0].driver, "ionic");
-  EXPECT_EQ(c.ethtool.mappings[1].driver, ".*");
-  EXPECT_DOUBLE_EQ(c.ethtool.mappings[1].scale, 1e-6);
-  EXPECT_TRUE(c.dcb.dscp_priority);
+  EXPECT_EQ(c.collectors.options<OptionalCountersOptions>().reconcile_interval,
+            std::chrono::minutes(1));
+  EXPECT_TRUE(c.collectors.options<EthtoolOptions>().raw_stats);
+  ASSERT_EQ(c.collectors.options<EthtoolOptions>().mappings.size(), 2U);
+  EXPECT_EQ(c.collectors.options<EthtoolOptions>().mappings[0].driver, "ionic");
+  EXPECT_EQ(c.collectors.options<EthtoolOptions>().mappings[1].driver, ".*");
+  EXPECT_DOUBLE_EQ(c.collectors.options<EthtoolOptions>().mappings[1].scale, 1e-6);
+  EXPECT_TRUE(c.collectors.options<DcbOptions>().dscp_priority);
 }
 
 TEST(Config, CongestionSectionProblems) {

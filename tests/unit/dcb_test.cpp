@@ -11,6 +11,7 @@
 #include <cmath>
 #include <cstring>
 
+#include "collectors/dcb/options.hpp"
 #include "collectors/kernel/rtnetlink/dcb_codec.hpp"
 #include "exporter/collection.hpp"
 #include "tests/fake_kernel/fake_dcb.hpp"
@@ -168,8 +169,8 @@ class DcbCollectionTest : public ::testing::Test {
     dcb_->netdevs["ens1f0np0"] = testing::mlx5_dcb();
     dcb_->netdevs["veth0"] = FakeDcbNetdev{.dcb = false};
     config_.sysfs.root = "/nonexistent";
-    config_.collectors.sysfs = false;
-    config_.collectors.ethtool = false;
+    config_.collectors.set_enabled("sysfs", false);
+    config_.collectors.set_enabled("ethtool", false);
   }
 
   std::shared_ptr<const Snapshot> collect() {
@@ -218,7 +219,7 @@ TEST_F(DcbCollectionTest, QosConfigurationPerPortAndNothingForVeth) {
 }
 
 TEST_F(DcbCollectionTest, DscpMapOnRequestAndPcpTrustWithoutDscpEntries) {
-  config_.dcb.dscp_priority = true;
+  config_.collectors.options<DcbOptions>().dscp_priority = true;
   FakeDcbNetdev pcp = testing::mlx5_dcb();
   pcp.apps = {{IEEE_8021QAZ_APP_SEL_ETHERTYPE, 3, 0x8915}};  // RoCEv1 ethertype only
   pcp.ets->ets_cap = 4;

@@ -10,6 +10,7 @@
 #include <cstring>
 
 #include "collectors/ethtool/mapping.hpp"
+#include "collectors/ethtool/options.hpp"
 #include "collectors/kernel/ethtool/codec.hpp"
 #include "collectors/kernel/ethtool/reader.hpp"
 #include "exporter/collection.hpp"
@@ -273,8 +274,8 @@ class EthtoolCollectionTest : public ::testing::Test {
     ethtool_->netdevs["ens1f0np0"] = mlx5_netdev();
     ethtool_->netdevs["veth0"] = testing::veth_netdev();
     config_.sysfs.root = "/nonexistent";
-    config_.collectors.sysfs = false;
-    config_.collectors.dcb = false;
+    config_.collectors.set_enabled("sysfs", false);
+    config_.collectors.set_enabled("dcb", false);
   }
 
   std::shared_ptr<const Snapshot> collect() {
@@ -344,7 +345,7 @@ TEST_F(EthtoolCollectionTest, Mlx5PriorityCountersBecomeMetrics) {
 }
 
 TEST_F(EthtoolCollectionTest, RawStatisticsOnRequestFilteredByName) {
-  config_.ethtool.raw_stats = true;
+  config_.collectors.options<EthtoolOptions>().raw_stats = true;
   auto s = collect();
   EXPECT_EQ(series_count(*s, "rdma_netdev_ethtool_stat"),
             testing::veth_netdev().stats.size() + mlx5_netdev().stats.size());
@@ -355,7 +356,8 @@ TEST_F(EthtoolCollectionTest, RawStatisticsOnRequestFilteredByName) {
                    {{"netdev", "ens1f0np0"}, {"name", "rx_prio3_pause_transition"}}),
             250.0);
 
-  config_.ethtool.raw_stats_include = {"peer_.*", "rx_prio[0-9]_pause_transition"};
+  config_.collectors.options<EthtoolOptions>().raw_stats_include = {
+      "peer_.*", "rx_prio[0-9]_pause_transition"};
   collection_->reconfigure(config_);
   s = collection_->collect();
   EXPECT_EQ(series_count(*s, "rdma_netdev_ethtool_stat"), 2U);
@@ -381,7 +383,7 @@ TEST_F(EthtoolCollectionTest, ValuesFollowTheDriverAndRenamedStatisticsAreMapped
 
 TEST_F(EthtoolCollectionTest, ConfiguredMappingsAndOneSeriesPerLabelSet) {
   // Two statistics landing on one series: the first one wins.
-  config_.ethtool.mappings = {
+  config_.collectors.options<EthtoolOptions>().mappings = {
       {.stat = "rx_queue_0_drops", .metric = "discards", .reason = "rx_queue"},
       {.stat = "rx_queue_0_xdp_drops", .metric = "discards", .reason = "rx_queue"},
       {.driver = "veth", .stat = "peer_ifindex", .metric = "ecn_marked_packets"}};

@@ -12,6 +12,7 @@
 #include "collectors/kernel/nldev/codec.hpp"
 #include "collectors/kernel/nldev/optional_counter_codec.hpp"
 #include "collectors/optional_counters/manager.hpp"
+#include "collectors/optional_counters/options.hpp"
 #include "exporter/collection.hpp"
 #include "exporter/privileges.hpp"
 #include "tests/fake_kernel/fake_nldev.hpp"
@@ -226,9 +227,9 @@ class OptionalCountersTest : public ::testing::Test {
     rxe.ports.push_back(FakePort{.index = 1, .counters = {{"sent_pkts", 10}, {"rcvd_pkts", 11}}});
     kernel_->devices = {mlx, rxe};
     config_.sysfs.root = "/nonexistent";
-    config_.collectors.sysfs = false;
-    config_.collectors.ethtool = false;
-    config_.collectors.dcb = false;
+    config_.collectors.set_enabled("sysfs", false);
+    config_.collectors.set_enabled("ethtool", false);
+    config_.collectors.set_enabled("dcb", false);
   }
 
   Collection& collection() {
@@ -300,7 +301,7 @@ TEST_F(OptionalCountersTest, OtherErrorsFailTheCollectorAndNameThePort) {
 
 TEST_F(OptionalCountersTest, ConfiguredCountersAreEnabledMergedAndReappliedAfterAReload) {
   mlx_counter("rdma_tx_bytes").enabled = true;  // an operator's
-  config_.optional_counters.ports = {
+  config_.collectors.options<OptionalCountersOptions>().ports = {
       {.device = "mlx5_.*", .enable = {"cc_rx_ce_pkts", "cc_rx_cnp_pkts", "cc_tx_cnp_pkts"}},
       {.device = "rxe.*", .enable = {"cc_rx_ce_pkts"}}};
   EXPECT_TRUE(collection().manages_kernel_state());
@@ -335,7 +336,7 @@ TEST_F(OptionalCountersTest, ConfiguredCountersAreEnabledMergedAndReappliedAfter
 
 TEST_F(OptionalCountersTest, OwningTheSetDisablesOthers) {
   mlx_counter("rdma_tx_bytes").enabled = true;
-  config_.optional_counters.ports = {
+  config_.collectors.options<OptionalCountersOptions>().ports = {
       {.device = "mlx5_0", .port = 1, .enable = {"cc_rx_ce_pkts"}, .own = true}};
   collection().maintain();
   EXPECT_TRUE(mlx_counter("cc_rx_ce_pkts").enabled);
@@ -344,7 +345,7 @@ TEST_F(OptionalCountersTest, OwningTheSetDisablesOthers) {
 
 TEST_F(OptionalCountersTest, WithoutCapNetAdminWritesFailVisibly) {
   kernel_->privileged = false;
-  config_.optional_counters.ports = {{.enable = {"cc_rx_ce_pkts"}}};
+  config_.collectors.options<OptionalCountersOptions>().ports = {{.enable = {"cc_rx_ce_pkts"}}};
   EXPECT_EQ(privilege_problems(config_, {.cap_net_admin = false}).size(), 1U);
   EXPECT_TRUE(privilege_problems(config_, {.cap_net_admin = true}).empty());
   collection().maintain();
@@ -358,12 +359,13 @@ TEST_F(OptionalCountersTest, WithoutCapNetAdminWritesFailVisibly) {
 }
 
 TEST_F(OptionalCountersTest, ObserveOnlyRulesAndADisabledCollectorNeverWrite) {
-  config_.optional_counters.ports = {{.device = "mlx5_0"}};  // nothing to enable
+  config_.collectors.options<OptionalCountersOptions>().ports = {
+      {.device = "mlx5_0"}};  // nothing to enable
   EXPECT_FALSE(collection().manages_kernel_state());
   EXPECT_EQ(collection().maintenance_interval(), Duration::zero());
   Config off = config_;
-  off.collectors.optional_counters = false;
-  off.optional_counters.ports = {{.enable = {"cc_rx_ce_pkts"}}};
+  off.collectors.set_enabled("optional_counters", false);
+  off.collectors.options<OptionalCountersOptions>().ports = {{.enable = {"cc_rx_ce_pkts"}}};
   collection().reconfigure(off);
   EXPECT_FALSE(collection().manages_kernel_state());
   collection().maintain();

@@ -6,6 +6,8 @@
 #include <filesystem>
 #include <fstream>
 
+#include "collectors/qp_counters/options.hpp"
+
 namespace rdma_exporter {
 namespace {
 
@@ -22,7 +24,8 @@ std::string fake_proc(const std::string& cap_eff, const std::string& pid_ns) {
 
 Config managing() {
   Config c;
-  c.qp_counters.ports = {{.device = ".*", .mode = QpCountersOptions::Mode::auto_mode}};
+  c.collectors.options<QpCountersOptions>().ports = {
+      {.device = ".*", .mode = QpCountersOptions::Mode::auto_mode}};
   return c;
 }
 
@@ -57,7 +60,7 @@ TEST(Privileges, SaysOnceWhatCannotWork) {
   ASSERT_EQ(problems.size(), 1U);
   EXPECT_NE(problems[0].find("pid namespace"), std::string::npos);
   Config off;
-  off.collectors.qp_counters = false;
+  off.collectors.set_enabled("qp_counters", false);
   EXPECT_TRUE(
       privilege_problems(off, {.cap_net_admin = false, .host_pid_namespace = false}).empty());
 }

@@ -11,6 +11,10 @@
 #include <iterator>
 #include <regex>
 
+#include "collectors/dcb/options.hpp"
+#include "collectors/ethtool/options.hpp"
+#include "collectors/optional_counters/options.hpp"
+#include "collectors/qp_counters/options.hpp"
 #include "exporter/collection.hpp"
 #include "tests/fake_kernel/fake_dcb.hpp"
 #include "tests/fake_kernel/fake_ethtool.hpp"
@@ -56,13 +60,15 @@ TEST(Promtool, AcceptsAndDocsListEveryFamilyTheExporterMakes) {
 
   Config c;
   c.sysfs.root = testing::make_sysfs_fixture("mlx5:1:2 efa rxe");
-  c.qp_counters.ports = {
+  c.collectors.options<QpCountersOptions>().ports = {
       {.device = "mlx5_0", .port = 2, .mode = QpCountersOptions::Mode::auto_mode}};
-  c.qp_counters.inventory_by_comm = true;
-  c.optional_counters.ports = {{.enable = {"cc_tx_cnp_pkts"}}};  // fails: unprivileged
-  c.ethtool.raw_stats = true;
-  c.ethtool.mappings = {{.stat = "rx_cnp_example", .metric = "cnp_packets", .direction = "rx"}};
-  c.dcb.dscp_priority = true;
+  c.collectors.options<QpCountersOptions>().inventory_by_comm = true;
+  c.collectors.options<OptionalCountersOptions>().ports = {
+      {.enable = {"cc_tx_cnp_pkts"}}};  // fails: unprivileged
+  c.collectors.options<EthtoolOptions>().raw_stats = true;
+  c.collectors.options<EthtoolOptions>().mappings = {
+      {.stat = "rx_cnp_example", .metric = "cnp_packets", .direction = "rx"}};
+  c.collectors.options<DcbOptions>().dscp_priority = true;
   Collection collection(c, KernelInterfaces{std::move(k), std::move(dcb), std::move(ethtool)});
   collection.maintain();
   auto snap = collection.collect();

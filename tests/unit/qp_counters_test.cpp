@@ -10,6 +10,7 @@
 #include <fstream>
 #include <thread>
 
+#include "collectors/qp_counters/options.hpp"
 #include "exporter/collection.hpp"
 #include "exporter/config.hpp"
 #include "tests/fake_kernel/fake_nldev.hpp"
@@ -49,8 +50,8 @@ class QpCountersTest : public ::testing::Test {
     mlx.ports.push_back(FakePort{.index = 2, .netdev = "ens1f1"});
     kernel_->devices = {mlx};
     config_.sysfs.root = "/nonexistent";
-    config_.collectors.sysfs = false;
-    config_.qp_counters.proc_root = proc_;
+    config_.collectors.set_enabled("sysfs", false);
+    config_.collectors.options<QpCountersOptions>().proc_root = proc_;
   }
 
   void add_process(uint32_t pid, const std::string& comm, const std::string& cgroup) {
@@ -121,7 +122,7 @@ TEST_F(QpCountersTest, ObserveExportsAutoSetsWithProcessAttributionAndWritesNoth
 }
 
 TEST_F(QpCountersTest, AggregationByCommStaysMonotonicWhenAProcessExits) {
-  config_.qp_counters.aggregate_by = {"comm"};
+  config_.collectors.options<QpCountersOptions>().aggregate_by = {"comm"};
   port(1).counter_mode = RDMA_COUNTER_MODE_AUTO;
   port(1).auto_mask = RDMA_COUNTER_MASK_PID;
   const uint32_t a = kernel().create_qp(1, 1, kRC, 100);
@@ -141,7 +142,7 @@ TEST_F(QpCountersTest, AggregationByCommStaysMonotonicWhenAProcessExits) {
 }
 
 TEST_F(QpCountersTest, VanishedSetOfItsOwnSeriesIsKeptForTheRetentionThenDropped) {
-  config_.qp_counters.retired_ttl = std::chrono::milliseconds(0);
+  config_.collectors.options<QpCountersOptions>().retired_ttl = std::chrono::milliseconds(0);
   port(1).counter_mode = RDMA_COUNTER_MODE_AUTO;
   port(1).auto_mask = RDMA_COUNTER_MASK_PID;
   const uint32_t a = kernel().create_qp(1, 1, kRC, 200);
@@ -171,7 +172,7 @@ TEST_F(QpCountersTest, ThirtyTwoBitWrapOfALiveSetIsUnwrapped) {
 }
 
 TEST_F(QpCountersTest, SeriesBeyondTheCapFoldIntoOneOverflowSeries) {
-  config_.qp_counters.max_series = 2;
+  config_.collectors.options<QpCountersOptions>().max_series = 2;
   port(1).counter_mode = RDMA_COUNTER_MODE_AUTO;
   port(1).auto_mask = RDMA_COUNTER_MASK_PID;
   double total = 0;
@@ -195,11 +196,12 @@ TEST_F(QpCountersTest, SeriesBeyondTheCapFoldIntoOneOverflowSeries) {
 }
 
 TEST_F(QpCountersTest, AutoModeIsSetOnManagedPortsAndReappliedAfterAReload) {
-  config_.qp_counters.ports = {{.device = "mlx5_.*",
-                                .port = 1,
-                                .mode = QpCountersOptions::Mode::auto_mode,
-                                .by_qp_type = true,
-                                .by_pid = false}};
+  config_.collectors.options<QpCountersOptions>().ports = {
+      {.device = "mlx5_.*",
+       .port = 1,
+       .mode = QpCountersOptions::Mode::auto_mode,
+       .by_qp_type = true,
+       .by_pid = false}};
   collection().maintain();
   EXPECT_EQ(port(1).counter_mode, static_cast<uint32_t>(RDMA_COUNTER_MODE_AUTO));
   EXPECT_EQ(port(1).auto_mask, static_cast<uint32_t>(RDMA_COUNTER_MASK_QP_TYPE));
@@ -228,10 +230,11 @@ TEST_F(QpCountersTest, AutoModeIsSetOnManagedPortsAndReappliedAfterAReload) {
 }
 
 TEST_F(QpCountersTest, PortSetOtherwiseByAnOperatorIsLeftAloneUnlessTakenOver) {
-  config_.qp_counters.ports = {{.device = "mlx5_0",
-                                .mode = QpCountersOptions::Mode::auto_mode,
-                                .by_qp_type = true,
-                                .by_pid = false}};
+  config_.collectors.options<QpCountersOptions>().ports = {
+      {.device = "mlx5_0",
+       .mode = QpCountersOptions::Mode::auto_mode,
+       .by_qp_type = true,
+       .by_pid = false}};
   port(1).counter_mode = RDMA_COUNTER_MODE_AUTO;
   port(1).auto_mask = RDMA_COUNTER_MASK_PID;
   collection().maintain();
@@ -247,12 +250,13 @@ TEST_F(QpCountersTest, PortSetOtherwiseByAnOperatorIsLeftAloneUnlessTakenOver) {
 }
 
 TEST_F(QpCountersTest, TakeOverChangesTheModeAndBusyPortsAreReported) {
-  config_.qp_counters.ports = {{.device = "mlx5_0",
-                                .port = 1,
-                                .mode = QpCountersOptions::Mode::auto_mode,
-                                .by_qp_type = true,
-                                .by_pid = false,
-                                .take_over = true}};
+  config_.collectors.options<QpCountersOptions>().ports = {
+      {.device = "mlx5_0",
+       .port = 1,
+       .mode = QpCountersOptions::Mode::auto_mode,
+       .by_qp_type = true,
+       .by_pid = false,
+       .take_over = true}};
   port(1).counter_mode = RDMA_COUNTER_MODE_AUTO;
   port(1).auto_mask = RDMA_COUNTER_MASK_PID;
   kernel().create_qp(1, 1, kRC, 100);  // bound: changing the criteria is EBUSY
@@ -269,7 +273,8 @@ TEST_F(QpCountersTest, TakeOverChangesTheModeAndBusyPortsAreReported) {
 }
 
 TEST_F(QpCountersTest, WithoutCapNetAdminWritesFailVisibly) {
-  config_.qp_counters.ports = {{.device = ".*", .mode = QpCountersOptions::Mode::auto_mode}};
+  config_.collectors.options<QpCountersOptions>().ports = {
+      {.device = ".*", .mode = QpCountersOptions::Mode::auto_mode}};
   kernel().privileged = false;
   collection().maintain();
   auto s = collect();
@@ -282,9 +287,10 @@ TEST_F(QpCountersTest, WithoutCapNetAdminWritesFailVisibly) {
 }
 
 TEST_F(QpCountersTest, ManualRulesGiveEachMatchingProcessItsOwnSet) {
-  config_.qp_counters.ports = {
+  config_.collectors.options<QpCountersOptions>().ports = {
       {.device = "mlx5_0", .port = 1, .mode = QpCountersOptions::Mode::manual}};
-  config_.qp_counters.manual_rules = {{.name = "training", .comm = std::string("train.*")}};
+  config_.collectors.options<QpCountersOptions>().manual_rules = {
+      {.name = "training", .comm = std::string("train.*")}};
   const uint32_t a = kernel().create_qp(1, 1, kRC, 100);
   const uint32_t b = kernel().create_qp(1, 1, kRC, 101);
   const uint32_t c = kernel().create_qp(1, 1, kRC, 200);  // storage: no rule
@@ -312,9 +318,9 @@ TEST_F(QpCountersTest, ManualRulesGiveEachMatchingProcessItsOwnSet) {
 }
 
 TEST_F(QpCountersTest, QpsAlreadyInACounterSetAreNotBoundAgain) {
-  config_.qp_counters.ports = {
+  config_.collectors.options<QpCountersOptions>().ports = {
       {.device = "mlx5_0", .port = 1, .mode = QpCountersOptions::Mode::manual, .take_over = true}};
-  config_.qp_counters.manual_rules = {{.name = "p", .pid = 100}};
+  config_.collectors.options<QpCountersOptions>().manual_rules = {{.name = "p", .pid = 100}};
   port(1).counter_mode = RDMA_COUNTER_MODE_AUTO;
   port(1).auto_mask = RDMA_COUNTER_MASK_PID;
   const uint32_t old_qp = kernel().create_qp(1, 1, kRC, 100);  // auto-bound before the takeover
@@ -335,9 +341,10 @@ TEST_F(QpCountersTest, QpsAlreadyInACounterSetAreNotBoundAgain) {
 }
 
 TEST_F(QpCountersTest, ReloadKeepsSeriesAndUndoesBindingsOfRemovedRules) {
-  config_.qp_counters.ports = {
+  config_.collectors.options<QpCountersOptions>().ports = {
       {.device = "mlx5_0", .port = 1, .mode = QpCountersOptions::Mode::manual}};
-  config_.qp_counters.manual_rules = {{.name = "p", .pid = 100}, {.name = "s", .pid = 200}};
+  config_.collectors.options<QpCountersOptions>().manual_rules = {{.name = "p", .pid = 100},
+                                                                  {.name = "s", .pid = 200}};
   const uint32_t a = kernel().create_qp(1, 1, kRC, 100);
   const uint32_t b = kernel().create_qp(1, 1, kRC, 200);
   collection().maintain();
@@ -348,7 +355,8 @@ TEST_F(QpCountersTest, ReloadKeepsSeriesAndUndoesBindingsOfRemovedRules) {
   EXPECT_EQ(sample(*first, "rdma_qp_stat_rx_write_requests_total", {{"pid", "100"}}), 8.0);
 
   Config next = config_;
-  next.qp_counters.manual_rules = {{.name = "p", .pid = 100}};  // rule "s" removed
+  next.collectors.options<QpCountersOptions>().manual_rules = {
+      {.name = "p", .pid = 100}};  // rule "s" removed
   collection().reconfigure(next);
   collection().maintain();
   ASSERT_EQ(kernel().device(1)->counter_sets.size(), 1U);  // pid 200's QP unbound
@@ -360,18 +368,18 @@ TEST_F(QpCountersTest, ReloadKeepsSeriesAndUndoesBindingsOfRemovedRules) {
       1.0);
 
   // No port rule left: the remaining binding is undone too.
-  next.qp_counters.ports.clear();
+  next.collectors.options<QpCountersOptions>().ports.clear();
   collection().reconfigure(next);
   collection().maintain();
   EXPECT_TRUE(kernel().device(1)->counter_sets.empty());
 }
 
 TEST_F(QpCountersTest, ManualRulesByCgroupAndQpType) {
-  config_.qp_counters.ports = {
+  config_.collectors.options<QpCountersOptions>().ports = {
       {.device = "mlx5_0", .port = 1, .mode = QpCountersOptions::Mode::manual}};
-  config_.qp_counters.manual_rules = {
+  config_.collectors.options<QpCountersOptions>().manual_rules = {
       {.name = "pod-a-ud", .cgroup = std::string("/kubepods/pod-a/.*"), .qp_types = {"UD"}}};
-  config_.qp_counters.cgroup_label = true;
+  config_.collectors.options<QpCountersOptions>().cgroup_label = true;
   kernel().create_qp(1, 1, kRC, 100);
   const uint32_t ud = kernel().create_qp(1, 1, kUD, 100);
   kernel().create_qp(1, 1, kUD, 101);  // another pod
@@ -385,9 +393,9 @@ TEST_F(QpCountersTest, ManualRulesByCgroupAndQpType) {
 }
 
 TEST_F(QpCountersTest, ManualBindOnADriverWithoutPerQpCountersFailsVisibly) {
-  config_.qp_counters.ports = {
+  config_.collectors.options<QpCountersOptions>().ports = {
       {.device = "mlx5_0", .port = 1, .mode = QpCountersOptions::Mode::manual}};
-  config_.qp_counters.manual_rules = {{.name = "all", .pid = 100}};
+  config_.collectors.options<QpCountersOptions>().manual_rules = {{.name = "all", .pid = 100}};
   kernel().device(1)->qp_counters_supported = false;  // rxe
   kernel().create_qp(1, 1, kRC, 100);
   collection().maintain();
@@ -399,15 +407,16 @@ TEST_F(QpCountersTest, ManualBindOnADriverWithoutPerQpCountersFailsVisibly) {
 }
 
 TEST_F(QpCountersTest, RestoreOnExitPutsBackTheModeAndUndoesBindings) {
-  config_.qp_counters.ports = {{.device = "mlx5_0",
-                                .port = 1,
-                                .mode = QpCountersOptions::Mode::auto_mode,
-                                .restore_on_exit = true},
-                               {.device = "mlx5_0",
-                                .port = 2,
-                                .mode = QpCountersOptions::Mode::manual,
-                                .restore_on_exit = true}};
-  config_.qp_counters.manual_rules = {{.name = "p", .pid = 100}};
+  config_.collectors.options<QpCountersOptions>().ports = {
+      {.device = "mlx5_0",
+       .port = 1,
+       .mode = QpCountersOptions::Mode::auto_mode,
+       .restore_on_exit = true},
+      {.device = "mlx5_0",
+       .port = 2,
+       .mode = QpCountersOptions::Mode::manual,
+       .restore_on_exit = true}};
+  config_.collectors.options<QpCountersOptions>().manual_rules = {{.name = "p", .pid = 100}};
   kernel().create_qp(1, 2, kRC, 100);
   collection().maintain();
   EXPECT_EQ(port(1).counter_mode, static_cast<uint32_t>(RDMA_COUNTER_MODE_AUTO));
@@ -440,13 +449,16 @@ qp_counters:
 )",
                              "q.yml", c);
   ASSERT_TRUE(errors.empty()) << errors.front();
-  ASSERT_EQ(c.qp_counters.ports.size(), 2U);
-  EXPECT_EQ(c.qp_counters.ports[0].mode, QpCountersOptions::Mode::auto_mode);
-  EXPECT_FALSE(c.qp_counters.ports[0].by_qp_type);
-  EXPECT_TRUE(c.qp_counters.ports[0].by_pid);
-  EXPECT_EQ(c.qp_counters.ports[1].mode, QpCountersOptions::Mode::manual);
-  EXPECT_EQ(c.qp_counters.manual_rules[0].qp_types, (std::vector<std::string>{"RC", "UD"}));
-  EXPECT_EQ(c.qp_counters.max_series, 50U);
+  ASSERT_EQ(c.collectors.options<QpCountersOptions>().ports.size(), 2U);
+  EXPECT_EQ(c.collectors.options<QpCountersOptions>().ports[0].mode,
+            QpCountersOptions::Mode::auto_mode);
+  EXPECT_FALSE(c.collectors.options<QpCountersOptions>().ports[0].by_qp_type);
+  EXPECT_TRUE(c.collectors.options<QpCountersOptions>().ports[0].by_pid);
+  EXPECT_EQ(c.collectors.options<QpCountersOptions>().ports[1].mode,
+            QpCountersOptions::Mode::manual);
+  EXPECT_EQ(c.collectors.options<QpCountersOptions>().manual_rules[0].qp_types,
+            (std::vector<std::string>{"RC", "UD"}));
+  EXPECT_EQ(c.collectors.options<QpCountersOptions>().max_series, 50U);
 
   Config bad;
   errors = parse_config(R"(

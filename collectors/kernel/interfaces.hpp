@@ -1,0 +1,22 @@
+#pragma once
+
+#include <chrono>
+#include <memory>
+
+#include "collectors/kernel/ethtool/ioctl.hpp"
+#include "collectors/kernel/netlink/transport.hpp"
+
+namespace rdma_exporter {
+
+// The kernel interfaces the collectors read (and, opt-in, write) through.
+// Tests put fakes here.
+struct KernelInterfaces {
+  std::unique_ptr<netlink::Transport> rdma;   // NETLINK_RDMA (nldev)
+  std::unique_ptr<netlink::Transport> route;  // NETLINK_ROUTE (DCB)
+  std::unique_ptr<ethtool::Ioctl> ethtool;    // SIOCETHTOOL
+
+  // The running kernel's; a netlink reply must arrive within `netlink_timeout`.
+  static KernelInterfaces real(std::chrono::milliseconds netlink_timeout);
+};
+
+}  // namespace rdma_exporter
