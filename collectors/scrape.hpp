@@ -6,6 +6,7 @@
 
 #include "collectors/device_filter.hpp"
 #include "collectors/kernel/nldev/client.hpp"
+#include "common/metric_sink.hpp"
 #include "common/result.hpp"
 
 namespace rdma_exporter {
@@ -20,6 +21,32 @@ struct TopologyDevice {
 struct Topology {
   std::vector<TopologyDevice> devices;  // only the devices the filter allows
 };
+
+// A port as the collectors visit it: the labels every port metric starts
+// with, how messages name it, and the netdev behind it.
+struct PortRef {
+  const nldev::Device& device;
+  const nldev::Port& port;
+
+  Labels labels() const { return {{"device", device.name}, {"port", std::to_string(port.index)}}; }
+  // "mlx5_0 port 1"
+  std::string name() const { return device.name + " port " + std::to_string(port.index); }
+  // The netdev behind a RoCE or iWARP port; nullptr on InfiniBand.
+  const std::string* netdev() const {
+    return port.netdev_name && !port.netdev_name->empty() ? &*port.netdev_name : nullptr;
+  }
+};
+
+// Calls fn(PortRef) for every port of every device whose ports could be
+// listed (a device whose port list failed is reported by the devices
+// collector).
+template <typename Fn>
+void for_each_port(const Topology& topology, Fn&& fn) {
+  for (const auto& entry : topology.devices) {
+    if (!entry.ports) continue;
+    for (const auto& port : *entry.ports) fn(PortRef{entry.device, port});
+  }
+}
 
 // What the collectors of one collection share: the device filter, the nldev
 // client, and the device/port list, which is read from the kernel at most

@@ -115,33 +115,28 @@ std::vector<std::string> DcbCollector::collect(Scrape& scrape, MetricSink& sink)
   const Topology* topology = scrape.topology_for(errors);
   if (topology == nullptr) return errors;
   std::map<std::string, std::optional<dcb::IeeeConfig>> read;  // each netdev once
-  for (const auto& entry : topology->devices) {
-    if (!entry.ports) continue;  // reported by the devices collector
-    for (const auto& port : *entry.ports) {
-      if (!port.netdev_name || port.netdev_name->empty()) continue;
-      const std::string& netdev = *port.netdev_name;
-      auto it = read.find(netdev);
-      if (it == read.end()) {
-        std::optional<dcb::IeeeConfig> config;
-        auto reply = route_.exchange(dcb::build_ieee_get(netdev));
-        auto decoded = reply ? dcb::decode_ieee(*reply) : Result<dcb::IeeeConfig>(reply.error());
-        if (decoded) {
-          config = std::move(decoded).value();
-        } else if (const int code = decoded.error().code; code != EOPNOTSUPP && code != ENODEV) {
-          // EOPNOTSUPP: no DCB on this netdev (or in this kernel); ENODEV:
-          // gone, or in another network namespace.
-          errors.push_back(netdev + " (" + entry.device.name + " port " +
-                           std::to_string(port.index) + "): " + decoded.error().message);
-        }
-        it = read.emplace(netdev, std::move(config)).first;
+  for_each_port(*topology, [&](const PortRef& p) {
+    const std::string* netdev = p.netdev();
+    if (netdev == nullptr) return;  // InfiniBand
+    auto it = read.find(*netdev);
+    if (it == read.end()) {
+      std::optional<dcb::IeeeConfig> config;
+      auto reply = route_.exchange(dcb::build_ieee_get(*netdev));
+      auto decoded = reply ? dcb::decode_ieee(*reply) : Result<dcb::IeeeConfig>(reply.error());
+      if (decoded) {
+        config = std::move(decoded).value();
+      } else if (const int code = decoded.error().code; code != EOPNOTSUPP && code != ENODEV) {
+        // EOPNOTSUPP: no DCB on this netdev (or in this kernel); ENODEV:
+        // gone, or in another network namespace.
+        errors.push_back(*netdev + " (" + p.name() + "): " + decoded.error().message);
       }
-      if (!it->second) continue;
-      export_config(
-          *it->second,
-          {{"device", entry.device.name}, {"port", std::to_string(port.index)}, {"netdev", netdev}},
-          options_, sink);
+      it = read.emplace(*netdev, std::move(config)).first;
     }
-  }
+    if (!it->second) return;
+    Labels labels = p.labels();
+    labels.emplace_back("netdev", *netdev);
+    export_config(*it->second, labels, options_, sink);
+  });
   return errors;
 }
 

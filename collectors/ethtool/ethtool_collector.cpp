@@ -39,55 +39,52 @@ std::vector<std::string> EthtoolCollector::collect(Scrape& scrape, MetricSink& s
   // Each netdev is read once, however many ports it is behind.
   std::map<std::string, std::optional<ethtool::DriverStats>> read;
   std::set<std::string> present;
-  for (const auto& entry : topology->devices) {
-    if (!entry.ports) continue;  // reported by the devices collector
-    for (const auto& port : *entry.ports) {
-      if (!port.netdev_name || port.netdev_name->empty()) continue;  // InfiniBand
-      const std::string& netdev = *port.netdev_name;
-      present.insert(netdev);
-      auto it = read.find(netdev);
-      if (it == read.end()) {
-        auto stats = ethtool::read_driver_stats(ioctl_, netdev);
-        if (!stats && stats.error().code != ENODEV) {
-          errors.push_back(netdev + " (" + entry.device.name + " port " +
-                           std::to_string(port.index) + "): " + stats.error().message);
-        }
-        // ENODEV: the netdev went away, or lives in another network namespace.
-        it = read.emplace(netdev, stats ? std::optional(std::move(stats).value()) : std::nullopt)
-                 .first;
+  for_each_port(*topology, [&](const PortRef& p) {
+    const std::string* netdev_name = p.netdev();
+    if (netdev_name == nullptr) return;  // InfiniBand
+    const std::string& netdev = *netdev_name;
+    present.insert(netdev);
+    auto it = read.find(netdev);
+    if (it == read.end()) {
+      auto stats = ethtool::read_driver_stats(ioctl_, netdev);
+      if (!stats && stats.error().code != ENODEV) {
+        errors.push_back(netdev + " (" + p.name() + "): " + stats.error().message);
       }
-      if (!it->second) continue;
-      const ethtool::DriverStats& stats = *it->second;
-      const Layout& layout = layout_for(netdev, stats.driver, stats.names);
-
-      const Labels base{
-          {"device", entry.device.name}, {"port", std::to_string(port.index)}, {"netdev", netdev}};
-      // The first statistic that lands on a series wins; a series added twice
-      // would make the exposition invalid.
-      std::set<std::pair<std::string, Labels>> seen;
-      for (std::size_t i = 0; i < layout.targets.size(); ++i) {
-        const ethtool::Target& t = layout.targets[i];
-        if (t.family == nullptr) continue;
-        Labels labels = base;
-        if (!t.priority.empty()) labels.emplace_back("priority", t.priority);
-        if (!t.direction.empty()) labels.emplace_back("direction", t.direction);
-        if (!t.reason.empty()) labels.emplace_back("reason", t.reason);
-        if (!seen.emplace(t.family->metric, labels).second) continue;
-        sink.counter(t.family->metric, t.family->help, std::move(labels),
-                     static_cast<double>(stats.values[i]) * t.scale);
-      }
-      for (std::size_t i = 0; i < layout.raw.size(); ++i) {
-        if (!layout.raw[i]) continue;
-        Labels labels = base;
-        labels.emplace_back("name", layout.names[i]);
-        if (!seen.emplace("rdma_netdev_ethtool_stat", labels).second) continue;
-        sink.gauge("rdma_netdev_ethtool_stat",
-                   "A driver statistic as ethtool -S shows it, unmapped (its meaning and unit "
-                   "are the driver's).",
-                   std::move(labels), static_cast<double>(stats.values[i]));
-      }
+      // ENODEV: the netdev went away, or lives in another network namespace.
+      it = read.emplace(netdev, stats ? std::optional(std::move(stats).value()) : std::nullopt)
+               .first;
     }
-  }
+    if (!it->second) return;
+    const ethtool::DriverStats& stats = *it->second;
+    const Layout& layout = layout_for(netdev, stats.driver, stats.names);
+
+    Labels base = p.labels();
+    base.emplace_back("netdev", netdev);
+    // The first statistic that lands on a series wins; a series added twice
+    // would make the exposition invalid.
+    std::set<std::pair<std::string, Labels>> seen;
+    for (std::size_t i = 0; i < layout.targets.size(); ++i) {
+      const ethtool::Target& t = layout.targets[i];
+      if (t.family == nullptr) continue;
+      Labels labels = base;
+      if (!t.priority.empty()) labels.emplace_back("priority", t.priority);
+      if (!t.direction.empty()) labels.emplace_back("direction", t.direction);
+      if (!t.reason.empty()) labels.emplace_back("reason", t.reason);
+      if (!seen.emplace(t.family->metric, labels).second) continue;
+      sink.counter(t.family->metric, t.family->help, std::move(labels),
+                   static_cast<double>(stats.values[i]) * t.scale);
+    }
+    for (std::size_t i = 0; i < layout.raw.size(); ++i) {
+      if (!layout.raw[i]) continue;
+      Labels labels = base;
+      labels.emplace_back("name", layout.names[i]);
+      if (!seen.emplace("rdma_netdev_ethtool_stat", labels).second) continue;
+      sink.gauge("rdma_netdev_ethtool_stat",
+                 "A driver statistic as ethtool -S shows it, unmapped (its meaning and unit "
+                 "are the driver's).",
+                 std::move(labels), static_cast<double>(stats.values[i]));
+    }
+  });
   for (auto it = layouts_.begin(); it != layouts_.end();) {
     it = present.count(it->first) != 0U ? std::next(it) : layouts_.erase(it);
   }

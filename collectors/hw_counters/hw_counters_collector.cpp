@@ -12,26 +12,24 @@ std::vector<std::string> HwCountersCollector::collect(Scrape& scrape, MetricSink
   std::vector<std::string> errors;
   const Topology* topology = scrape.topology_for(errors);
   if (topology == nullptr) return errors;
-  for (const auto& entry : topology->devices) {
-    if (!entry.ports) continue;  // reported by the devices collector
-    for (const auto& port : *entry.ports) {
-      auto counters = scrape.netlink().port_counters(entry.device.index, port.index);
-      if (!counters) {
-        // A driver without port hw counters (siw, for one) makes the kernel
-        // answer EINVAL (older kernels: EOPNOTSUPP): nothing to export.
-        if (counters.error().code == EINVAL || counters.error().code == EOPNOTSUPP) continue;
-        errors.push_back(entry.device.name + " port " + std::to_string(port.index) + ": " +
-                         counters.error().message);
-        continue;
+  for_each_port(*topology, [&](const PortRef& p) {
+    auto counters = scrape.netlink().port_counters(p.device.index, p.port.index);
+    if (!counters) {
+      // A driver without port hw counters (siw, for one) makes the kernel
+      // answer EINVAL (older kernels: EOPNOTSUPP): nothing to export.
+      const int code = counters.error().code;
+      if (code != EINVAL && code != EOPNOTSUPP) {
+        errors.push_back(p.name() + ": " + counters.error().message);
       }
-      const Labels labels{{"device", entry.device.name}, {"port", std::to_string(port.index)}};
-      for (const auto& c : counters->counters) {
-        sink.counter(port_hw_counter_metric(c.name),
-                     "Port hw counter \"" + c.name + "\" of the driver, from rdma netlink.", labels,
-                     static_cast<double>(c.value));
-      }
+      return;
     }
-  }
+    const Labels labels = p.labels();
+    for (const auto& c : counters->counters) {
+      sink.counter(port_hw_counter_metric(c.name),
+                   "Port hw counter \"" + c.name + "\" of the driver, from rdma netlink.", labels,
+                   static_cast<double>(c.value));
+    }
+  });
   return errors;
 }
 

@@ -77,48 +77,43 @@ void OptionalCounterManager::reconcile(Scrape& scrape) {
   if (!active_) return;
   const auto& topology = scrape.topology();
   if (!topology) return;
-  for (const auto& entry : topology->devices) {
-    if (!entry.ports) continue;
-    for (const auto& port : *entry.ports) {
-      const auto* rule = rule_for(entry.device.name, port.index);
-      if (rule == nullptr || !rule->writes()) continue;
-      const PortKey key{entry.device.name, port.index};
-      const std::string where =
-          "optional counters on " + key.first + " port " + std::to_string(key.second);
-      auto status = scrape.netlink().counter_status(entry.device.index, port.index);
-      if (!status) {
-        note(key, "read", where + ": cannot read which are enabled: " + status.error().message);
-        continue;
-      }
-      note(key, "read", "");
-      const auto plan = plan_optional_counters(status->counters, rule->enable, rule->own);
-      std::string missing;
-      for (const auto& m : plan.missing) missing += (missing.empty() ? "" : ", ") + m;
-      note(key, "missing",
-           missing.empty() ? "" : where + ": the driver offers no optional counter " + missing);
-      if (!plan.write) continue;
-      const Status s =
-          scrape.netlink().set_optional_counters(entry.device.index, port.index, plan.indices);
-      const std::string result = result_name(s);
-      ++writes_[{key.first, key.second, result}];
-      if (s) {
-        std::vector<uint32_t> before;
-        for (const auto& c : status->counters) {
-          if (c.enabled && *c.enabled) before.push_back(c.index);
-        }
-        log::info(where + ": enabled set now " +
-                  optional_counter_names(status->counters, plan.indices) + " (was " +
-                  optional_counter_names(status->counters, before) + ")");
-        note(key, "write", "");
-      } else {
-        note(key, "write",
-             where + ": enabling " + optional_counter_names(status->counters, plan.indices) +
-                 " failed: " + s.error().message +
-                 (s.error().code == EPERM ? " (writing optional counters needs CAP_NET_ADMIN)"
-                                          : ""));
-      }
+  for_each_port(*topology, [&](const PortRef& p) {
+    const auto* rule = rule_for(p.device.name, p.port.index);
+    if (rule == nullptr || !rule->writes()) return;
+    const PortKey key{p.device.name, p.port.index};
+    const std::string where = "optional counters on " + p.name();
+    auto status = scrape.netlink().counter_status(p.device.index, p.port.index);
+    if (!status) {
+      note(key, "read", where + ": cannot read which are enabled: " + status.error().message);
+      return;
     }
-  }
+    note(key, "read", "");
+    const auto plan = plan_optional_counters(status->counters, rule->enable, rule->own);
+    std::string missing;
+    for (const auto& m : plan.missing) missing += (missing.empty() ? "" : ", ") + m;
+    note(key, "missing",
+         missing.empty() ? "" : where + ": the driver offers no optional counter " + missing);
+    if (!plan.write) return;
+    const Status s =
+        scrape.netlink().set_optional_counters(p.device.index, p.port.index, plan.indices);
+    const std::string result = result_name(s);
+    ++writes_[{key.first, key.second, result}];
+    if (s) {
+      std::vector<uint32_t> before;
+      for (const auto& c : status->counters) {
+        if (c.enabled && *c.enabled) before.push_back(c.index);
+      }
+      log::info(where + ": enabled set now " +
+                optional_counter_names(status->counters, plan.indices) + " (was " +
+                optional_counter_names(status->counters, before) + ")");
+      note(key, "write", "");
+    } else {
+      note(key, "write",
+           where + ": enabling " + optional_counter_names(status->counters, plan.indices) +
+               " failed: " + s.error().message +
+               (s.error().code == EPERM ? " (writing optional counters needs CAP_NET_ADMIN)" : ""));
+    }
+  });
 }
 
 void OptionalCounterManager::add_metrics(MetricSink& sink) const {

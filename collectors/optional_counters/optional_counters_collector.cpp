@@ -8,30 +8,27 @@ std::vector<std::string> OptionalCountersCollector::collect(Scrape& scrape, Metr
   std::vector<std::string> errors;
   const Topology* topology = scrape.topology_for(errors);
   if (topology != nullptr) {
-    for (const auto& entry : topology->devices) {
-      if (!entry.ports) continue;  // reported by the devices collector
-      for (const auto& port : *entry.ports) {
-        auto status = scrape.netlink().counter_status(entry.device.index, port.index);
-        if (!status) {
-          // Kernels before 5.16 do not know the command (EINVAL), and a
-          // driver without port counters answers EINVAL too: nothing to say.
-          if (status.error().code == EINVAL || status.error().code == EOPNOTSUPP) continue;
-          errors.push_back(entry.device.name + " port " + std::to_string(port.index) + ": " +
-                           status.error().message);
-          continue;
+    for_each_port(*topology, [&](const PortRef& p) {
+      auto status = scrape.netlink().counter_status(p.device.index, p.port.index);
+      if (!status) {
+        // Kernels before 5.16 do not know the command (EINVAL), and a
+        // driver without port counters answers EINVAL too: nothing to say.
+        const int code = status.error().code;
+        if (code != EINVAL && code != EOPNOTSUPP) {
+          errors.push_back(p.name() + ": " + status.error().message);
         }
-        for (const auto& c : status->counters) {
-          if (!c.enabled) continue;  // not an optional counter
-          sink.gauge("rdma_port_optional_stat_enabled",
-                     "1 when the port's optional hw counter is enabled (its value is then "
-                     "rdma_port_hw_<counter>_total), 0 when it is offered but disabled.",
-                     {{"device", entry.device.name},
-                      {"port", std::to_string(port.index)},
-                      {"counter", c.name}},
-                     *c.enabled ? 1.0 : 0.0);
-        }
+        return;
       }
-    }
+      for (const auto& c : status->counters) {
+        if (!c.enabled) continue;  // not an optional counter
+        Labels labels = p.labels();
+        labels.emplace_back("counter", c.name);
+        sink.gauge("rdma_port_optional_stat_enabled",
+                   "1 when the port's optional hw counter is enabled (its value is then "
+                   "rdma_port_hw_<counter>_total), 0 when it is offered but disabled.",
+                   std::move(labels), *c.enabled ? 1.0 : 0.0);
+      }
+    });
   }
   manager_.add_metrics(sink);
   return errors;
