@@ -91,4 +91,13 @@ void apply_overrides(const CommandLine& cli, Config& config) {
   if (!cli.devices_exclude.empty()) config.devices.exclude = cli.devices_exclude;
 }
 
+std::vector<std::string> load_config(const CommandLine& cli, Config& config) {
+  config = Config{};
+  std::vector<std::string> errors;
+  if (cli.config_file) errors = load_config_file(*cli.config_file, config);
+  if (!errors.empty()) return errors;
+  apply_overrides(cli, config);
+  return validate_config(config);
+}
+
 }  // namespace rdma_exporter

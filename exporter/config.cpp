@@ -15,6 +15,7 @@
 #include "collectors/device_filter.hpp"
 #include "collectors/probe/targets.hpp"
 #include "common/file.hpp"
+#include "common/log.hpp"
 #include "common/yaml_walker.hpp"
 
 namespace rdma_exporter {
@@ -250,6 +251,12 @@ std::vector<std::string> load_config_file(const std::string& path, Config& out) 
   auto errors = parse_config(*text, path, out);
   out.web.config_file = resolve_relative(out.web.config_file, path);
   return errors;
+}
+
+void apply_log_level(const Config& config) {
+  log::Level level = log::Level::info;
+  log::parse_level(config.log.level, level);
+  log::set_level(level);
 }
 
 }  // namespace rdma_exporter

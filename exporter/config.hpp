@@ -76,4 +76,7 @@ std::string resolve_relative(const std::string& path, const std::string& file);
 // Checks the values that command-line flags may also set.
 std::vector<std::string> validate_config(const Config& config);
 
+// Sets the process's log level to `log.level`.
+void apply_log_level(const Config& config);
+
 }  // namespace rdma_exporter

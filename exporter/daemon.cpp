@@ -1,0 +1,207 @@
+#include "exporter/daemon.hpp"
+
+#include <boost/asio/post.hpp>
+#include <chrono>
+#include <csignal>
+#include <future>
+
+#include "collectors/probe/service.hpp"
+#include "common/log.hpp"
+#include "exporter/build_info.hpp"
+#include "exporter/otlp/pusher.hpp"
+#include "exporter/probe_collector.hpp"
+
+namespace rdma_exporter {
+namespace {
+
+double now_seconds() {
+  return std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch()).count();
+}
+
+}  // namespace
+
+// Outcome of configuration reloads, for self metrics.
+struct ReloadStatus {
+  std::atomic<bool> successful{true};
+  std::atomic<double> success_timestamp{0};
+
+  void add_metrics(MetricSink& sink) const {
+    sink.gauge("rdma_exporter_config_last_reload_successful",
+               "1 when the last configuration reload succeeded (or none was tried).", {},
+               successful ? 1.0 : 0.0);
+    sink.gauge("rdma_exporter_config_last_reload_success_timestamp_seconds",
+               "When the configuration was last loaded successfully (start or reload), in "
+               "seconds since the epoch.",
+               {}, success_timestamp);
+  }
+};
+
+Daemon::Daemon(const CommandLine& cli, const Config& config,
+               std::shared_ptr<const WebSecurity> security)
+    : cli_(cli),
+      config_(config),
+      security_(std::move(security)),
+      collection_(config_),
+      cache_(io_, collection_, config_.collection.max_age),
+      server_(io_, config_.web, cache_, security_),
+      signals_(io_, SIGINT, SIGTERM, SIGHUP),
+      deadline_(io_),
+      reload_status_(std::make_shared<ReloadStatus>()) {
+  reload_status_->success_timestamp = now_seconds();
+  collection_.add_self_metrics(
+      [stats = server_.stats()](MetricSink& sink) { stats->add_metrics(sink); });
+  collection_.add_self_metrics(
+      [status = reload_status_](MetricSink& sink) { status->add_metrics(sink); });
+  server_.set_reload_hook([this](const ReloadDone& done) { reload(done); });
+}
+
+Daemon::~Daemon() = default;
+
+// OTLP push, on a thread of its own. It asks the event loop for a snapshot
+// (the same single-flight cache the scrapes use) and waits at most
+// otlp.timeout for it, so it never outlives a stopped loop.
+void Daemon::start_otlp() {
+  const Duration wait = config_.otlp.timeout;
+  pusher_ =
+      std::make_shared<OtlpPusher>(config_.otlp, [this, wait]() -> std::shared_ptr<const Snapshot> {
+        auto promise = std::make_shared<std::promise<std::shared_ptr<const Snapshot>>>();
+        auto future = promise->get_future();
+        boost::asio::post(io_, [this, promise] {
+          cache_.get(
+              [promise](std::shared_ptr<const Snapshot> s) { promise->set_value(std::move(s)); });
+        });
+        const auto limit = std::chrono::steady_clock::now() + wait;
+        while (future.wait_for(std::chrono::milliseconds(100)) != std::future_status::ready) {
+          if (io_.stopped() || std::chrono::steady_clock::now() >= limit) return nullptr;
+        }
+        try {
+          return future.get();
+        } catch (const std::future_error&) {
+          return nullptr;
+        }
+      });
+  collection_.add_self_metrics([pusher = pusher_](MetricSink& sink) { pusher->add_metrics(sink); });
+}
+
+// The latency probe, on its own thread, accounted like a collector.
+Status Daemon::start_probe() {
+  prober_ = std::make_shared<probe::ProbeService>(config_.probe);
+  if (Status s = prober_->start(); !s) return Error{s.error().code, "probe: " + s.error().message};
+  collection_.add_collector(std::make_unique<ProbeCollector>(prober_));
+  return ok_status();
+}
+
+// Reads and checks the file on the event loop; an invalid file changes
+// nothing. A valid one is applied between collections, keeping counters,
+// per-QP series and bindings.
+void Daemon::reload(const ReloadDone& done) {
+  Config next;
+  std::shared_ptr<const WebSecurity> next_security;
+  auto errors = load_config(cli_, next);
+  // The web configuration file and its certificates are read again too; a
+  // broken one rejects the reload like a broken configuration file.
+  if (errors.empty()) errors = load_web_security(next.web.config_file, next_security);
+  if (!errors.empty()) {
+    for (const auto& e : errors) log::error("reload rejected: " + e);
+    reload_status_->successful = false;
+    done(false,
+         "reload rejected, configuration kept: " + errors.front() +
+             (errors.size() > 1 ? " (and " + std::to_string(errors.size() - 1) + " more)" : ""));
+    return;
+  }
+  if (next.web.listen_address != config_.web.listen_address) {
+    log::warn("reload: web.listen_address changes take effect at the next start");
+  }
+  if (next.collection.netlink_timeout != config_.collection.netlink_timeout) {
+    log::warn("reload: collection.netlink_timeout changes take effect at the next start");
+  }
+  if (next.otlp != config_.otlp) log::warn("reload: otlp changes take effect at the next start");
+  if (next.probe.enabled != config_.probe.enabled) {
+    log::warn("reload: turning the probe on or off takes effect at the next start");
+  } else if (prober_ && next.probe != config_.probe) {
+    prober_->update(next.probe);
+  }
+  cache_.run_exclusive([next](Collection& c) { c.reconfigure(next); },
+                       [this, next, next_security, done] {
+                         config_ = next;
+                         apply_log_level(config_);
+                         server_.update_config(config_.web);
+                         server_.update_security(next_security);
+                         if (!config_.web.config_file.empty()) {
+                           log::info("web configuration " + config_.web.config_file + ": " +
+                                     next_security->describe());
+                         }
+                         cache_.set_max_age(config_.collection.max_age);
+                         cache_.start_maintenance(collection_.maintenance_interval());
+                         reload_status_->successful = true;
+                         reload_status_->success_timestamp = now_seconds();
+                         log::info("configuration reloaded");
+                         done(true, "configuration reloaded");
+                       });
+}
+
+void Daemon::wait_for_signal() {
+  signals_.async_wait([this](const boost::system::error_code& ec, int sig) {
+    if (ec) return;
+    if (sig == SIGHUP) {
+      log::info("SIGHUP: reloading the configuration");
+      reload([](bool, const std::string&) {});
+      wait_for_signal();
+      return;
+    }
+    shut_down(sig);
+  });
+}
+
+void Daemon::shut_down(int sig) {
+  log::info(std::string("received ") + (sig == SIGTERM ? "SIGTERM" : "SIGINT") +
+            ", finishing requests in flight");
+  signals_.cancel();
+  // Requests in flight get a bounded time to finish.
+  deadline_.expires_after(config_.web.write_timeout + config_.web.read_timeout);
+  deadline_.async_wait([this](const boost::system::error_code& ec) {
+    if (!ec) {
+      log::warn("shutdown deadline reached; closing remaining connections");
+      io_.stop();
+    }
+  });
+  server_.stop([this] { deadline_.cancel(); });
+  if (pusher_) pusher_->request_stop();
+  cache_.stop([](Collection& c) { c.restore_kernel_state(); });
+}
+
+int Daemon::run() {
+  if (config_.otlp.enabled) start_otlp();
+  if (config_.probe.enabled) {
+    if (Status s = start_probe(); !s) {
+      log::error(s.error().message);
+      return 1;
+    }
+  }
+  // Signals are caught before the server announces itself, so a supervisor
+  // that signals right after the "listening" line is never too early.
+  wait_for_signal();
+  if (Status s = server_.start(); !s) {
+    log::error(s.error().message);
+    return 1;
+  }
+  if (collection_.manages_kernel_state()) {
+    cache_.start_maintenance(collection_.maintenance_interval());
+  }
+  if (pusher_) pusher_->start();
+  const auto ep = server_.local_endpoint();
+  if (!config_.web.config_file.empty()) {
+    log::info("web configuration " + config_.web.config_file + ": " + security_->describe());
+  }
+  log::info("rdma_exporter " + std::string(exporter_version()) + " listening on " +
+            ep.address().to_string() + ":" + std::to_string(ep.port()) +
+            (server_.serves_tls() ? " (TLS)" : ""));
+
+  io_.run();
+  if (pusher_) pusher_->stop();
+  if (prober_) prober_->stop();
+  log::info("stopped");
+  return 0;
+}
+
+}  // namespace rdma_exporter

@@ -1,0 +1,65 @@
+#pragma once
+
+#include <boost/asio/io_context.hpp>
+#include <boost/asio/signal_set.hpp>
+#include <boost/asio/steady_timer.hpp>
+#include <functional>
+#include <memory>
+#include <string>
+
+#include "exporter/cli.hpp"
+#include "exporter/collection.hpp"
+#include "exporter/config.hpp"
+#include "exporter/http_server.hpp"
+#include "exporter/snapshot_cache.hpp"
+
+namespace rdma_exporter {
+
+class OtlpPusher;
+namespace probe {
+class ProbeService;
+}
+struct ReloadStatus;
+
+// The exporter as a long-running service. One event loop (the thread that
+// calls run()) accepts HTTP, runs timers and catches signals; collections run
+// behind the single-flight SnapshotCache; OTLP push and the latency probe
+// run on threads of their own. SIGHUP and POST /-/reload reload the
+// configuration; SIGINT and SIGTERM finish the requests in flight, restore
+// the kernel state the configuration asks to restore, and return.
+class Daemon {
+ public:
+  Daemon(const CommandLine& cli, const Config& config, std::shared_ptr<const WebSecurity> security);
+  ~Daemon();
+  Daemon(const Daemon&) = delete;
+  Daemon& operator=(const Daemon&) = delete;
+
+  // Serves until a shutdown signal; the process's exit code.
+  int run();
+
+ private:
+  using ReloadDone = std::function<void(bool, std::string)>;
+
+  void start_otlp();
+  Status start_probe();
+  void reload(const ReloadDone& done);
+  void wait_for_signal();
+  void shut_down(int signal);
+
+  const CommandLine& cli_;
+  Config config_;
+  std::shared_ptr<const WebSecurity> security_;
+  boost::asio::io_context io_;
+  Collection collection_;
+  SnapshotCache cache_;
+  HttpServer server_;
+  boost::asio::signal_set signals_;
+  boost::asio::steady_timer deadline_;
+  std::shared_ptr<ReloadStatus> reload_status_;
+  // Held by shared_ptr: a collection still running after a forced shutdown
+  // may read their metrics.
+  std::shared_ptr<OtlpPusher> pusher_;
+  std::shared_ptr<probe::ProbeService> prober_;
+};
+
+}  // namespace rdma_exporter
