@@ -13,7 +13,8 @@
 
 #include "collectors/ethtool/mapping.hpp"
 #include "exporter/collection.hpp"
-#include "exporter/exposition.hpp"
+#include "exporter/formats/gzip.hpp"
+#include "exporter/formats/text.hpp"
 #include "tests/fake_kernel/driver_counters.hpp"
 #include "tests/fake_kernel/fake_dcb.hpp"
 #include "tests/fake_kernel/fake_ethtool.hpp"

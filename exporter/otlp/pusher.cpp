@@ -10,7 +10,7 @@
 
 #include "common/log.hpp"
 #include "exporter/build_info.hpp"
-#include "exporter/exposition.hpp"
+#include "exporter/formats/gzip.hpp"
 
 namespace rdma_exporter {
 namespace {

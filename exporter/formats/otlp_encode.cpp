@@ -1,11 +1,11 @@
-#include "exporter/otlp/encode.hpp"
+#include "exporter/formats/otlp_encode.hpp"
 
 #include <bit>
 #include <charconv>
 #include <cmath>
 
 #include "common/text.hpp"
-#include "exporter/otlp/naming.hpp"
+#include "exporter/formats/otlp_naming.hpp"
 
 namespace rdma_exporter {
 namespace {
