@@ -1,9 +1,9 @@
 #include "exporter/formats/otlp_encode.hpp"
 
 #include <bit>
-#include <charconv>
 #include <cmath>
 
+#include "common/json_writer.hpp"
 #include "common/text.hpp"
 #include "exporter/formats/otlp_naming.hpp"
 
@@ -280,75 +280,10 @@ void proto_metric(ProtoWriter& w, const MetricFamily& f, const OtlpEncodeContext
 
 // -------------------------------------------------------------------- JSON
 
-class JsonWriter {
- public:
-  void begin_object() {
-    before_value();
-    out_.push_back('{');
-    first_.push_back(true);
-  }
-  void end_object() {
-    out_.push_back('}');
-    first_.pop_back();
-  }
-  void begin_array() {
-    before_value();
-    out_.push_back('[');
-    first_.push_back(true);
-  }
-  void end_array() {
-    out_.push_back(']');
-    first_.pop_back();
-  }
-  void key(std::string_view k) {
-    before_value();
-    quoted(k);
-    out_.push_back(':');
-    after_key_ = true;
-  }
-  void string(std::string_view s) {
-    before_value();
-    quoted(s);
-  }
-  // 64-bit integers are strings in OTLP/JSON.
-  void int64_string(int64_t v) { string(std::to_string(v)); }
-  void uint64_string(uint64_t v) { string(std::to_string(v)); }
-  void integer(uint64_t v) {
-    before_value();
-    out_.append(std::to_string(v));
-  }
-  void boolean(bool v) {
-    before_value();
-    out_.append(v ? "true" : "false");
-  }
-  void number(double v) {
-    if (std::isnan(v)) return string("NaN");
-    if (std::isinf(v)) return string(v > 0 ? "Infinity" : "-Infinity");
-    before_value();
-    char buf[32];
-    auto [p, ec] = std::to_chars(buf, buf + sizeof buf, v);
-    out_.append(buf, ec == std::errc() ? p : buf);
-  }
-
-  std::string take() { return std::move(out_); }
-
- private:
-  void before_value() {
-    if (after_key_) {
-      after_key_ = false;
-      return;
-    }
-    if (first_.empty()) return;
-    if (!first_.back()) out_.push_back(',');
-    first_.back() = false;
-  }
-
-  void quoted(std::string_view s) { out_ += json_quote(s); }
-
-  std::string out_;
-  std::vector<bool> first_;
-  bool after_key_ = false;
-};
+// 64-bit integers are strings in OTLP/JSON.
+void json_uint64(JsonWriter& w, uint64_t v) {
+  w.string(std::to_string(v));
+}
 
 void json_attribute(JsonWriter& w, std::string_view key, std::string_view value) {
   w.begin_object();
@@ -372,10 +307,10 @@ void json_labels(JsonWriter& w, const ClientMetric& m) {
 void json_times(JsonWriter& w, const OtlpEncodeContext& ctx, bool with_start) {
   if (with_start) {
     w.key("startTimeUnixNano");
-    w.uint64_string(ctx.start_time_unix_nano);
+    json_uint64(w, ctx.start_time_unix_nano);
   }
   w.key("timeUnixNano");
-  w.uint64_string(ctx.time_unix_nano);
+  json_uint64(w, ctx.time_unix_nano);
 }
 
 void json_metric(JsonWriter& w, const MetricFamily& f, const OtlpEncodeContext& ctx) {
@@ -405,7 +340,7 @@ void json_metric(JsonWriter& w, const MetricFamily& f, const OtlpEncodeContext& 
         const Number n = number(number_of(m, f.type), allow_int);
         if (n.is_int) {
           w.key("asInt");
-          w.int64_string(n.i);
+          w.string(std::to_string(n.i));
         } else {
           w.key("asDouble");
           w.number(n.d);
@@ -433,12 +368,12 @@ void json_metric(JsonWriter& w, const MetricFamily& f, const OtlpEncodeContext& 
         json_labels(w, m);
         json_times(w, ctx, true);
         w.key("count");
-        w.uint64_string(m.histogram.sample_count);
+        json_uint64(w, m.histogram.sample_count);
         w.key("sum");
         w.number(m.histogram.sample_sum);
         w.key("bucketCounts");
         w.begin_array();
-        for (uint64_t c : b.counts) w.uint64_string(c);
+        for (uint64_t c : b.counts) json_uint64(w, c);
         w.end_array();
         w.key("explicitBounds");
         w.begin_array();
@@ -462,7 +397,7 @@ void json_metric(JsonWriter& w, const MetricFamily& f, const OtlpEncodeContext& 
         json_labels(w, m);
         json_times(w, ctx, true);
         w.key("count");
-        w.uint64_string(m.summary.sample_count);
+        json_uint64(w, m.summary.sample_count);
         w.key("sum");
         w.number(m.summary.sample_sum);
         w.key("quantileValues");
