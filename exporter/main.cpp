@@ -21,7 +21,7 @@
 #include "exporter/collection.hpp"
 #include "exporter/formats/json.hpp"
 #include "exporter/formats/openmetrics.hpp"
-#include "exporter/formats/otlp_encode.hpp"
+#include "exporter/formats/otlp_json.hpp"
 #include "exporter/http_server.hpp"
 #include "exporter/otlp/pusher.hpp"
 #include "exporter/privileges.hpp"
