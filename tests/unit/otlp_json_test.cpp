@@ -128,5 +128,37 @@ TEST(OtlpJson, EmptyRequestIsValid) {
   EXPECT_EQ(j["resourceMetrics"][0]["scopeMetrics"][0]["metrics"].size(), 0u);
 }
 
+// Histograms are cumulative: their points carry the start of the series, as
+// sums do.
+TEST(OtlpJson, HistogramPointsCarryTheStartOfTheSeries) {
+  const Json j = parse_json(encode_otlp_json(test_families(), test_context()));
+  const Json* hist = find_metric(j, "rdma.exporter.probe_latency");
+  ASSERT_NE(hist, nullptr);
+  const Json& p = (*hist)["histogram"]["dataPoints"][0];
+  EXPECT_EQ(p["startTimeUnixNano"].str(), "1700000000000000000");
+  EXPECT_EQ(p["timeUnixNano"].str(), "1700000060123456789");
+  EXPECT_EQ(json_attributes(p["attributes"]),
+            (std::map<std::string, std::string>{{"device", "mlx5_0"}}));
+}
+
+TEST(OtlpJson, Summary) {
+  const Json j = parse_json(encode_otlp_json({summary_family()}, test_context()));
+  const Json* m = find_metric(j, "rdma.x");
+  ASSERT_NE(m, nullptr);
+  EXPECT_EQ((*m)["unit"].str(), "s");
+  const Json& s = (*m)["summary"];
+  EXPECT_FALSE(s.has("aggregationTemporality"));
+  const Json& p = s["dataPoints"][0];
+  EXPECT_EQ(p["startTimeUnixNano"].str(), "1700000000000000000");
+  EXPECT_EQ(p["timeUnixNano"].str(), "1700000060123456789");
+  EXPECT_EQ(p["count"].str(), "4");
+  EXPECT_EQ(p["sum"].num(), 2.0);
+  ASSERT_EQ(p["quantileValues"].size(), 2u);
+  EXPECT_EQ(p["quantileValues"][1]["quantile"].num(), 0.99);
+  EXPECT_EQ(p["quantileValues"][1]["value"].num(), 1.5);
+  EXPECT_EQ(json_attributes(p["attributes"]),
+            (std::map<std::string, std::string>{{"device", "rxe0"}}));
+}
+
 }  // namespace
 }  // namespace rdma_exporter
