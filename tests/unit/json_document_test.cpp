@@ -50,11 +50,20 @@ TEST(JsonDocument, ValuesThatAreNotFiniteAreStrings) {
   sink.gauge("a", "", {}, NAN);
   sink.gauge("b", "", {}, INFINITY);
   sink.gauge("c", "", {}, -INFINITY);
+  prometheus::MetricFamily h{"h", "", prometheus::MetricType::Histogram, {}};
+  prometheus::ClientMetric m;
+  m.histogram.sample_count = 1;
+  m.histogram.sample_sum = NAN;
+  m.histogram.bucket = {{0, -INFINITY}, {1, INFINITY}};
+  h.metric.push_back(m);
+  sink.family(h);
   EXPECT_EQ(render_json(sink.take(), {}, 0),
             R"({"schema":"rdma_exporter/v1","timestamp_seconds":0,"collectors":[],"metrics":[)"
             R"({"name":"a","type":"gauge","help":"","samples":[{"labels":{},"value":"NaN"}]},)"
             R"({"name":"b","type":"gauge","help":"","samples":[{"labels":{},"value":"+Inf"}]},)"
-            R"({"name":"c","type":"gauge","help":"","samples":[{"labels":{},"value":"-Inf"}]}]})"
+            R"({"name":"c","type":"gauge","help":"","samples":[{"labels":{},"value":"-Inf"}]},)"
+            R"({"name":"h","type":"histogram","help":"","samples":[{"labels":{},"count":1,)"
+            R"("sum":"NaN","buckets":[{"le":"-Inf","count":0},{"le":"+Inf","count":1}]}]}]})"
             "\n");
 }
 
