@@ -2,6 +2,7 @@
 
 #include <cstddef>
 #include <string>
+#include <string_view>
 
 #include "common/result.hpp"
 
@@ -13,6 +14,11 @@ namespace rdma_exporter {
 // message ("probe.secret_file /etc/x").
 Result<std::string> read_file(const std::string& path, std::size_t max_bytes,
                               const std::string& what);
+
+// Writes `data` to `path` atomically: a temporary file in the same folder,
+// flushed to disk, then renamed over `path`. Readers see the old file or the
+// new one, never a part. The error names the step and the file that failed.
+Status write_file_atomically(const std::string& path, std::string_view data);
 
 // Limits for the files the daemon reads: configuration files (the exporter's
 // and the web configuration), certificates and target lists.

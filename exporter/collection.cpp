@@ -4,7 +4,8 @@
 
 #include "common/log.hpp"
 #include "exporter/build_info.hpp"
-#include "exporter/exposition.hpp"
+#include "exporter/formats/gzip.hpp"
+#include "exporter/formats/text.hpp"
 
 namespace rdma_exporter {
 

@@ -17,7 +17,7 @@
 
 #include "common/log.hpp"
 #include "exporter/collection.hpp"
-#include "exporter/exposition.hpp"
+#include "exporter/formats/text.hpp"
 
 namespace rdma_exporter {
 

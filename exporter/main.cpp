@@ -6,12 +6,15 @@
 
 #include "collectors/kernel/netlink/socket_transport.hpp"
 #include "collectors/kernel/sysfs/reader.hpp"
+#include "common/file.hpp"
 #include "common/log.hpp"
 #include "exporter/build_info.hpp"
 #include "exporter/cli.hpp"
 #include "exporter/collection.hpp"
 #include "exporter/daemon.hpp"
-#include "exporter/exposition.hpp"
+#include "exporter/formats/json.hpp"
+#include "exporter/formats/openmetrics.hpp"
+#include "exporter/formats/otlp_json.hpp"
 #include "exporter/otlp/pusher.hpp"
 #include "exporter/privileges.hpp"
 
@@ -59,9 +62,8 @@ int run_once(const Config& config, const CommandLine& cli) {
   }
   const std::string body = render_once(*snapshot, cli.format, config);
   if (cli.output) {
-    std::string error;
-    if (!write_file_atomically(*cli.output, body, error)) {
-      std::fprintf(stderr, "writing the metrics failed: %s\n", error.c_str());
+    if (const Status written = write_file_atomically(*cli.output, body); !written) {
+      std::fprintf(stderr, "writing the metrics failed: %s\n", written.error().message.c_str());
       return kExitFailure;
     }
   } else {

@@ -10,7 +10,9 @@
 
 #include "common/log.hpp"
 #include "exporter/build_info.hpp"
-#include "exporter/exposition.hpp"
+#include "exporter/formats/gzip.hpp"
+#include "exporter/formats/otlp_json.hpp"
+#include "exporter/formats/otlp_protobuf.hpp"
 
 namespace rdma_exporter {
 namespace {

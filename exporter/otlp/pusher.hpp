@@ -12,7 +12,7 @@
 #include <thread>
 
 #include "common/metric_sink.hpp"
-#include "exporter/otlp/encode.hpp"
+#include "exporter/formats/otlp_model.hpp"
 #include "exporter/otlp/http_client.hpp"
 #include "exporter/otlp/options.hpp"
 #include "exporter/snapshot.hpp"

@@ -8,7 +8,6 @@
 #include <algorithm>
 #include <cmath>
 
-#include "exporter/exposition.hpp"
 #include "tests/fake_kernel/fake_nldev.hpp"
 #include "tests/unit/fixtures.hpp"
 #include "tests/unit/snapshot_query.hpp"

@@ -2,7 +2,7 @@
 
 #include <gtest/gtest.h>
 
-#include "exporter/exposition.hpp"
+#include "exporter/formats/text.hpp"
 
 namespace rdma_exporter {
 namespace {

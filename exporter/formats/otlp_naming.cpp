@@ -1,4 +1,4 @@
-#include "exporter/otlp/naming.hpp"
+#include "exporter/formats/otlp_naming.hpp"
 
 #include <array>
 #include <utility>
