@@ -264,6 +264,53 @@ TEST(Codec, PortsAndResourceSummaries) {
   EXPECT_EQ((*sums)[0].entries[0], (std::pair<std::string, uint64_t>{"qp", 12}));
 }
 
+// Each port identifier comes from its own attribute: LID, SM_LID and LMC
+// hold different numbers on an InfiniBand port.
+TEST(Codec, PortIdentifiersComeFromTheirOwnAttributes) {
+  Bytes port = NlMessage(nldev_type(RDMA_NLDEV_CMD_PORT_GET), NLM_F_MULTI)
+                   .u32(RDMA_NLDEV_ATTR_DEV_INDEX, 2)
+                   .str(RDMA_NLDEV_ATTR_DEV_NAME, "mlx5_1")
+                   .u32(RDMA_NLDEV_ATTR_PORT_INDEX, 1)
+                   .u32(RDMA_NLDEV_ATTR_LID, 7)
+                   .u32(RDMA_NLDEV_ATTR_SM_LID, 3)
+                   .u8(RDMA_NLDEV_ATTR_LMC, 2)
+                   .u8(RDMA_NLDEV_ATTR_PORT_STATE, 4)
+                   .u8(RDMA_NLDEV_ATTR_PORT_PHYS_STATE, 5)
+                   .bytes();
+  auto ports = decode_ports(Reply{{datagram({port, done_message()})}});
+  ASSERT_TRUE(ports) << ports.error().message;
+  ASSERT_EQ(ports->size(), 1U);
+  const Port& p = ports->front();
+  EXPECT_EQ(p.dev_index, 2U);
+  EXPECT_EQ(p.dev_name, "mlx5_1");
+  EXPECT_EQ(p.index, 1U);
+  EXPECT_EQ(p.lid, std::optional<uint32_t>(7));
+  EXPECT_EQ(p.sm_lid, std::optional<uint32_t>(3));
+  EXPECT_EQ(p.lmc, std::optional<uint8_t>(2));
+  EXPECT_EQ(p.state, std::optional<uint8_t>(4));
+  EXPECT_EQ(p.phys_state, std::optional<uint8_t>(5));
+  EXPECT_FALSE(p.netdev_name);  // an InfiniBand port has no netdev
+}
+
+TEST(Codec, PortCountersNeedTheirAnswer) {
+  auto none = decode_port_counters(Reply{{ack_message()}});
+  ASSERT_FALSE(none);
+  EXPECT_EQ(none.error().message, "malformed netlink reply: expected one STAT_GET message, got 0");
+  auto two = decode_port_counters(
+      Reply{{datagram({counters_msg({{"a", 1}}), counters_msg({{"a", 2}}), ack_message()})}});
+  ASSERT_FALSE(two);
+  EXPECT_NE(two.error().message.find("got 2"), std::string::npos);
+}
+
+// Any errno in NLMSG_DONE ends the dump with that error, EPERM (1) too.
+TEST(Codec, EveryErrnoInDoneIsTheDumpsError) {
+  for (int err : {EPERM, ENOENT, EOPNOTSUPP}) {
+    auto devices = decode_devices(Reply{{datagram({device_msg(1, "a"), done_message(-err)})}});
+    ASSERT_FALSE(devices) << err;
+    EXPECT_EQ(devices.error().code, err);
+  }
+}
+
 TEST(Codec, RequestsAreWhatTheKernelExpects) {
   const Bytes req = build_port_counters_get(3, 2);
   const auto* nlh = reinterpret_cast<const nlmsghdr*>(req.data());

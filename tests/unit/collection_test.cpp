@@ -4,9 +4,12 @@
 
 #include <gtest/gtest.h>
 #include <rdma/rdma_netlink.h>
+#include <unistd.h>
 
 #include <algorithm>
 #include <cmath>
+#include <filesystem>
+#include <fstream>
 
 #include "tests/fake_kernel/fake_nldev.hpp"
 #include "tests/unit/fixtures.hpp"
@@ -102,6 +105,7 @@ TEST_F(CollectionTest, ExportsDevicesPortsCountersAndResources) {
              {{"device", "mlx5_0"}, {"port", "2"}, {"state", "DOWN"}, {"phys_state", "DISABLED"}}),
       1.0);
   EXPECT_EQ(sample(*s, "rdma_port_lid", {{"device", "mlx5_1"}}), 7.0);
+  EXPECT_EQ(sample(*s, "rdma_port_sm_lid", {{"device", "mlx5_1"}, {"port", "1"}}), 1.0);
   EXPECT_TRUE(std::isnan(sample(*s, "rdma_port_lid", {{"device", "mlx5_0"}})));
   EXPECT_EQ(sample(*s, "rdma_port_hw_out_of_sequence_total", {{"device", "mlx5_0"}, {"port", "1"}}),
             17.0);
@@ -130,12 +134,14 @@ TEST_F(CollectionTest, CountersFollowTheKernel) {
 
 TEST_F(CollectionTest, ExcludedDeviceIsNeverRead) {
   config_.devices.exclude = {"mlx5_1"};
+  kernel_->devices[1].resources = {{"qp", 2}};  // in the system-wide summary dump
   auto s = collect();
   EXPECT_TRUE(s->all_succeeded());
   EXPECT_EQ(kernel().requests_for(5), 0U);  // no PORT_GET, no STAT_GET for mlx5_1
   EXPECT_GT(kernel().requests_for(1), 0U);
   EXPECT_TRUE(std::isnan(sample(*s, "rdma_device_info", {{"device", "mlx5_1"}})));
   EXPECT_TRUE(std::isnan(sample(*s, "rdma_device_resources", {{"device", "mlx5_1"}})));
+  EXPECT_EQ(sample(*s, "rdma_device_resources", {{"device", "mlx5_0"}, {"resource", "qp"}}), 12.0);
 }
 
 TEST_F(CollectionTest, IncludeListSelectsDevices) {
@@ -231,6 +237,34 @@ TEST_F(CollectionTest, SysfsFixtureAlongsideNetlink) {
   EXPECT_EQ(sample(*s, "rdma_device_hardware_info", {{"device", "mlx5_0"}, {"hca_type", "MT4119"}}),
             1.0);
   EXPECT_FALSE(has_family(*s, "rdma_device_hw_lifespan_total"));
+}
+
+// IBA PortXmitData and PortRcvData (and their 64-bit forms) count octets
+// divided by four; the other PMA counters are plain counts.
+TEST_F(CollectionTest, PmaDataCountersAreExportedInBytes) {
+  const auto root =
+      std::filesystem::path(::testing::TempDir()) / ("rdma_pma_" + std::to_string(::getpid()));
+  const auto counters = root / "class/infiniband/mlx5_1/ports/1/counters";
+  std::filesystem::create_directories(counters);
+  for (const auto& [file, text] : {std::pair{"port_xmit_data", "1000"},
+                                   {"port_rcv_data", "250"},
+                                   {"port_xmit_data_64", "7"},
+                                   {"port_rcv_data_64", "9"},
+                                   {"port_xmit_packets", "1000"},
+                                   {"symbol_error", "3"}}) {
+    std::ofstream(counters / file) << text << "\n";
+  }
+  config_.sysfs.root = root.string();
+  auto s = collect();
+  EXPECT_TRUE(outcome(*s, "sysfs").errors.empty());
+  const Labels port{{"device", "mlx5_1"}, {"port", "1"}};
+  EXPECT_EQ(sample(*s, "rdma_port_pma_port_xmit_data_bytes_total", port), 4000.0);
+  EXPECT_EQ(sample(*s, "rdma_port_pma_port_rcv_data_bytes_total", port), 1000.0);
+  EXPECT_EQ(sample(*s, "rdma_port_pma_port_xmit_data_64_bytes_total", port), 28.0);
+  EXPECT_EQ(sample(*s, "rdma_port_pma_port_rcv_data_64_bytes_total", port), 36.0);
+  EXPECT_EQ(sample(*s, "rdma_port_pma_port_xmit_packets_total", port), 1000.0);
+  EXPECT_EQ(sample(*s, "rdma_port_pma_symbol_error_total", port), 3.0);
+  std::filesystem::remove_all(root);
 }
 
 TEST_F(CollectionTest, BrokenSysfsFailsTheSysfsCollectorButKeepsGoodValues) {

@@ -9,36 +9,106 @@
 #include "collectors/dcb/options.hpp"
 #include "collectors/ethtool/options.hpp"
 #include "collectors/optional_counters/options.hpp"
+#include "collectors/qp_counters/options.hpp"
 #include "exporter/cli.hpp"
 
 namespace rdma_exporter {
 namespace {
 
-TEST(Config, ShippedExampleLoadsAndEqualsTheDefaults) {
-  Config c;
-  auto errors = load_config_file(RDMA_EXPORTER_SOURCE_DIR "/config/rdma_exporter.yml", c);
-  ASSERT_TRUE(errors.empty()) << errors.front();
-  const Config d;
-  EXPECT_EQ(c.web.listen_address, d.web.listen_address);
-  EXPECT_EQ(c.web.max_connections, d.web.max_connections);
-  EXPECT_EQ(c.web.read_timeout, d.web.read_timeout);
-  EXPECT_EQ(c.web.max_request_bytes, d.web.max_request_bytes);
-  EXPECT_EQ(c.collection.max_age, d.collection.max_age);
-  EXPECT_EQ(c.sysfs.root, d.sysfs.root);
-  EXPECT_EQ(c.log.level, d.log.level);
-  EXPECT_EQ(c.collectors.enabled("optional_counters"), d.collectors.enabled("optional_counters"));
-  EXPECT_EQ(c.collectors.enabled("ethtool"), d.collectors.enabled("ethtool"));
-  EXPECT_EQ(c.collectors.enabled("dcb"), d.collectors.enabled("dcb"));
+using std::chrono::milliseconds;
+using std::chrono::minutes;
+using std::chrono::seconds;
+
+// The defaults as docs/configuration.md states them, written out by hand.
+void expect_documented_defaults(const Config& c) {
+  EXPECT_EQ(c.web.listen_address, ":10910");
+  EXPECT_EQ(c.web.max_connections, 64);
+  EXPECT_EQ(c.web.read_timeout, seconds(10));
+  EXPECT_EQ(c.web.idle_timeout, seconds(60));
+  EXPECT_EQ(c.web.write_timeout, seconds(30));
+  EXPECT_EQ(c.web.max_request_bytes, 8192U);
+  EXPECT_FALSE(c.web.enable_lifecycle);
+  EXPECT_EQ(c.web.config_file, "");
+  EXPECT_EQ(c.collection.max_age, seconds(1));
+  EXPECT_EQ(c.collection.netlink_timeout, seconds(5));
+  EXPECT_TRUE(c.devices.include.empty());
+  EXPECT_TRUE(c.devices.exclude.empty());
+  EXPECT_EQ(c.sysfs.root, "/sys");
+  EXPECT_TRUE(c.collectors.enabled("devices"));
+  EXPECT_TRUE(c.collectors.enabled("hw_counters"));
+  EXPECT_TRUE(c.collectors.enabled("resources"));
+  EXPECT_TRUE(c.collectors.enabled("sysfs"));
+  EXPECT_TRUE(c.collectors.enabled("qp_counters"));
+  EXPECT_TRUE(c.collectors.enabled("optional_counters"));
+  EXPECT_TRUE(c.collectors.enabled("ethtool"));
+  EXPECT_TRUE(c.collectors.enabled("dcb"));
+  EXPECT_EQ(c.log.level, "info");
+
+  EXPECT_TRUE(c.collectors.options<QpCountersOptions>().ports.empty());
+  EXPECT_TRUE(c.collectors.options<QpCountersOptions>().manual_rules.empty());
+  EXPECT_EQ(c.collectors.options<QpCountersOptions>().reconcile_interval, seconds(10));
+  EXPECT_FALSE(c.collectors.options<QpCountersOptions>().cgroup_label);
+  EXPECT_TRUE(c.collectors.options<QpCountersOptions>().aggregate_by.empty());
+  EXPECT_EQ(c.collectors.options<QpCountersOptions>().max_series, 1000U);
+  EXPECT_EQ(c.collectors.options<QpCountersOptions>().retired_ttl, minutes(10));
+  EXPECT_FALSE(c.collectors.options<QpCountersOptions>().inventory_by_comm);
+  EXPECT_EQ(c.collectors.options<QpCountersOptions>().proc_root, "/proc");
+
   EXPECT_TRUE(c.collectors.options<OptionalCountersOptions>().ports.empty());
-  EXPECT_EQ(c.collectors.options<OptionalCountersOptions>().reconcile_interval,
-            d.collectors.options<OptionalCountersOptions>().reconcile_interval);
-  EXPECT_EQ(c.collectors.options<EthtoolOptions>().raw_stats,
-            d.collectors.options<EthtoolOptions>().raw_stats);
+  EXPECT_EQ(c.collectors.options<OptionalCountersOptions>().reconcile_interval, seconds(10));
+  EXPECT_FALSE(c.collectors.options<EthtoolOptions>().raw_stats);
   EXPECT_TRUE(c.collectors.options<EthtoolOptions>().raw_stats_include.empty());
   EXPECT_TRUE(c.collectors.options<EthtoolOptions>().mappings.empty());
-  EXPECT_EQ(c.collectors.options<DcbOptions>().dscp_priority,
-            d.collectors.options<DcbOptions>().dscp_priority);
-  EXPECT_EQ(c.probe, d.probe);
+  EXPECT_FALSE(c.collectors.options<DcbOptions>().dscp_priority);
+
+  EXPECT_FALSE(c.otlp.enabled);
+  EXPECT_EQ(c.otlp.endpoint, "http://127.0.0.1:4318/v1/metrics");
+  EXPECT_EQ(c.otlp.encoding, OtlpOptions::Encoding::protobuf);
+  EXPECT_EQ(c.otlp.compression, OtlpOptions::Compression::none);
+  EXPECT_TRUE(c.otlp.headers.empty());
+  EXPECT_EQ(c.otlp.interval, seconds(60));
+  EXPECT_EQ(c.otlp.timeout, seconds(10));
+  EXPECT_EQ(c.otlp.max_backoff, seconds(30));
+  EXPECT_EQ(c.otlp.queue_size, 8U);
+  EXPECT_EQ(c.otlp.service_name, "rdma_exporter");
+  EXPECT_TRUE(c.otlp.resource_attributes.empty());
+
+  const auto& p = c.probe;
+  EXPECT_FALSE(p.enabled);
+  EXPECT_EQ(p.device, "");
+  EXPECT_EQ(p.port, 1);
+  EXPECT_EQ(p.gid_index, -1);
+  EXPECT_EQ(p.listen_address, ":10911");
+  EXPECT_TRUE(p.classes.empty());  // in use: one class "default"
+  EXPECT_TRUE(p.targets.empty());
+  EXPECT_TRUE(p.file_sd.empty());
+  EXPECT_EQ(p.file_sd_refresh, seconds(5));
+  EXPECT_FALSE(p.loopback);
+  EXPECT_EQ(p.connect_timeout, seconds(3));
+  EXPECT_EQ(p.backoff_initial, milliseconds(500));
+  EXPECT_EQ(p.backoff_max, seconds(30));
+  EXPECT_EQ(p.secret_file, "");
+  EXPECT_EQ(p.max_sessions, 256);
+  EXPECT_EQ(p.max_sessions_per_source, 32);
+  EXPECT_EQ(p.setups_per_minute_per_source, 120);
+  EXPECT_EQ(p.max_message_size, 1048576U);
+  EXPECT_EQ(p.idle_timeout, seconds(60));
+  EXPECT_EQ(p.memory, "host");
+}
+
+TEST(Config, WithoutAFileTheDocumentedDefaultsApply) {
+  expect_documented_defaults(Config{});
+}
+
+TEST(Config, ShippedExampleLoadsAndHoldsTheDocumentedDefaults) {
+  Config c;
+  c.web.max_connections = 1;  // the file sets every key: nothing survives from before
+  c.sysfs.root = "/elsewhere";
+  c.collectors.options<QpCountersOptions>().max_series = 1;
+  c.probe.memory = "udmabuf";
+  auto errors = load_config_file(RDMA_EXPORTER_SOURCE_DIR "/config/rdma_exporter.yml", c);
+  ASSERT_TRUE(errors.empty()) << errors.front();
+  expect_documented_defaults(c);
 }
 
 TEST(Config, EmptyDocumentKeepsDefaults) {
@@ -174,6 +244,46 @@ dcb: {dscp: true}
   EXPECT_NE(errors[5].find("ethtool.raw_stats_include"), std::string::npos) << errors[5];
   EXPECT_NE(errors[6].find("dcb.dscp: unknown key"), std::string::npos);
   EXPECT_EQ(errors[7], "c.yml: optional_counters.reconcile_interval: must be positive");
+}
+
+// web.max_request_bytes: an integer from 1024 to 1048576.
+TEST(Config, MaxRequestBytesBounds) {
+  auto errors_for = [](const std::string& value, Config& c) {
+    return parse_config("web:\n  max_request_bytes: " + value + "\n", "m.yml", c);
+  };
+  for (const char* bad : {"1023", "0", "1048577"}) {
+    Config c;
+    const auto errors = errors_for(bad, c);
+    ASSERT_EQ(errors.size(), 1U) << bad;
+    EXPECT_EQ(errors[0], std::string("m.yml:2:22: web.max_request_bytes: expected an integer from "
+                                     "1024 to 1048576, got \"") +
+                             bad + "\"");
+    EXPECT_EQ(c.web.max_request_bytes, 8192U) << bad;  // the default stays
+  }
+  for (const auto& [text, bytes] : {std::pair{"1024", 1024U}, {"1048576", 1048576U}}) {
+    Config c;
+    EXPECT_TRUE(errors_for(text, c).empty()) << text;
+    EXPECT_EQ(c.web.max_request_bytes, bytes);
+  }
+}
+
+TEST(Config, EmptySysfsRootIsRejected) {
+  Config c;
+  const auto errors = parse_config("sysfs: {root: \"\"}\n", "s.yml", c);
+  ASSERT_EQ(errors.size(), 1U);
+  EXPECT_EQ(errors[0], "s.yml: sysfs.root: must not be empty");
+}
+
+TEST(Config, QpCountersMaxSeriesIsAtLeastOne) {
+  Config c;
+  const auto errors = parse_config("qp_counters: {max_series: 0}\n", "q.yml", c);
+  ASSERT_EQ(errors.size(), 1U);
+  EXPECT_NE(errors[0].find("qp_counters.max_series: expected an integer from 1 to 1000000"),
+            std::string::npos)
+      << errors[0];
+  EXPECT_EQ(c.collectors.options<QpCountersOptions>().max_series, 1000U);
+  EXPECT_TRUE(parse_config("qp_counters: {max_series: 1}\n", "q.yml", c).empty());
+  EXPECT_EQ(c.collectors.options<QpCountersOptions>().max_series, 1U);
 }
 
 TEST(Config, SyntaxErrorIsOneLineWithPosition) {

@@ -101,6 +101,29 @@ TEST(DcbCodec, PartsADriverDoesNotGiveAreAbsentUnknownOnesIgnored) {
   EXPECT_FALSE(c->dcbx);
 }
 
+// struct ieee_pfc: requests[] counts PFC frames sent per priority,
+// indications[] those received.
+TEST(DcbCodec, PfcFrameCountsPerPriorityKeepTheirDirection) {
+  ieee_pfc pfc{};
+  pfc.pfc_cap = 8;
+  pfc.pfc_en = 1U << 3;
+  pfc.mbc = 1;
+  pfc.delay = 32;
+  pfc.requests[3] = 11;
+  pfc.indications[3] = 22;
+  pfc.indications[7] = 5;
+  auto c = dcb::decode_ieee(
+      answer(message([&](NlMessage& m) { m.raw(DCB_ATTR_IEEE_PFC, &pfc, sizeof pfc); })));
+  ASSERT_TRUE(c) << c.error().message;
+  ASSERT_TRUE(c->pfc);
+  EXPECT_EQ(c->pfc->mbc, 1);
+  EXPECT_EQ(c->pfc->delay, 32);
+  EXPECT_EQ(c->pfc->requests[3], 11U);
+  EXPECT_EQ(c->pfc->indications[3], 22U);
+  EXPECT_EQ(c->pfc->requests[7], 0U);
+  EXPECT_EQ(c->pfc->indications[7], 5U);
+}
+
 TEST(DcbCodec, MalformedAndTruncatedMessagesAreErrors) {
   ieee_ets ets{};
   struct Case {
@@ -232,6 +255,29 @@ TEST_F(DcbCollectionTest, DscpMapOnRequestAndPcpTrustWithoutDscpEntries) {
   EXPECT_EQ(sample(*s, "rdma_netdev_qos_trust_info", {{"netdev", "veth0"}, {"trust", "pcp"}}), 1.0);
   // Only the traffic classes the port has.
   EXPECT_EQ(series_count(*s, "rdma_netdev_ets_bandwidth_percent"), 8U * 2 + 4U);
+}
+
+TEST_F(DcbCollectionTest, ANetdevWithOneTrafficClassHasOneEtsSeries) {
+  FakeDcbNetdev one = testing::mlx5_dcb();
+  one.ets->ets_cap = 1;
+  one.ets->tc_tx_bw[0] = 100;
+  dcb_->netdevs["veth0"] = one;
+  auto s = collect();
+  EXPECT_EQ(series_count(*s, "rdma_netdev_ets_bandwidth_percent"), 8U * 2 + 1U);
+  EXPECT_EQ(sample(*s, "rdma_netdev_ets_bandwidth_percent",
+                   {{"netdev", "veth0"}, {"traffic_class", "0"}}),
+            100.0);
+  EXPECT_TRUE(std::isnan(sample(*s, "rdma_netdev_ets_bandwidth_percent",
+                                {{"netdev", "veth0"}, {"traffic_class", "1"}})));
+}
+
+TEST_F(DcbCollectionTest, TheFirstAppEntryOfADscpValueGivesItsPriority) {
+  config_.collectors.options<DcbOptions>().dscp_priority = true;
+  FakeDcbNetdev twice = testing::mlx5_dcb();
+  twice.apps = {{IEEE_8021QAZ_APP_SEL_DSCP, 5, 46}, {IEEE_8021QAZ_APP_SEL_DSCP, 2, 46}};
+  dcb_->netdevs["veth0"] = twice;
+  auto s = collect();
+  EXPECT_EQ(sample(*s, "rdma_netdev_dscp_priority", {{"netdev", "veth0"}, {"dscp", "46"}}), 5.0);
 }
 
 TEST_F(DcbCollectionTest, ErrorsOtherThanNoDcbNameTheNetdev) {

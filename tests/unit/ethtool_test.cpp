@@ -412,6 +412,7 @@ TEST_F(EthtoolCollectionTest, OtherDriversTables) {
                   .stats = {{"rx_pfc_ena_frames_pri3", 11},
                             {"tx_pfc_ena_frames_pri3", 12},
                             {"pfc_pri3_rx_duration_us", 3000000},
+                            {"pfc_pri3_tx_duration_us", 1000000},
                             {"rx_bytes_pri3", 13},
                             {"tx_packets_pri3", 14},
                             {"rx_stat_discard", 15}}};
@@ -426,8 +427,13 @@ TEST_F(EthtoolCollectionTest, OtherDriversTables) {
   EXPECT_EQ(sample(*s, "rdma_netdev_pfc_pause_frames_total",
                    {{"device", "mlx5_0"}, {"priority", "3"}, {"direction", "tx"}}),
             12.0);
-  EXPECT_DOUBLE_EQ(
-      sample(*s, "rdma_netdev_pfc_pause_duration_seconds_total", {{"device", "mlx5_0"}}), 3.0);
+  // bnxt_en counts pause time in microseconds: 3,000,000 us and 1,000,000 us.
+  EXPECT_DOUBLE_EQ(sample(*s, "rdma_netdev_pfc_pause_duration_seconds_total",
+                          {{"device", "mlx5_0"}, {"priority", "3"}, {"direction", "rx"}}),
+                   3.0);
+  EXPECT_DOUBLE_EQ(sample(*s, "rdma_netdev_pfc_pause_duration_seconds_total",
+                          {{"device", "mlx5_0"}, {"priority", "3"}, {"direction", "tx"}}),
+                   1.0);
   EXPECT_EQ(sample(*s, "rdma_netdev_priority_bytes_total", {{"device", "mlx5_0"}}), 13.0);
   EXPECT_EQ(sample(*s, "rdma_netdev_discards_total", {{"device", "mlx5_0"}, {"reason", "rx_port"}}),
             15.0);

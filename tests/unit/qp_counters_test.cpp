@@ -8,12 +8,13 @@
 #include <cmath>
 #include <filesystem>
 #include <fstream>
-#include <thread>
 
 #include "collectors/qp_counters/options.hpp"
+#include "collectors/qp_counters/series_book.hpp"
 #include "exporter/collection.hpp"
 #include "exporter/config.hpp"
 #include "tests/fake_kernel/fake_nldev.hpp"
+#include "tests/fake_kernel/nl_message.hpp"
 #include "tests/unit/snapshot_query.hpp"
 
 namespace rdma_exporter {
@@ -142,7 +143,7 @@ TEST_F(QpCountersTest, AggregationByCommStaysMonotonicWhenAProcessExits) {
 }
 
 TEST_F(QpCountersTest, VanishedSetOfItsOwnSeriesIsKeptForTheRetentionThenDropped) {
-  config_.collectors.options<QpCountersOptions>().retired_ttl = std::chrono::milliseconds(0);
+  config_.collectors.options<QpCountersOptions>().retired_ttl = std::chrono::hours(1);
   port(1).counter_mode = RDMA_COUNTER_MODE_AUTO;
   port(1).auto_mask = RDMA_COUNTER_MASK_PID;
   const uint32_t a = kernel().create_qp(1, 1, kRC, 200);
@@ -150,9 +151,33 @@ TEST_F(QpCountersTest, VanishedSetOfItsOwnSeriesIsKeptForTheRetentionThenDropped
   auto first = collect();
   EXPECT_EQ(sample(*first, "rdma_qp_stat_out_of_sequence_total", {{"pid", "200"}}), 5.0);
   kernel().exit_process(200);
-  std::this_thread::sleep_for(std::chrono::milliseconds(2));
+  // Kept: well within retired_ttl of its last live collection.
   auto second = collect();
-  EXPECT_TRUE(std::isnan(sample(*second, "rdma_qp_stat_out_of_sequence_total", {{"pid", "200"}})));
+  EXPECT_EQ(sample(*second, "rdma_qp_stat_sets", {{"port", "1"}}), 0.0);
+  EXPECT_EQ(sample(*second, "rdma_qp_stat_out_of_sequence_total", {{"pid", "200"}}), 5.0);
+  // Dropped: with retired_ttl 0 any later collection is past it.
+  Config shorter = config_;
+  shorter.collectors.options<QpCountersOptions>().retired_ttl = std::chrono::milliseconds(0);
+  collection().reconfigure(shorter);
+  auto third = collect();
+  EXPECT_TRUE(std::isnan(sample(*third, "rdma_qp_stat_out_of_sequence_total", {{"pid", "200"}})));
+}
+
+// Auto mode by QP type puts QPs of two processes into one set: the set has
+// no single owner, so its series names none.
+TEST_F(QpCountersTest, SetSharedByTwoProcessesNamesNeither) {
+  port(1).counter_mode = RDMA_COUNTER_MODE_AUTO;
+  port(1).auto_mask = RDMA_COUNTER_MASK_QP_TYPE;
+  const uint32_t a = kernel().create_qp(1, 1, kRC, 100);
+  const uint32_t b = kernel().create_qp(1, 1, kRC, 200);
+  kernel().traffic(1, a, "rx_write_requests", 3);
+  kernel().traffic(1, b, "rx_write_requests", 4);
+  auto s = collect();
+  EXPECT_EQ(sample(*s, "rdma_qp_stat_sets", {{"port", "1"}}), 1.0);
+  EXPECT_EQ(series_count(*s, "rdma_qp_stat_rx_write_requests_total"), 1U);
+  EXPECT_EQ(sample(*s, "rdma_qp_stat_rx_write_requests_total",
+                   {{"qp_type", "RC"}, {"pid", ""}, {"comm", ""}}),
+            7.0);
 }
 
 TEST_F(QpCountersTest, ThirtyTwoBitWrapOfALiveSetIsUnwrapped) {
@@ -432,6 +457,99 @@ TEST_F(QpCountersTest, DisabledOrUnsupportedIsNotAFailure) {
   auto s = collect();
   EXPECT_TRUE(s->all_succeeded());
   EXPECT_EQ(series_count(*s, "rdma_qp_stat_sets"), 0U);
+}
+
+// ------------------------------------------------------------------ series book
+// SeriesBook on its own, with the clock in the test's hands.
+
+using Clock = SeriesBook::Clock;
+using std::chrono::minutes;
+
+const SeriesBook::Key kKey{"mlx5_0", "1", "RC"};
+
+std::vector<nldev::HwCounter> rx_writes(uint64_t v) {
+  return {{"rx_write_requests", v}};
+}
+
+SeriesBook::Observation seen(uint32_t set, const std::vector<nldev::HwCounter>& counters) {
+  return {{"mlx5_0", 1, set}, kKey, &counters};
+}
+
+// The series' rx_write_requests value, NaN when the series is not exported.
+double value(const std::vector<SeriesBook::Series>& series) {
+  for (const auto& s : series) {
+    if (s.key == kKey) return s.values.at("rx_write_requests");
+  }
+  return std::nan("");
+}
+
+TEST(SeriesBook, ThirtyTwoBitWrapIsUnwrapped) {
+  SeriesBook book(100, minutes(10));
+  const Clock::time_point t0{};
+  const auto before = rx_writes(4294967290ULL);  // 2^32 - 6
+  EXPECT_EQ(value(book.update({seen(1, before)}, nullptr, t0)), 4294967290.0);
+  const auto after = rx_writes(4);  // 10 more, past the wrap
+  EXPECT_EQ(value(book.update({seen(1, after)}, nullptr, t0 + minutes(1))), 4294967300.0);
+}
+
+// A value that falls from beyond 32 bits cannot be a 32-bit wrap: the
+// counter restarted, and the series counts on from the new value instead
+// of jumping by 2^64.
+TEST(SeriesBook, SixtyFourBitCounterThatFallsIsNotUnwrapped) {
+  SeriesBook book(100, minutes(10));
+  const Clock::time_point t0{};
+  const auto big = rx_writes(5000000000ULL);
+  EXPECT_EQ(value(book.update({seen(1, big)}, nullptr, t0)), 5000000000.0);
+  const auto small = rx_writes(100);
+  EXPECT_EQ(value(book.update({seen(1, small)}, nullptr, t0 + minutes(1))), 5000000100.0);
+}
+
+TEST(SeriesBook, SetsThatRetireOneAfterTheOtherKeepTheSum) {
+  SeriesBook book(100, minutes(10));
+  const Clock::time_point t0{};
+  const auto a = rx_writes(30);
+  const auto b = rx_writes(12);
+  EXPECT_EQ(value(book.update({seen(1, a), seen(2, b)}, nullptr, t0)), 42.0);
+  EXPECT_EQ(value(book.update({seen(2, b)}, nullptr, t0 + minutes(1))), 42.0);
+  EXPECT_EQ(value(book.update({}, nullptr, t0 + minutes(2))), 42.0);
+}
+
+TEST(SeriesBook, RetiredSeriesIsExportedForRetiredTtlThenDropped) {
+  SeriesBook book(100, minutes(10));
+  const Clock::time_point t0{};
+  const auto a = rx_writes(5);
+  EXPECT_EQ(value(book.update({seen(1, a)}, nullptr, t0)), 5.0);
+  const auto kept = book.update({}, nullptr, t0 + minutes(9));
+  EXPECT_EQ(value(kept), 5.0);
+  ASSERT_EQ(kept.size(), 1U);
+  EXPECT_EQ(kept[0].live_sets, 0U);
+  EXPECT_TRUE(book.update({}, nullptr, t0 + minutes(11)).empty());
+}
+
+// Kernels before 5.3 have no per-QP counters and answer the counter mode
+// query with EINVAL (or EOPNOTSUPP): nothing to export, and no failure.
+TEST_F(QpCountersTest, KernelWithoutPerQpCountersIsNotAFailure) {
+  for (int err : {EINVAL, EOPNOTSUPP}) {
+    kernel_ = std::make_unique<FakeNldev>();
+    FakeDevice mlx{.index = 1, .name = "mlx5_0"};
+    mlx.ports.push_back(FakePort{.index = 1});
+    kernel_->devices = {mlx};
+    kernel_->tamper = [err](netlink::Reply& r) {
+      const auto* nlh = reinterpret_cast<const nlmsghdr*>(r.datagrams.front().data());
+      if (RDMA_NL_GET_OP(nlh->nlmsg_type) != RDMA_NLDEV_CMD_STAT_GET) return;
+      for (const nlattr* a : testing::attributes(nlh)) {
+        if (mnl_attr_get_type(a) == RDMA_NLDEV_ATTR_STAT_MODE) {
+          r = netlink::Reply{{testing::error_message(-err)}};
+          return;
+        }
+      }
+    };
+    collection_.reset();
+    auto s = collect();
+    EXPECT_TRUE(s->all_succeeded()) << err;
+    EXPECT_EQ(series_count(*s, "rdma_qp_stat_mode_info"), 0U) << err;
+    EXPECT_EQ(sample(*s, "rdma_port_state", {{"device", "mlx5_0"}, {"port", "1"}}), 4.0) << err;
+  }
 }
 
 TEST(QpCountersConfig, SectionIsParsedAndValidated) {

@@ -1,12 +1,19 @@
+#include <fcntl.h>
 #include <gtest/gtest.h>
+#include <unistd.h>
 
 #include <algorithm>
+#include <cerrno>
+#include <filesystem>
+#include <fstream>
 
 #include "collectors/kernel/sysfs/reader.hpp"
 #include "tests/unit/fixtures.hpp"
 
 namespace rdma_exporter::sysfs {
 namespace {
+
+namespace fs = std::filesystem;
 
 const Counter* find(const std::vector<Counter>& cs, const std::string& name) {
   auto it = std::find_if(cs.begin(), cs.end(), [&](const Counter& c) { return c.name == name; });
@@ -98,6 +105,35 @@ TEST(SysfsReader, BrokenFilesAreSkippedAndDescribed) {
   EXPECT_TRUE(mentions("port_xmit_discards"));
   EXPECT_TRUE(mentions("port_rcv_packets"));
   EXPECT_FALSE(d->ports[1].has_pma);
+}
+
+// A counter the kernel declines to read (EINVAL: the driver has no such
+// value on this port) is unavailable, not a problem. A write-only procfs
+// file read as root answers EINVAL the same way.
+TEST(SysfsReader, CounterThatAnswersEinvalIsUnavailable) {
+  const int fd = ::open("/proc/self/clear_refs", O_RDONLY | O_CLOEXEC);
+  char byte = 0;
+  const bool einval = fd >= 0 && ::read(fd, &byte, 1) < 0 && errno == EINVAL;
+  if (fd >= 0) ::close(fd);
+  if (!einval) GTEST_SKIP() << "needs a file whose read() fails with EINVAL (run as root)";
+
+  const fs::path root =
+      fs::path(::testing::TempDir()) / ("rdma_einval_" + std::to_string(::getpid()));
+  const fs::path counters = root / "class/infiniband/mlx5_0/ports/1/counters";
+  fs::create_directories(counters);
+  std::ofstream(counters / "symbol_error") << "6\n";
+  fs::create_symlink("/proc/self/clear_refs", counters / "link_downed");
+  Reader reader(root);
+  ReadNotes notes;
+  auto d = reader.read_device("mlx5_0", notes);
+  ASSERT_TRUE(d);
+  EXPECT_TRUE(notes.problems.empty()) << notes.problems.front();
+  EXPECT_EQ(notes.unavailable, 1U);
+  ASSERT_EQ(d->ports.size(), 1U);
+  ASSERT_EQ(d->ports[0].pma_counters.size(), 1U);
+  EXPECT_EQ(d->ports[0].pma_counters[0].name, "symbol_error");
+  EXPECT_EQ(d->ports[0].pma_counters[0].value, 6U);
+  fs::remove_all(root);
 }
 
 TEST(SysfsReader, VanishedDeviceIsSkipped) {
