@@ -18,6 +18,7 @@
 #include "tests/fake_kernel/fake_ethtool.hpp"
 #include "tests/fake_kernel/fake_nldev.hpp"
 #include "tests/fake_kernel/nl_message.hpp"
+#include "tests/support/collector_run.hpp"
 #include "tests/unit/snapshot_query.hpp"
 
 namespace rdma_exporter {
@@ -191,27 +192,27 @@ class DcbCollectionTest : public ::testing::Test {
     nldev_->devices = {mlx, rxe};
     dcb_->netdevs["ens1f0np0"] = testing::mlx5_dcb();
     dcb_->netdevs["veth0"] = FakeDcbNetdev{.dcb = false};
-    config_.sysfs.root = "/nonexistent";
-    config_.collectors.set_enabled("sysfs", false);
-    config_.collectors.set_enabled("ethtool", false);
   }
 
+  // The dcb collector alone, as its registry entry makes it.
   std::shared_ptr<const Snapshot> collect() {
-    if (!collection_) {
+    if (!run_) {
       dcb_ptr_ = dcb_.get();
-      collection_ = std::make_unique<Collection>(
-          config_, KernelInterfaces{std::move(nldev_), std::move(dcb_),
-                                    std::make_unique<testing::FakeEthtool>()});
+      run_ = std::make_unique<testing::CollectorRun>(
+          "dcb",
+          KernelInterfaces{std::move(nldev_), std::move(dcb_),
+                           std::make_unique<testing::FakeEthtool>()},
+          settings_);
     }
-    return collection_->collect();
+    return run_->collect();
   }
   testing::FakeDcb& fake() { return dcb_ptr_ != nullptr ? *dcb_ptr_ : *dcb_; }
 
-  Config config_;
+  CollectorSettings settings_;
   std::unique_ptr<testing::FakeNldev> nldev_ = std::make_unique<testing::FakeNldev>();
   std::unique_ptr<testing::FakeDcb> dcb_ = std::make_unique<testing::FakeDcb>();
   testing::FakeDcb* dcb_ptr_ = nullptr;
-  std::unique_ptr<Collection> collection_;
+  std::unique_ptr<testing::CollectorRun> run_;
 };
 
 TEST_F(DcbCollectionTest, QosConfigurationPerPortAndNothingForVeth) {
@@ -242,7 +243,7 @@ TEST_F(DcbCollectionTest, QosConfigurationPerPortAndNothingForVeth) {
 }
 
 TEST_F(DcbCollectionTest, DscpMapOnRequestAndPcpTrustWithoutDscpEntries) {
-  config_.collectors.options<DcbOptions>().dscp_priority = true;
+  settings_.options<DcbOptions>().dscp_priority = true;
   FakeDcbNetdev pcp = testing::mlx5_dcb();
   pcp.apps = {{IEEE_8021QAZ_APP_SEL_ETHERTYPE, 3, 0x8915}};  // RoCEv1 ethertype only
   pcp.ets->ets_cap = 4;
@@ -272,7 +273,7 @@ TEST_F(DcbCollectionTest, ANetdevWithOneTrafficClassHasOneEtsSeries) {
 }
 
 TEST_F(DcbCollectionTest, TheFirstAppEntryOfADscpValueGivesItsPriority) {
-  config_.collectors.options<DcbOptions>().dscp_priority = true;
+  settings_.options<DcbOptions>().dscp_priority = true;
   FakeDcbNetdev twice = testing::mlx5_dcb();
   twice.apps = {{IEEE_8021QAZ_APP_SEL_DSCP, 5, 46}, {IEEE_8021QAZ_APP_SEL_DSCP, 2, 46}};
   dcb_->netdevs["veth0"] = twice;
@@ -286,7 +287,7 @@ TEST_F(DcbCollectionTest, ErrorsOtherThanNoDcbNameTheNetdev) {
   EXPECT_TRUE(s->all_succeeded());
   fake().netdevs["ens1f0np0"].ets.reset();
   fake().netdevs["ens1f0np0"].pfc.reset();
-  s = collection_->collect();
+  s = run_->collect();
   EXPECT_TRUE(s->all_succeeded());
   EXPECT_FALSE(testing::has_family(*s, "rdma_netdev_pfc_enabled"));
   EXPECT_TRUE(testing::has_family(*s, "rdma_netdev_qos_trust_info"));
