@@ -9,18 +9,6 @@
 
 namespace rdma_exporter::probe {
 
-const char* op_name(Op op) {
-  switch (op) {
-    case Op::send:
-      return "send";
-    case Op::write:
-      return "write";
-    case Op::read:
-      return "read";
-  }
-  return "unknown";
-}
-
 std::vector<ProbeClass> effective_classes(const ProbeOptions& options) {
   if (!options.classes.empty()) return options.classes;
   ProbeClass c;

@@ -9,8 +9,8 @@
 #include <span>
 #include <string>
 
-#include "collectors/probe/options.hpp"
 #include "collectors/probe/protocol.hpp"
+#include "collectors/probe/qp_params.hpp"
 #include "common/result.hpp"
 
 // RAII over the libibverbs objects the probe uses. Nothing here blocks: the
@@ -90,12 +90,8 @@ class Memory {
   ibv_mr* mr_ = nullptr;
 };
 
-struct EndpointConfig {
-  Op op = Op::write;
-  uint32_t size = 64;
-  uint8_t tclass = 0;
-  uint8_t sl = 0;
-  uint32_t mtu = 1024;
+// A queue pair's parameters, the port it uses and its memory.
+struct EndpointConfig : QpParams {
   PortInfo port;
   uint32_t recv_depth = 1;
   std::string memory = "host";

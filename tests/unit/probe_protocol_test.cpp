@@ -1,7 +1,9 @@
 #include <gtest/gtest.h>
 
 #include "collectors/probe/auth.hpp"
+#include "collectors/probe/options.hpp"
 #include "collectors/probe/protocol.hpp"
+#include "collectors/probe/verbs.hpp"
 
 namespace rdma_exporter::probe {
 namespace {
@@ -21,6 +23,22 @@ wire::Setup sample_setup() {
   s.peer.addr = 0x00007f0011223344ull;
   s.mac.fill(0x5a);
   return s;
+}
+
+TEST(ProbeQpParams, OneSetOfDefaultsForClassSetupAndEndpoint) {
+  // A 64-byte RDMA write on traffic class 0, service level 0, 1024-byte MTU.
+  const QpParams defaults;
+  EXPECT_EQ(defaults.op, Op::write);
+  EXPECT_EQ(defaults.size, 64u);
+  EXPECT_EQ(defaults.tclass, 0);
+  EXPECT_EQ(defaults.sl, 0);
+  EXPECT_EQ(defaults.mtu, 1024u);
+  EXPECT_EQ(static_cast<const QpParams&>(ProbeClass{}), defaults);
+  EXPECT_EQ(static_cast<const QpParams&>(wire::Setup{}), defaults);
+  EXPECT_EQ(static_cast<const QpParams&>(EndpointConfig{}), defaults);
+  EXPECT_STREQ(op_name(Op::send), "send");
+  EXPECT_STREQ(op_name(Op::write), "write");
+  EXPECT_STREQ(op_name(Op::read), "read");
 }
 
 TEST(ProbeProtocol, EveryMessageRoundTrips) {
@@ -61,6 +79,28 @@ TEST(ProbeProtocol, SetupFieldsAreBigEndian) {
   EXPECT_EQ(bytes[wire::kHeaderSize + 1], 0x00);
   EXPECT_EQ(bytes[wire::kHeaderSize + 3], 0x10);
   EXPECT_EQ(bytes[wire::kHeaderSize + 4], 0x00);
+}
+
+TEST(ProbeProtocol, SetupEncodesToTheseBytes) {
+  const std::vector<uint8_t> want = {
+      'R',  'X',  'P',  1,    2,    0,    0x00, 79,  // header: setup, 79 bytes
+      3,                                             // op: read
+      0x00, 0x00, 0x10, 0x00,                        // size 4096
+      106,                                           // tclass
+      3,                                             // sl
+      0x08, 0x00,                                    // mtu 2048
+      0x00, 0x12, 0x34, 0x56,                        // qpn
+      0x00, 0xab, 0xcd, 0xef,                        // psn
+      0x00, 0x07,                                    // lid
+      0,    3,    6,    9,    12,   15,   18,   21,   24,   27,   30,
+      33,   36,   39,   42,   45,                      // gid
+      0xde, 0xad, 0xbe, 0xef,                          // rkey
+      0x00, 0x00, 0x7f, 0x00, 0x11, 0x22, 0x33, 0x44,  // addr
+      0x5a, 0x5a, 0x5a, 0x5a, 0x5a, 0x5a, 0x5a, 0x5a, 0x5a, 0x5a, 0x5a,
+      0x5a, 0x5a, 0x5a, 0x5a, 0x5a, 0x5a, 0x5a, 0x5a, 0x5a, 0x5a, 0x5a,
+      0x5a, 0x5a, 0x5a, 0x5a, 0x5a, 0x5a, 0x5a, 0x5a, 0x5a, 0x5a,  // mac
+  };
+  EXPECT_EQ(wire::encode(sample_setup()), want);
 }
 
 // Sets byte `at` of an encoded setup and expects the decoder to refuse it
