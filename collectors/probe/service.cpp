@@ -10,7 +10,8 @@
 #include "collectors/probe/prober.hpp"
 #include "collectors/probe/responder.hpp"
 #include "collectors/probe/targets.hpp"
-#include "collectors/probe/verbs.hpp"
+#include "collectors/probe/verbs_device.hpp"
+#include "collectors/probe/verbs_memory.hpp"
 #include "common/file.hpp"
 #include "common/log.hpp"
 

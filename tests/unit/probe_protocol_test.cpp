@@ -3,7 +3,7 @@
 #include "collectors/probe/auth.hpp"
 #include "collectors/probe/options.hpp"
 #include "collectors/probe/protocol.hpp"
-#include "collectors/probe/verbs.hpp"
+#include "collectors/probe/verbs_endpoint.hpp"
 
 namespace rdma_exporter::probe {
 namespace {

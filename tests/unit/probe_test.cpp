@@ -15,7 +15,7 @@
 #include "collectors/probe/responder.hpp"
 #include "collectors/probe/service.hpp"
 #include "collectors/probe/targets.hpp"
-#include "collectors/probe/verbs.hpp"
+#include "collectors/probe/verbs_device.hpp"
 #include "snapshot_query.hpp"
 
 namespace rdma_exporter::probe {
