@@ -9,6 +9,14 @@
 
 #include "collectors/probe/qp_params.hpp"
 
+namespace YAML {
+class Node;
+}
+
+namespace rdma_exporter {
+class Walker;  // common/yaml_walker.hpp
+}
+
 namespace rdma_exporter::probe {
 
 // One kind of probe: an operation at one message size on one priority (its
@@ -67,6 +75,11 @@ struct ProbeOptions {
 
   bool operator==(const ProbeOptions&) const = default;
 };
+
+// Reads the `probe` section at `path` into `out`, reporting every problem
+// through `w` (defaults stay for keys that are absent).
+void parse_probe_options(Walker& w, const YAML::Node& node, const std::string& path,
+                         ProbeOptions& out);
 
 // One line per problem ("probe.classes[0].mtu: ..."); empty when valid.
 std::vector<std::string> validate_probe_options(const ProbeOptions& options);

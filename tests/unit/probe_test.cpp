@@ -16,6 +16,7 @@
 #include "collectors/probe/service.hpp"
 #include "collectors/probe/targets.hpp"
 #include "collectors/probe/verbs_device.hpp"
+#include "common/yaml_walker.hpp"
 #include "snapshot_query.hpp"
 
 namespace rdma_exporter::probe {
@@ -97,6 +98,32 @@ TEST(ProbeOptionsCheck, ProblemsAreNamed) {
   EXPECT_TRUE(has("probe.backoff_max"));
   EXPECT_TRUE(validate_probe_options(ProbeOptions{}).empty());
   EXPECT_EQ(effective_classes(ProbeOptions{}).size(), 1u);
+}
+
+// The probe's section is read by the probe, with the daemon's walker; its
+// messages name the file, line, column and key.
+TEST(ProbeOptionsParse, SectionIsReadAndProblemsAreWordedExactly) {
+  const YAML::Node root = YAML::Load(
+      "probe:\n"
+      "  port: 2\n"
+      "  classes:\n"
+      "    - {name: a, op: atomic, sl: 16, busy_poll: 20us}\n"
+      "  memory: gpu\n");
+  Walker w("p.yml");
+  ProbeOptions o;
+  parse_probe_options(w, root["probe"], "probe", o);
+  EXPECT_EQ(w.take(),
+            (std::vector<std::string>{
+                "p.yml:4:21: probe.classes[0].op: expected one of send, write, read, got "
+                "\"atomic\"",
+                "p.yml:4:33: probe.classes[0].sl: expected an integer from 0 to 15, got \"16\"",
+                "p.yml:5:11: probe.memory: expected one of host, udmabuf, got \"gpu\"",
+            }));
+  EXPECT_EQ(o.port, 2);
+  ASSERT_EQ(o.classes.size(), 1u);
+  EXPECT_EQ(o.classes[0].name, "a");
+  EXPECT_EQ(o.classes[0].busy_poll, std::chrono::microseconds(20));
+  EXPECT_EQ(o.memory, "host");
 }
 
 TEST(ProbeStatsTest, SeriesCarryTargetClassAndTargetLabels) {
