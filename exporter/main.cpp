@@ -13,7 +13,7 @@
 
 #include "collectors/kernel/netlink/socket_transport.hpp"
 #include "collectors/kernel/sysfs/reader.hpp"
-#include "collectors/probe/service.hpp"
+#include "collectors/probe/probe.hpp"
 #include "common/log.hpp"
 #include "exporter/build_info.hpp"
 #include "exporter/cli.hpp"

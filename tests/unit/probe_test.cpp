@@ -1,6 +1,8 @@
 // The probe's parts that need no RDMA device: file_sd targets, metrics, and
 // the responder's defences (it refuses before it allocates anything).
 
+#include "collectors/probe/probe.hpp"
+
 #include <gtest/gtest.h>
 
 #include <boost/asio/connect.hpp>
@@ -8,12 +10,14 @@
 #include <boost/asio/ip/tcp.hpp>
 #include <boost/asio/read.hpp>
 #include <boost/asio/write.hpp>
+#include <cstdio>
+#include <filesystem>
 #include <future>
 #include <thread>
 
 #include "collectors/probe/auth.hpp"
+#include "collectors/probe/health.hpp"
 #include "collectors/probe/responder.hpp"
-#include "collectors/probe/service.hpp"
 #include "collectors/probe/targets.hpp"
 #include "collectors/probe/verbs_device.hpp"
 #include "common/yaml_walker.hpp"
@@ -192,6 +196,110 @@ TEST(ProbeStatsTest, BucketsSpanOneMicrosecondToOneSecond) {
   EXPECT_DOUBLE_EQ(b.back(), 1.0);
   EXPECT_TRUE(std::is_sorted(b.begin(), b.end()));
   EXPECT_EQ(b.size(), 19u);
+}
+
+TEST(ProbeHealthTest, ProblemsInAFixedOrderUntilCleared) {
+  ProbeHealth h;
+  EXPECT_EQ(h.problems(), std::vector<std::string>{"the probe responder is not listening"});
+  h.set_listening(true);
+  EXPECT_TRUE(h.problems().empty());
+  h.set_file_sd_problem("/b.json", "file_sd /b.json: Permission denied");
+  h.set_file_sd_problem("/a.json", "file_sd /a.json: No such file or directory");
+  h.set_memory_problem("probe.memory udmabuf cannot be used on mlx5_0: no udmabuf");
+  h.set_device_problem("no RDMA device named mlx5_9");
+  h.set_loop_failed("bad_alloc");
+  EXPECT_EQ(h.problems(), (std::vector<std::string>{
+                              "the probe's event loop stopped: bad_alloc",
+                              "no RDMA device named mlx5_9",
+                              "probe.memory udmabuf cannot be used on mlx5_0: no udmabuf",
+                              "file_sd /a.json: No such file or directory",
+                              "file_sd /b.json: Permission denied",
+                          }));
+  h.set_file_sd_problem("/a.json", "");
+  h.set_device_problem("");
+  h.set_memory_problem("");
+  EXPECT_EQ(h.problems(), (std::vector<std::string>{"the probe's event loop stopped: bad_alloc",
+                                                    "file_sd /b.json: Permission denied"}));
+  h.forget_file_sd();
+  h.set_listening(false);
+  EXPECT_EQ(h.problems(), (std::vector<std::string>{"the probe's event loop stopped: bad_alloc",
+                                                    "the probe responder is not listening"}));
+}
+
+void write_text(const std::string& path, const std::string& text) {
+  FILE* f = std::fopen(path.c_str(), "w");
+  ASSERT_NE(f, nullptr) << path;
+  std::fputs(text.c_str(), f);
+  std::fclose(f);
+}
+
+// The service as the daemon's collector sees it: its metrics, and what is
+// wrong with the probe itself. This host may have no RDMA at all.
+TEST(ProbeServiceTest, CollectReturnsTheProbesOwnProblems) {
+  const std::string dir = ::testing::TempDir() + "/probe_service_collect";
+  std::filesystem::remove_all(dir);
+  std::filesystem::create_directories(dir);
+  write_text(dir + "/bad.yml", "targets: [a:1]\n");
+  ProbeOptions o;
+  o.enabled = true;
+  o.device = "rdma_exporter_test_no_such_device";
+  o.listen_address = "127.0.0.1:0";
+  o.file_sd = {dir + "/bad.yml", dir + "/missing.yml"};
+  // Targets that do not answer are not a problem of the probe.
+  o.targets = {Target{"127.0.0.1:1", {}, {}}};
+  o.loopback = true;
+  ProbeService service(o);
+  MetricSink before;
+  EXPECT_EQ(service.collect(before),
+            std::vector<std::string>{"the probe responder is not listening"});
+
+  ASSERT_TRUE(service.start());
+  service.settle();
+  MetricSink sink;
+  auto problems = service.collect(sink);
+  ASSERT_EQ(problems.size(), 3u) << ::testing::PrintToString(problems);
+  // Without the verbs kernel interface, listing fails; with it, the name is
+  // not found.
+  EXPECT_TRUE(problems[0] == "listing RDMA devices: Function not implemented" ||
+              problems[0] == "no RDMA device named rdma_exporter_test_no_such_device")
+      << problems[0];
+  EXPECT_EQ(problems[1], "file_sd: " + dir + "/bad.yml:1:1: expected a list of target groups");
+  EXPECT_EQ(problems[2], "file_sd " + dir + "/missing.yml: No such file or directory");
+  Snapshot snap;
+  snap.families = sink.take();
+  EXPECT_EQ(sample(snap, "rdma_probe_file_sd_last_read_successful"), 0);
+  EXPECT_EQ(sample(snap, "rdma_probe_targets", {{"source", "static"}}), 1);
+
+  // Both files readable now: only the device is left.
+  write_text(dir + "/bad.yml", "- targets: [a:1, b:2]\n");
+  write_text(dir + "/missing.yml", "[]\n");
+  service.update(o);
+  service.settle();
+  MetricSink after;
+  problems = service.collect(after);
+  ASSERT_EQ(problems.size(), 1u) << ::testing::PrintToString(problems);
+  snap.families = after.take();
+  EXPECT_EQ(sample(snap, "rdma_probe_targets", {{"source", "file_sd"}}), 2);
+
+  // A list of files without the failing one forgets its problem.
+  write_text(dir + "/bad.yml", "oops: [\n");
+  service.update(o);
+  service.settle();
+  MetricSink broken;
+  problems = service.collect(broken);
+  ASSERT_EQ(problems.size(), 2u) << ::testing::PrintToString(problems);
+  EXPECT_EQ(problems[1].rfind("file_sd: " + dir + "/bad.yml:", 0), 0u) << problems[1];
+  o.file_sd = {dir + "/missing.yml"};
+  service.update(o);
+  service.settle();
+  MetricSink fixed;
+  EXPECT_EQ(service.collect(fixed).size(), 1u);
+
+  service.stop();
+  MetricSink stopped;
+  problems = service.collect(stopped);
+  ASSERT_EQ(problems.size(), 2u);
+  EXPECT_EQ(problems[0], "the probe responder is not listening");
 }
 
 // A responder without an RDMA device on a loopback port, and blocking
