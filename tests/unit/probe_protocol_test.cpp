@@ -188,6 +188,33 @@ TEST(ProbeProtocol, RejectReasonMustBePrintable) {
   EXPECT_FALSE(wire::decode(code));
 }
 
+TEST(ProbeProtocol, RejectReasonIsAtMost200Bytes) {
+  // 200 bytes: sent and read back whole, in a 201-byte payload (code, reason).
+  const std::string longest(200, 'r');
+  const auto bytes = wire::encode(wire::Reject{wire::RejectCode::capacity, longest});
+  ASSERT_EQ(bytes.size(), 209u);
+  EXPECT_EQ(bytes[6], 0);
+  EXPECT_EQ(bytes[7], 201);
+  auto back = wire::decode(bytes);
+  ASSERT_TRUE(back) << back.error().message;
+  EXPECT_EQ(std::get<wire::Reject>(back.value()).reason, longest);
+
+  // 201 bytes: the encoder sends the first 200.
+  const auto cut = wire::encode(wire::Reject{wire::RejectCode::capacity, longest + "X"});
+  ASSERT_EQ(cut.size(), 209u);
+  EXPECT_EQ(cut[7], 201);
+  back = wire::decode(cut);
+  ASSERT_TRUE(back) << back.error().message;
+  EXPECT_EQ(std::get<wire::Reject>(back.value()).reason, longest);
+
+  // A peer that sends 201 bytes of reason (a 202-byte payload) is refused.
+  std::vector<uint8_t> over = {'R', 'X', 'P', 1, 4, 0, 0, 202, 3};
+  over.insert(over.end(), 201, 'r');
+  const auto refused = wire::decode(over);
+  ASSERT_FALSE(refused);
+  EXPECT_EQ(refused.error().message, "reject: payload of 202 bytes");
+}
+
 TEST(ProbeProtocol, HelloFlagsAreChecked) {
   auto bytes = wire::encode(wire::Hello{});
   bytes.back() = 2;

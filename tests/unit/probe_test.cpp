@@ -13,6 +13,7 @@
 #include <cstdio>
 #include <filesystem>
 #include <future>
+#include <limits>
 #include <thread>
 
 #include "collectors/probe/auth.hpp"
@@ -164,10 +165,11 @@ TEST(ProbeStatsTest, SeriesCarryTargetClassAndTargetLabels) {
     const auto& h = f.metric[0].histogram;
     EXPECT_EQ(h.sample_count, 1u);
     EXPECT_DOUBLE_EQ(h.sample_sum, 12e-6);
-    for (const auto& b : h.bucket) {
-      EXPECT_EQ(b.cumulative_count, b.upper_bound >= 12e-6 ? 1u : 0u) << b.upper_bound;
-    }
-    EXPECT_DOUBLE_EQ(h.bucket.front().upper_bound, 1e-6);
+    // le: 1us 2.5us 5us 10us | 25us ... 1s, +Inf
+    std::vector<uint64_t> counts;
+    for (const auto& b : h.bucket) counts.push_back(b.cumulative_count);
+    EXPECT_EQ(counts,
+              (std::vector<uint64_t>{0, 0, 0, 0, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1}));
     found = true;
   }
   EXPECT_TRUE(found);
@@ -191,11 +193,33 @@ TEST(ProbeVerbs, MtuBytesAndEnumsRoundTrip) {
 }
 
 TEST(ProbeStatsTest, BucketsSpanOneMicrosecondToOneSecond) {
-  const auto b = latency_buckets();
-  EXPECT_DOUBLE_EQ(b.front(), 1e-6);
-  EXPECT_DOUBLE_EQ(b.back(), 1.0);
-  EXPECT_TRUE(std::is_sorted(b.begin(), b.end()));
-  EXPECT_EQ(b.size(), 19u);
+  // 1, 2.5 and 5 per decade, 1 us to 1 s: 19 buckets.
+  EXPECT_EQ(latency_buckets(),
+            (std::vector<double>{1e-6, 2.5e-6, 5e-6, 1e-5, 2.5e-5, 5e-5, 1e-4, 2.5e-4, 5e-4, 1e-3,
+                                 2.5e-3, 5e-3, 1e-2, 2.5e-2, 5e-2, 0.1, 0.25, 0.5, 1.0}));
+}
+
+TEST(ProbeStatsTest, LatenciesLandInTheirBuckets) {
+  ProbeStats stats;
+  auto s = stats.series({{"target", "t"}});
+  s->success(2.5e-5, 1);  // on a bound: counted in it (le is inclusive)
+  s->success(2.6e-5, 1);  // just above: the 50 us bucket
+  s->success(0.003, 1);   // 3 ms: the 5 ms bucket
+  s->success(2.0, 1);     // above 1 s: +Inf only
+  const Snapshot snap = metrics_of(stats);
+  std::vector<std::pair<double, uint64_t>> got;
+  for (const auto& f : snap.families) {
+    if (f.name != "rdma_probe_latency_seconds") continue;
+    for (const auto& b : f.metric.at(0).histogram.bucket) {
+      got.emplace_back(b.upper_bound, b.cumulative_count);
+    }
+  }
+  const double inf = std::numeric_limits<double>::infinity();
+  EXPECT_EQ(got, (std::vector<std::pair<double, uint64_t>>{
+                     {1e-6, 0},   {2.5e-6, 0}, {5e-6, 0},   {1e-5, 0},   {2.5e-5, 1},
+                     {5e-5, 2},   {1e-4, 2},   {2.5e-4, 2}, {5e-4, 2},   {1e-3, 2},
+                     {2.5e-3, 2}, {5e-3, 3},   {1e-2, 3},   {2.5e-2, 3}, {5e-2, 3},
+                     {0.1, 3},    {0.25, 3},   {0.5, 3},    {1.0, 3},    {inf, 4}}));
 }
 
 TEST(ProbeHealthTest, ProblemsInAFixedOrderUntilCleared) {
