@@ -13,121 +13,11 @@
 #include <sstream>
 
 #include "collectors/device_filter.hpp"
-#include "collectors/probe/targets.hpp"
 #include "common/file.hpp"
 #include "common/log.hpp"
 #include "common/yaml_walker.hpp"
 
 namespace rdma_exporter {
-namespace {
-
-void read_probe(Walker& w, const YAML::Node& node, const std::string& path,
-                probe::ProbeOptions& o) {
-  using probe::ProbeClass;
-  using probe::Target;
-  // An integer field stored in a narrower or optional type.
-  auto int_into = [&w](auto& out, int min, int max) -> Walker::Field {
-    return [&w, &out, min, max](const YAML::Node& n, const std::string& key) {
-      int v = 0;
-      const std::size_t before = w.take_count();
-      w.integer(v, min, max)(n, key);
-      if (w.take_count() == before) out = static_cast<std::remove_cvref_t<decltype(*&out)>>(v);
-    };
-  };
-  auto optional_int = [&w](auto& out, int min, int max) -> Walker::Field {
-    return [&w, &out, min, max](const YAML::Node& n, const std::string& key) {
-      int v = 0;
-      const std::size_t before = w.take_count();
-      w.integer(v, min, max)(n, key);
-      if (w.take_count() == before)
-        out = static_cast<typename std::remove_cvref_t<decltype(out)>::value_type>(v);
-    };
-  };
-  auto microseconds = [&w](std::chrono::microseconds& out) -> Walker::Field {
-    return [&w, &out](const YAML::Node& n, const std::string& key) {
-      const std::string text = n.IsScalar() ? n.Scalar() : std::string();
-      long long us = 0;
-      auto [p, ec] = std::from_chars(text.data(), text.data() + text.size(), us);
-      if (ec == std::errc() && us >= 0 && std::string_view(p) == "us") {
-        out = std::chrono::microseconds(us);
-        return;
-      }
-      Duration d{};
-      if (n.IsScalar() && parse_duration(text, d)) {
-        out = d;
-        return;
-      }
-      w.error_at(n, key, "expected a duration such as 50us, 1ms or 0s, got \"" + text + "\"");
-    };
-  };
-  auto probe_class = [&](const YAML::Node& n, const std::string& p, ProbeClass& c) {
-    std::string op = "write";
-    w.mapping(n, p,
-              {{"name", w.string(c.name)},
-               {"op", w.optional_string_into(op,
-                                             [](const std::string& v) {
-                                               return one_of(v, {"send", "write", "read"});
-                                             })},
-               {"size", int_into(c.size, 1, 1 << 30)},
-               {"tclass", int_into(c.tclass, 0, 255)},
-               {"sl", int_into(c.sl, 0, 15)},
-               {"port", optional_int(c.port, 1, 255)},
-               {"gid_index", optional_int(c.gid_index, -1, 65535)},
-               {"mtu", int_into(c.mtu, 256, 4096)},
-               {"interval", w.duration(c.interval)},
-               {"timeout", w.duration(c.timeout)},
-               {"busy_poll", microseconds(c.busy_poll)}});
-    c.op = op == "send" ? probe::Op::send : op == "read" ? probe::Op::read : probe::Op::write;
-  };
-  auto target = [&](const YAML::Node& n, const std::string& p, Target& t) {
-    w.mapping(n, p,
-              {{"address", w.string(t.address)},
-               {"labels",
-                [&w, &t](const YAML::Node& v, const std::string& key) {
-                  if (v.IsNull()) return;
-                  if (!v.IsMap())
-                    return w.error_at(v, key, "expected a mapping of names to strings");
-                  for (const auto& kv : v) {
-                    const std::string name = kv.first.Scalar();
-                    if (!kv.second.IsScalar()) {
-                      w.error_at(kv.second, key + "." + name, "expected a string");
-                    } else if (std::string problem = probe::target_label_problem(name);
-                               !problem.empty()) {
-                      w.error_at(kv.first, key + "." + name, problem);
-                    } else {
-                      t.labels[name] = kv.second.Scalar();
-                    }
-                  }
-                }},
-               {"classes", w.string_list(t.classes)}});
-  };
-  w.mapping(
-      node, path,
-      {{"enabled", w.boolean(o.enabled)},
-       {"device", w.string(o.device)},
-       {"port", int_into(o.port, 1, 255)},
-       {"gid_index", int_into(o.gid_index, -1, 65535)},
-       {"listen_address", w.string(o.listen_address)},
-       {"classes", w.list_of<ProbeClass>(o.classes, probe_class)},
-       {"targets", w.list_of<Target>(o.targets, target)},
-       {"file_sd", w.string_list(o.file_sd)},
-       {"file_sd_refresh", w.duration(o.file_sd_refresh)},
-       {"loopback", w.boolean(o.loopback)},
-       {"connect_timeout", w.duration(o.connect_timeout)},
-       {"backoff_initial", w.duration(o.backoff_initial)},
-       {"backoff_max", w.duration(o.backoff_max)},
-       {"secret_file", w.string(o.secret_file)},
-       {"max_sessions", w.integer(o.max_sessions, 1, 65536)},
-       {"max_sessions_per_source", w.integer(o.max_sessions_per_source, 1, 65536)},
-       {"setups_per_minute_per_source", w.integer(o.setups_per_minute_per_source, 1, 1000000)},
-       {"max_message_size", int_into(o.max_message_size, 1, 1 << 30)},
-       {"idle_timeout", w.duration(o.idle_timeout)},
-       {"memory", w.optional_string_into(o.memory, [](const std::string& v) {
-          return one_of(v, {"host", "udmabuf"});
-        })}});
-}
-
-}  // namespace
 
 std::vector<std::string> parse_config(const std::string& yaml_text, const std::string& source,
                                       Config& c) {
@@ -173,7 +63,7 @@ std::vector<std::string> parse_config(const std::string& yaml_text, const std::s
        [&](const YAML::Node& n, const std::string& p) {
          w.mapping(n, p, {{"level", w.string(c.log.level)}});
        }},
-      {"probe", [&](const YAML::Node& n, const std::string& p) { read_probe(w, n, p, c.probe); }},
+      {"probe", [&](const YAML::Node& n, const std::string& p) { probe::parse_probe_options(w, n, p, c.probe); }},
       {"otlp",
        [&](const YAML::Node& n, const std::string& p) { parse_otlp_options(w, n, p, c.otlp); }},
   };

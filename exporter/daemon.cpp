@@ -5,7 +5,7 @@
 #include <csignal>
 #include <future>
 
-#include "collectors/probe/service.hpp"
+#include "collectors/probe/probe.hpp"
 #include "common/log.hpp"
 #include "exporter/build_info.hpp"
 #include "exporter/otlp/pusher.hpp"

@@ -3,7 +3,7 @@
 #include <memory>
 
 #include "collectors/collector.hpp"
-#include "collectors/probe/service.hpp"
+#include "collectors/probe/probe.hpp"
 
 namespace rdma_exporter {
 
@@ -16,9 +16,10 @@ class ProbeCollector final : public Collector {
       : service_(std::move(service)) {}
 
   std::string_view name() const override { return "probe"; }
+  // The probe's own problems (no device, responder not listening, an
+  // unreadable file_sd file), not its targets' state, which rdma_probe_up says.
   std::vector<std::string> collect(Scrape& /*scrape*/, MetricSink& sink) override {
-    service_->add_metrics(sink);
-    return {};
+    return service_->collect(sink);
   }
 
  private:

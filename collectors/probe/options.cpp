@@ -1,25 +1,20 @@
 #include "collectors/probe/options.hpp"
 
+#include <yaml-cpp/yaml.h>
+
+#include <charconv>
 #include <set>
+#include <string_view>
 #include <tuple>
+#include <type_traits>
 
 #include "collectors/probe/protocol.hpp"
 #include "collectors/probe/targets.hpp"
 #include "common/address.hpp"
+#include "common/duration.hpp"
+#include "common/yaml_walker.hpp"
 
 namespace rdma_exporter::probe {
-
-const char* op_name(Op op) {
-  switch (op) {
-    case Op::send:
-      return "send";
-    case Op::write:
-      return "write";
-    case Op::read:
-      return "read";
-  }
-  return "unknown";
-}
 
 std::vector<ProbeClass> effective_classes(const ProbeOptions& options) {
   if (!options.classes.empty()) return options.classes;
@@ -83,6 +78,109 @@ std::vector<std::string> validate_probe_options(const ProbeOptions& o) {
     if (f.empty()) errors.push_back("probe.file_sd: a path is empty");
   }
   return errors;
+}
+
+void parse_probe_options(Walker& w, const YAML::Node& node, const std::string& path,
+                         ProbeOptions& o) {
+  // An integer field stored in a narrower or optional type.
+  auto int_into = [&w](auto& out, int min, int max) -> Walker::Field {
+    return [&w, &out, min, max](const YAML::Node& n, const std::string& key) {
+      int v = 0;
+      const std::size_t before = w.take_count();
+      w.integer(v, min, max)(n, key);
+      if (w.take_count() == before) out = static_cast<std::remove_cvref_t<decltype(*&out)>>(v);
+    };
+  };
+  auto optional_int = [&w](auto& out, int min, int max) -> Walker::Field {
+    return [&w, &out, min, max](const YAML::Node& n, const std::string& key) {
+      int v = 0;
+      const std::size_t before = w.take_count();
+      w.integer(v, min, max)(n, key);
+      if (w.take_count() == before)
+        out = static_cast<typename std::remove_cvref_t<decltype(out)>::value_type>(v);
+    };
+  };
+  auto microseconds = [&w](std::chrono::microseconds& out) -> Walker::Field {
+    return [&w, &out](const YAML::Node& n, const std::string& key) {
+      const std::string text = n.IsScalar() ? n.Scalar() : std::string();
+      long long us = 0;
+      auto [p, ec] = std::from_chars(text.data(), text.data() + text.size(), us);
+      if (ec == std::errc() && us >= 0 && std::string_view(p) == "us") {
+        out = std::chrono::microseconds(us);
+        return;
+      }
+      Duration d{};
+      if (n.IsScalar() && parse_duration(text, d)) {
+        out = d;
+        return;
+      }
+      w.error_at(n, key, "expected a duration such as 50us, 1ms or 0s, got \"" + text + "\"");
+    };
+  };
+  auto probe_class = [&](const YAML::Node& n, const std::string& p, ProbeClass& c) {
+    std::string op = "write";
+    w.mapping(n, p,
+              {{"name", w.string(c.name)},
+               {"op", w.optional_string_into(op,
+                                             [](const std::string& v) {
+                                               return one_of(v, {"send", "write", "read"});
+                                             })},
+               {"size", int_into(c.size, 1, 1 << 30)},
+               {"tclass", int_into(c.tclass, 0, 255)},
+               {"sl", int_into(c.sl, 0, 15)},
+               {"port", optional_int(c.port, 1, 255)},
+               {"gid_index", optional_int(c.gid_index, -1, 65535)},
+               {"mtu", int_into(c.mtu, 256, 4096)},
+               {"interval", w.duration(c.interval)},
+               {"timeout", w.duration(c.timeout)},
+               {"busy_poll", microseconds(c.busy_poll)}});
+    c.op = op == "send" ? Op::send : op == "read" ? Op::read : Op::write;
+  };
+  auto target = [&](const YAML::Node& n, const std::string& p, Target& t) {
+    w.mapping(n, p,
+              {{"address", w.string(t.address)},
+               {"labels",
+                [&w, &t](const YAML::Node& v, const std::string& key) {
+                  if (v.IsNull()) return;
+                  if (!v.IsMap())
+                    return w.error_at(v, key, "expected a mapping of names to strings");
+                  for (const auto& kv : v) {
+                    const std::string name = kv.first.Scalar();
+                    if (!kv.second.IsScalar()) {
+                      w.error_at(kv.second, key + "." + name, "expected a string");
+                    } else if (std::string problem = target_label_problem(name); !problem.empty()) {
+                      w.error_at(kv.first, key + "." + name, problem);
+                    } else {
+                      t.labels[name] = kv.second.Scalar();
+                    }
+                  }
+                }},
+               {"classes", w.string_list(t.classes)}});
+  };
+  w.mapping(
+      node, path,
+      {{"enabled", w.boolean(o.enabled)},
+       {"device", w.string(o.device)},
+       {"port", int_into(o.port, 1, 255)},
+       {"gid_index", int_into(o.gid_index, -1, 65535)},
+       {"listen_address", w.string(o.listen_address)},
+       {"classes", w.list_of<ProbeClass>(o.classes, probe_class)},
+       {"targets", w.list_of<Target>(o.targets, target)},
+       {"file_sd", w.string_list(o.file_sd)},
+       {"file_sd_refresh", w.duration(o.file_sd_refresh)},
+       {"loopback", w.boolean(o.loopback)},
+       {"connect_timeout", w.duration(o.connect_timeout)},
+       {"backoff_initial", w.duration(o.backoff_initial)},
+       {"backoff_max", w.duration(o.backoff_max)},
+       {"secret_file", w.string(o.secret_file)},
+       {"max_sessions", w.integer(o.max_sessions, 1, 65536)},
+       {"max_sessions_per_source", w.integer(o.max_sessions_per_source, 1, 65536)},
+       {"setups_per_minute_per_source", w.integer(o.setups_per_minute_per_source, 1, 1000000)},
+       {"max_message_size", int_into(o.max_message_size, 1, 1 << 30)},
+       {"idle_timeout", w.duration(o.idle_timeout)},
+       {"memory", w.optional_string_into(o.memory, [](const std::string& v) {
+          return one_of(v, {"host", "udmabuf"});
+        })}});
 }
 
 }  // namespace rdma_exporter::probe

@@ -7,23 +7,25 @@
 #include <string>
 #include <vector>
 
+#include "collectors/probe/qp_params.hpp"
+
+namespace YAML {
+class Node;
+}
+
+namespace rdma_exporter {
+class Walker;  // common/yaml_walker.hpp
+}
+
 namespace rdma_exporter::probe {
 
-enum class Op : uint8_t { send = 1, write = 2, read = 3 };
-
-const char* op_name(Op op);
-
-// One kind of probe: an operation at one message size on one priority. A
-// target is probed with every class it names (all of them by default).
-struct ProbeClass {
+// One kind of probe: an operation at one message size on one priority (its
+// QpParams), how often it is sent and how long it may take. A target is
+// probed with every class it names (all of them by default).
+struct ProbeClass : QpParams {
   std::string name;
-  Op op = Op::write;
-  uint32_t size = 64;            // bytes per message
-  uint8_t tclass = 0;            // IP traffic class (DSCP << 2 | ECN) in the GRH
-  uint8_t sl = 0;                // service level (InfiniBand) / priority (RoCE without DSCP trust)
   std::optional<uint8_t> port;   // default: probe.port
   std::optional<int> gid_index;  // default: probe.gid_index
-  uint32_t mtu = 1024;           // path MTU in bytes: 256, 512, 1024, 2048 or 4096
   std::chrono::milliseconds interval{std::chrono::seconds(1)};
   std::chrono::milliseconds timeout{std::chrono::seconds(1)};
   // How long to spin on the completion queue before sleeping on its
@@ -73,6 +75,11 @@ struct ProbeOptions {
 
   bool operator==(const ProbeOptions&) const = default;
 };
+
+// Reads the `probe` section at `path` into `out`, reporting every problem
+// through `w` (defaults stay for keys that are absent).
+void parse_probe_options(Walker& w, const YAML::Node& node, const std::string& path,
+                         ProbeOptions& out);
 
 // One line per problem ("probe.classes[0].mtu: ..."); empty when valid.
 std::vector<std::string> validate_probe_options(const ProbeOptions& options);

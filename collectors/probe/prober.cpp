@@ -115,26 +115,14 @@ void Prober::on_hello(Result<wire::Message> msg) {
   auto port = device_->port(class_.port.value_or(settings_.port),
                             class_.gid_index.value_or(settings_.gid_index));
   if (!port) return fail(reason::setup, port.error().message);
-  EndpointConfig config;
-  config.op = class_.op;
-  config.size = class_.size;
-  config.tclass = class_.tclass;
-  config.sl = class_.sl;
-  config.mtu = class_.mtu;
-  config.port = *port;
-  config.recv_depth = class_.op == Op::send ? kProberRecvDepth : 0;
-  config.memory = settings_.memory;
+  const QpParams& qp = class_;
+  const EndpointConfig config{qp, *port, class_.op == Op::send ? kProberRecvDepth : 0,
+                              settings_.memory};
   auto endpoint = Endpoint::create(device_, config);
   if (!endpoint) return fail(reason::setup, endpoint.error().message);
   endpoint_ = std::move(endpoint.value());
 
-  wire::Setup setup;
-  setup.op = class_.op;
-  setup.size = class_.size;
-  setup.tclass = class_.tclass;
-  setup.sl = class_.sl;
-  setup.mtu = class_.mtu;
-  setup.peer = endpoint_->local();
+  wire::Setup setup{qp, endpoint_->local()};
   if (!settings_.secret.empty()) setup.mac = setup_mac(settings_.secret, hello_.nonce, setup);
   control_->write(
       setup, guarded([this](Status s) {

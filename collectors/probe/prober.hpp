@@ -13,7 +13,7 @@
 #include "collectors/probe/control.hpp"
 #include "collectors/probe/options.hpp"
 #include "collectors/probe/stats.hpp"
-#include "collectors/probe/verbs.hpp"
+#include "collectors/probe/verbs_endpoint.hpp"
 
 namespace rdma_exporter::probe {
 

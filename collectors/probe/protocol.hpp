@@ -7,7 +7,7 @@
 #include <variant>
 #include <vector>
 
-#include "collectors/probe/options.hpp"
+#include "collectors/probe/qp_params.hpp"
 #include "common/result.hpp"
 
 // The probe's control protocol: what a prober and a responder say over TCP to
@@ -47,14 +47,10 @@ struct Hello {
   bool operator==(const Hello&) const = default;
 };
 
-// Prober -> responder: the probe class and the prober's queue pair. `mac` is
-// the HMAC of the hello's nonce and this message (zero without a secret).
-struct Setup {
-  Op op = Op::write;
-  uint32_t size = 0;
-  uint8_t tclass = 0;
-  uint8_t sl = 0;
-  uint32_t mtu = 1024;
+// Prober -> responder: the probe class's queue pair parameters and the
+// prober's queue pair. `mac` is the HMAC of the hello's nonce and this
+// message (zero without a secret).
+struct Setup : QpParams {
   Peer peer;
   std::array<uint8_t, kMacSize> mac{};
 

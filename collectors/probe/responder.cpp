@@ -103,15 +103,8 @@ class Responder::Session : public std::enable_shared_from_this<Session> {
     }
     auto port = owner_.device_->port(cfg.port, cfg.gid_index);
     if (!port) return reject(wire::RejectCode::resources, port.error().message, "resources");
-    EndpointConfig config;
-    config.op = setup->op;
-    config.size = setup->size;
-    config.tclass = setup->tclass;
-    config.sl = setup->sl;
-    config.mtu = setup->mtu;
-    config.port = *port;
-    config.recv_depth = setup->op == Op::send ? kEchoRecvDepth : 0;
-    config.memory = cfg.memory;
+    const QpParams& qp = *setup;
+    const EndpointConfig config{qp, *port, qp.op == Op::send ? kEchoRecvDepth : 0, cfg.memory};
     auto endpoint = Endpoint::create(owner_.device_, config);
     if (!endpoint) {
       return reject(wire::RejectCode::resources, endpoint.error().message, "resources");

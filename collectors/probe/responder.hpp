@@ -9,7 +9,7 @@
 #include <string>
 
 #include "collectors/probe/stats.hpp"
-#include "collectors/probe/verbs.hpp"
+#include "collectors/probe/verbs_endpoint.hpp"
 #include "common/result.hpp"
 
 namespace rdma_exporter::probe {

@@ -3,14 +3,14 @@
 #include <algorithm>
 #include <boost/asio/post.hpp>
 #include <cstring>
-#include <fstream>
-#include <sstream>
+#include <future>
 
 #include "collectors/probe/auth.hpp"
 #include "collectors/probe/prober.hpp"
 #include "collectors/probe/responder.hpp"
 #include "collectors/probe/targets.hpp"
-#include "collectors/probe/verbs.hpp"
+#include "collectors/probe/verbs_device.hpp"
+#include "collectors/probe/verbs_memory.hpp"
 #include "common/file.hpp"
 #include "common/log.hpp"
 
@@ -71,16 +71,20 @@ Status ProbeService::start() {
   responder_ = std::make_unique<Responder>(io_, rs, stats_);
   if (Status s = responder_->start(); !s) return s;
   port_ = responder_->port();
+  health_.set_listening(true);
   boost::asio::post(io_, [this] {
     open_device();
     refresh_files();
   });
+  loop_running_ = true;
   thread_ = std::thread([this] {
     try {
       io_.run();
     } catch (const std::exception& e) {
       log::error(std::string("probe stopped: ") + e.what());
+      health_.set_loop_failed(e.what());
     }
+    loop_running_ = false;
   });
   log::info("probe responder listening on port " + std::to_string(port_));
   return ok_status();
@@ -98,6 +102,23 @@ void ProbeService::stop() {
   // Handlers of the stopped sessions finish; then the loop is stopped.
   boost::asio::post(io_, [this] { io_.stop(); });
   thread_.join();
+  health_.set_listening(false);
+}
+
+std::vector<std::string> ProbeService::collect(MetricSink& sink) const {
+  stats_->add_metrics(sink);
+  return health_.problems();
+}
+
+void ProbeService::settle() {
+  if (!loop_running_) return;
+  auto done = std::make_shared<std::promise<void>>();
+  auto ran = done->get_future();
+  boost::asio::post(io_, [done] { done->set_value(); });
+  // A loop that ends meanwhile never runs the handler.
+  while (ran.wait_for(std::chrono::milliseconds(100)) != std::future_status::ready) {
+    if (!loop_running_) return;
+  }
 }
 
 void ProbeService::update(ProbeOptions options) {
@@ -125,6 +146,7 @@ void ProbeService::update(ProbeOptions options) {
     if (options.file_sd != options_.file_sd) {
       options_.file_sd = std::move(options.file_sd);
       files_.clear();
+      health_.forget_file_sd();
     }
     options_.file_sd_refresh = options.file_sd_refresh;
     // Settings a running prober was made with: start them all anew.
@@ -138,6 +160,7 @@ void ProbeService::update(ProbeOptions options) {
 void ProbeService::open_device() {
   auto device = Device::open(options_.device);
   if (!device) {
+    health_.set_device_problem(device.error().message);
     if (!device_warned_) {
       log::warn("probe: " + device.error().message + "; looking again every " +
                 std::to_string(kDeviceRetry.count()) + " s");
@@ -151,12 +174,14 @@ void ProbeService::open_device() {
   }
   device_ = std::move(device.value());
   device_warned_ = false;
+  health_.set_device_problem("");
   // Memory is made per session; trying one buffer now turns a device or
   // kernel that cannot register this kind into one clear line at start.
   if (auto trial = Memory::create(*device_, 64, options_.memory); !trial) {
-    log::error("probe: probe.memory " + options_.memory + " cannot be used on " + device_->name() +
-               ": " + trial.error().message +
-               "; every probe session will fail with reason \"setup\"");
+    const std::string problem = "probe.memory " + options_.memory + " cannot be used on " +
+                                device_->name() + ": " + trial.error().message;
+    log::error("probe: " + problem + "; every probe session will fail with reason \"setup\"");
+    health_.set_memory_problem(problem);
   }
   responder_->set_device(device_);
   stats_->set_device(device_->name(), device_->thread_domain(), device_->completion_timestamps(),
@@ -173,9 +198,9 @@ void ProbeService::refresh_files() {
     FileState& f = files_[path];
     struct stat st {};
     if (::stat(path.c_str(), &st) != 0) {
-      if (!f.missing) {
-        log::warn("probe file_sd " + path + ": " + std::strerror(errno) + "; keeping its targets");
-      }
+      const std::string problem = "file_sd " + path + ": " + std::strerror(errno);
+      if (!f.missing) log::warn("probe " + problem + "; keeping its targets");
+      health_.set_file_sd_problem(path, problem);
       stats_->file_sd_read(false);
       f.missing = true;
       f.seen = false;
@@ -186,19 +211,24 @@ void ProbeService::refresh_files() {
     f.seen = true;
     f.st = st;
     if (static_cast<std::size_t>(st.st_size) > kMaxFileSdBytes) {
-      log::error("probe file_sd " + path + ": " + std::to_string(st.st_size) +
-                 " bytes, more than the " + std::to_string(kMaxFileSdBytes) +
-                 " a target list may have; keeping its previous targets");
+      const std::string problem = "file_sd " + path + ": " + std::to_string(st.st_size) +
+                                  " bytes, more than the " + std::to_string(kMaxFileSdBytes) +
+                                  " a target list may have";
+      log::error("probe " + problem + "; keeping its previous targets");
+      health_.set_file_sd_problem(path, problem);
       stats_->file_sd_read(false);
       continue;
     }
     auto text = read_file(path, kMaxFileSdBytes, "reading " + path);
     auto parsed = text ? parse_file_sd(*text, path) : Result<std::vector<Target>>(text.error());
     if (!parsed) {
-      log::error("probe file_sd: " + parsed.error().message + "; keeping its previous targets");
+      const std::string problem = "file_sd: " + parsed.error().message;
+      log::error("probe " + problem + "; keeping its previous targets");
+      health_.set_file_sd_problem(path, problem);
       stats_->file_sd_read(false);
       continue;
     }
+    health_.set_file_sd_problem(path, "");
     stats_->file_sd_read(true);
     f.targets = std::move(parsed.value());
     changed = true;

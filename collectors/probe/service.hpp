@@ -2,6 +2,7 @@
 
 #include <sys/stat.h>
 
+#include <atomic>
 #include <boost/asio/io_context.hpp>
 #include <boost/asio/steady_timer.hpp>
 #include <map>
@@ -11,6 +12,7 @@
 #include <thread>
 #include <vector>
 
+#include "collectors/probe/health.hpp"
 #include "collectors/probe/options.hpp"
 #include "collectors/probe/stats.hpp"
 #include "common/metric_sink.hpp"
@@ -42,7 +44,16 @@ class ProbeService {
   // device, listen address, secret and limits at the next start.
   void update(ProbeOptions options);
 
-  void add_metrics(MetricSink& sink) const { stats_->add_metrics(sink); }
+  // A collector's shape: adds the probe's metrics and returns what makes the
+  // probe itself unhealthy right now (see ProbeHealth), empty when it works.
+  // A target that does not answer is not a problem of the probe. Safe to
+  // call from any thread.
+  std::vector<std::string> collect(MetricSink& sink) const;
+
+  // Returns once the probe's loop has run what was asked of it before: the
+  // first device and file_sd look-ups after start(), an update(). Returns at
+  // once when the loop is not running. Not for the probe's own thread.
+  void settle();
 
  private:
   struct FileState {
@@ -59,6 +70,8 @@ class ProbeService {
   ProbeOptions options_;
   std::string secret_;
   std::shared_ptr<ProbeStats> stats_ = std::make_shared<ProbeStats>();
+  ProbeHealth health_;
+  std::atomic<bool> loop_running_{false};
   boost::asio::io_context io_;
   boost::asio::steady_timer device_timer_{io_};
   boost::asio::steady_timer files_timer_{io_};

@@ -1,7 +1,9 @@
 #include <gtest/gtest.h>
 
 #include "collectors/probe/auth.hpp"
+#include "collectors/probe/options.hpp"
 #include "collectors/probe/protocol.hpp"
+#include "collectors/probe/verbs_endpoint.hpp"
 
 namespace rdma_exporter::probe {
 namespace {
@@ -21,6 +23,22 @@ wire::Setup sample_setup() {
   s.peer.addr = 0x00007f0011223344ull;
   s.mac.fill(0x5a);
   return s;
+}
+
+TEST(ProbeQpParams, OneSetOfDefaultsForClassSetupAndEndpoint) {
+  // A 64-byte RDMA write on traffic class 0, service level 0, 1024-byte MTU.
+  const QpParams defaults;
+  EXPECT_EQ(defaults.op, Op::write);
+  EXPECT_EQ(defaults.size, 64u);
+  EXPECT_EQ(defaults.tclass, 0);
+  EXPECT_EQ(defaults.sl, 0);
+  EXPECT_EQ(defaults.mtu, 1024u);
+  EXPECT_EQ(static_cast<const QpParams&>(ProbeClass{}), defaults);
+  EXPECT_EQ(static_cast<const QpParams&>(wire::Setup{}), defaults);
+  EXPECT_EQ(static_cast<const QpParams&>(EndpointConfig{}), defaults);
+  EXPECT_STREQ(op_name(Op::send), "send");
+  EXPECT_STREQ(op_name(Op::write), "write");
+  EXPECT_STREQ(op_name(Op::read), "read");
 }
 
 TEST(ProbeProtocol, EveryMessageRoundTrips) {
@@ -61,6 +79,28 @@ TEST(ProbeProtocol, SetupFieldsAreBigEndian) {
   EXPECT_EQ(bytes[wire::kHeaderSize + 1], 0x00);
   EXPECT_EQ(bytes[wire::kHeaderSize + 3], 0x10);
   EXPECT_EQ(bytes[wire::kHeaderSize + 4], 0x00);
+}
+
+TEST(ProbeProtocol, SetupEncodesToTheseBytes) {
+  const std::vector<uint8_t> want = {
+      'R',  'X',  'P',  1,    2,    0,    0x00, 79,  // header: setup, 79 bytes
+      3,                                             // op: read
+      0x00, 0x00, 0x10, 0x00,                        // size 4096
+      106,                                           // tclass
+      3,                                             // sl
+      0x08, 0x00,                                    // mtu 2048
+      0x00, 0x12, 0x34, 0x56,                        // qpn
+      0x00, 0xab, 0xcd, 0xef,                        // psn
+      0x00, 0x07,                                    // lid
+      0,    3,    6,    9,    12,   15,   18,   21,   24,   27,   30,
+      33,   36,   39,   42,   45,                      // gid
+      0xde, 0xad, 0xbe, 0xef,                          // rkey
+      0x00, 0x00, 0x7f, 0x00, 0x11, 0x22, 0x33, 0x44,  // addr
+      0x5a, 0x5a, 0x5a, 0x5a, 0x5a, 0x5a, 0x5a, 0x5a, 0x5a, 0x5a, 0x5a,
+      0x5a, 0x5a, 0x5a, 0x5a, 0x5a, 0x5a, 0x5a, 0x5a, 0x5a, 0x5a, 0x5a,
+      0x5a, 0x5a, 0x5a, 0x5a, 0x5a, 0x5a, 0x5a, 0x5a, 0x5a, 0x5a,  // mac
+  };
+  EXPECT_EQ(wire::encode(sample_setup()), want);
 }
 
 // Sets byte `at` of an encoded setup and expects the decoder to refuse it
@@ -146,6 +186,33 @@ TEST(ProbeProtocol, RejectReasonMustBePrintable) {
   auto code = wire::encode(wire::Reject{wire::RejectCode::protocol, ""});
   code[wire::kHeaderSize] = 42;
   EXPECT_FALSE(wire::decode(code));
+}
+
+TEST(ProbeProtocol, RejectReasonIsAtMost200Bytes) {
+  // 200 bytes: sent and read back whole, in a 201-byte payload (code, reason).
+  const std::string longest(200, 'r');
+  const auto bytes = wire::encode(wire::Reject{wire::RejectCode::capacity, longest});
+  ASSERT_EQ(bytes.size(), 209u);
+  EXPECT_EQ(bytes[6], 0);
+  EXPECT_EQ(bytes[7], 201);
+  auto back = wire::decode(bytes);
+  ASSERT_TRUE(back) << back.error().message;
+  EXPECT_EQ(std::get<wire::Reject>(back.value()).reason, longest);
+
+  // 201 bytes: the encoder sends the first 200.
+  const auto cut = wire::encode(wire::Reject{wire::RejectCode::capacity, longest + "X"});
+  ASSERT_EQ(cut.size(), 209u);
+  EXPECT_EQ(cut[7], 201);
+  back = wire::decode(cut);
+  ASSERT_TRUE(back) << back.error().message;
+  EXPECT_EQ(std::get<wire::Reject>(back.value()).reason, longest);
+
+  // A peer that sends 201 bytes of reason (a 202-byte payload) is refused.
+  std::vector<uint8_t> over = {'R', 'X', 'P', 1, 4, 0, 0, 202, 3};
+  over.insert(over.end(), 201, 'r');
+  const auto refused = wire::decode(over);
+  ASSERT_FALSE(refused);
+  EXPECT_EQ(refused.error().message, "reject: payload of 202 bytes");
 }
 
 TEST(ProbeProtocol, HelloFlagsAreChecked) {

@@ -1,6 +1,8 @@
 // The probe's parts that need no RDMA device: file_sd targets, metrics, and
 // the responder's defences (it refuses before it allocates anything).
 
+#include "collectors/probe/probe.hpp"
+
 #include <gtest/gtest.h>
 
 #include <boost/asio/connect.hpp>
@@ -8,14 +10,18 @@
 #include <boost/asio/ip/tcp.hpp>
 #include <boost/asio/read.hpp>
 #include <boost/asio/write.hpp>
+#include <cstdio>
+#include <filesystem>
 #include <future>
+#include <limits>
 #include <thread>
 
 #include "collectors/probe/auth.hpp"
+#include "collectors/probe/health.hpp"
 #include "collectors/probe/responder.hpp"
-#include "collectors/probe/service.hpp"
 #include "collectors/probe/targets.hpp"
-#include "collectors/probe/verbs.hpp"
+#include "collectors/probe/verbs_device.hpp"
+#include "common/yaml_walker.hpp"
 #include "snapshot_query.hpp"
 
 namespace rdma_exporter::probe {
@@ -99,6 +105,32 @@ TEST(ProbeOptionsCheck, ProblemsAreNamed) {
   EXPECT_EQ(effective_classes(ProbeOptions{}).size(), 1u);
 }
 
+// The probe's section is read by the probe, with the daemon's walker; its
+// messages name the file, line, column and key.
+TEST(ProbeOptionsParse, SectionIsReadAndProblemsAreWordedExactly) {
+  const YAML::Node root = YAML::Load(
+      "probe:\n"
+      "  port: 2\n"
+      "  classes:\n"
+      "    - {name: a, op: atomic, sl: 16, busy_poll: 20us}\n"
+      "  memory: gpu\n");
+  Walker w("p.yml");
+  ProbeOptions o;
+  parse_probe_options(w, root["probe"], "probe", o);
+  EXPECT_EQ(w.take(),
+            (std::vector<std::string>{
+                "p.yml:4:21: probe.classes[0].op: expected one of send, write, read, got "
+                "\"atomic\"",
+                "p.yml:4:33: probe.classes[0].sl: expected an integer from 0 to 15, got \"16\"",
+                "p.yml:5:11: probe.memory: expected one of host, udmabuf, got \"gpu\"",
+            }));
+  EXPECT_EQ(o.port, 2);
+  ASSERT_EQ(o.classes.size(), 1u);
+  EXPECT_EQ(o.classes[0].name, "a");
+  EXPECT_EQ(o.classes[0].busy_poll, std::chrono::microseconds(20));
+  EXPECT_EQ(o.memory, "host");
+}
+
 TEST(ProbeStatsTest, SeriesCarryTargetClassAndTargetLabels) {
   ProbeStats stats;
   ProbeClass c;
@@ -133,10 +165,11 @@ TEST(ProbeStatsTest, SeriesCarryTargetClassAndTargetLabels) {
     const auto& h = f.metric[0].histogram;
     EXPECT_EQ(h.sample_count, 1u);
     EXPECT_DOUBLE_EQ(h.sample_sum, 12e-6);
-    for (const auto& b : h.bucket) {
-      EXPECT_EQ(b.cumulative_count, b.upper_bound >= 12e-6 ? 1u : 0u) << b.upper_bound;
-    }
-    EXPECT_DOUBLE_EQ(h.bucket.front().upper_bound, 1e-6);
+    // le: 1us 2.5us 5us 10us | 25us ... 1s, +Inf
+    std::vector<uint64_t> counts;
+    for (const auto& b : h.bucket) counts.push_back(b.cumulative_count);
+    EXPECT_EQ(counts,
+              (std::vector<uint64_t>{0, 0, 0, 0, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1}));
     found = true;
   }
   EXPECT_TRUE(found);
@@ -160,11 +193,137 @@ TEST(ProbeVerbs, MtuBytesAndEnumsRoundTrip) {
 }
 
 TEST(ProbeStatsTest, BucketsSpanOneMicrosecondToOneSecond) {
-  const auto b = latency_buckets();
-  EXPECT_DOUBLE_EQ(b.front(), 1e-6);
-  EXPECT_DOUBLE_EQ(b.back(), 1.0);
-  EXPECT_TRUE(std::is_sorted(b.begin(), b.end()));
-  EXPECT_EQ(b.size(), 19u);
+  // 1, 2.5 and 5 per decade, 1 us to 1 s: 19 buckets.
+  EXPECT_EQ(latency_buckets(),
+            (std::vector<double>{1e-6, 2.5e-6, 5e-6, 1e-5, 2.5e-5, 5e-5, 1e-4, 2.5e-4, 5e-4, 1e-3,
+                                 2.5e-3, 5e-3, 1e-2, 2.5e-2, 5e-2, 0.1, 0.25, 0.5, 1.0}));
+}
+
+TEST(ProbeStatsTest, LatenciesLandInTheirBuckets) {
+  ProbeStats stats;
+  auto s = stats.series({{"target", "t"}});
+  s->success(2.5e-5, 1);  // on a bound: counted in it (le is inclusive)
+  s->success(2.6e-5, 1);  // just above: the 50 us bucket
+  s->success(0.003, 1);   // 3 ms: the 5 ms bucket
+  s->success(2.0, 1);     // above 1 s: +Inf only
+  const Snapshot snap = metrics_of(stats);
+  std::vector<std::pair<double, uint64_t>> got;
+  for (const auto& f : snap.families) {
+    if (f.name != "rdma_probe_latency_seconds") continue;
+    for (const auto& b : f.metric.at(0).histogram.bucket) {
+      got.emplace_back(b.upper_bound, b.cumulative_count);
+    }
+  }
+  const double inf = std::numeric_limits<double>::infinity();
+  EXPECT_EQ(got, (std::vector<std::pair<double, uint64_t>>{
+                     {1e-6, 0},   {2.5e-6, 0}, {5e-6, 0},   {1e-5, 0},   {2.5e-5, 1},
+                     {5e-5, 2},   {1e-4, 2},   {2.5e-4, 2}, {5e-4, 2},   {1e-3, 2},
+                     {2.5e-3, 2}, {5e-3, 3},   {1e-2, 3},   {2.5e-2, 3}, {5e-2, 3},
+                     {0.1, 3},    {0.25, 3},   {0.5, 3},    {1.0, 3},    {inf, 4}}));
+}
+
+TEST(ProbeHealthTest, ProblemsInAFixedOrderUntilCleared) {
+  ProbeHealth h;
+  EXPECT_EQ(h.problems(), std::vector<std::string>{"the probe responder is not listening"});
+  h.set_listening(true);
+  EXPECT_TRUE(h.problems().empty());
+  h.set_file_sd_problem("/b.json", "file_sd /b.json: Permission denied");
+  h.set_file_sd_problem("/a.json", "file_sd /a.json: No such file or directory");
+  h.set_memory_problem("probe.memory udmabuf cannot be used on mlx5_0: no udmabuf");
+  h.set_device_problem("no RDMA device named mlx5_9");
+  h.set_loop_failed("bad_alloc");
+  EXPECT_EQ(h.problems(), (std::vector<std::string>{
+                              "the probe's event loop stopped: bad_alloc",
+                              "no RDMA device named mlx5_9",
+                              "probe.memory udmabuf cannot be used on mlx5_0: no udmabuf",
+                              "file_sd /a.json: No such file or directory",
+                              "file_sd /b.json: Permission denied",
+                          }));
+  h.set_file_sd_problem("/a.json", "");
+  h.set_device_problem("");
+  h.set_memory_problem("");
+  EXPECT_EQ(h.problems(), (std::vector<std::string>{"the probe's event loop stopped: bad_alloc",
+                                                    "file_sd /b.json: Permission denied"}));
+  h.forget_file_sd();
+  h.set_listening(false);
+  EXPECT_EQ(h.problems(), (std::vector<std::string>{"the probe's event loop stopped: bad_alloc",
+                                                    "the probe responder is not listening"}));
+}
+
+void write_text(const std::string& path, const std::string& text) {
+  FILE* f = std::fopen(path.c_str(), "w");
+  ASSERT_NE(f, nullptr) << path;
+  std::fputs(text.c_str(), f);
+  std::fclose(f);
+}
+
+// The service as the daemon's collector sees it: its metrics, and what is
+// wrong with the probe itself. This host may have no RDMA at all.
+TEST(ProbeServiceTest, CollectReturnsTheProbesOwnProblems) {
+  const std::string dir = ::testing::TempDir() + "/probe_service_collect";
+  std::filesystem::remove_all(dir);
+  std::filesystem::create_directories(dir);
+  write_text(dir + "/bad.yml", "targets: [a:1]\n");
+  ProbeOptions o;
+  o.enabled = true;
+  o.device = "rdma_exporter_test_no_such_device";
+  o.listen_address = "127.0.0.1:0";
+  o.file_sd = {dir + "/bad.yml", dir + "/missing.yml"};
+  // Targets that do not answer are not a problem of the probe.
+  o.targets = {Target{"127.0.0.1:1", {}, {}}};
+  o.loopback = true;
+  ProbeService service(o);
+  MetricSink before;
+  EXPECT_EQ(service.collect(before),
+            std::vector<std::string>{"the probe responder is not listening"});
+
+  ASSERT_TRUE(service.start());
+  service.settle();
+  MetricSink sink;
+  auto problems = service.collect(sink);
+  ASSERT_EQ(problems.size(), 3u) << ::testing::PrintToString(problems);
+  // Without the verbs kernel interface, listing fails; with it, the name is
+  // not found.
+  EXPECT_TRUE(problems[0] == "listing RDMA devices: Function not implemented" ||
+              problems[0] == "no RDMA device named rdma_exporter_test_no_such_device")
+      << problems[0];
+  EXPECT_EQ(problems[1], "file_sd: " + dir + "/bad.yml:1:1: expected a list of target groups");
+  EXPECT_EQ(problems[2], "file_sd " + dir + "/missing.yml: No such file or directory");
+  Snapshot snap;
+  snap.families = sink.take();
+  EXPECT_EQ(sample(snap, "rdma_probe_file_sd_last_read_successful"), 0);
+  EXPECT_EQ(sample(snap, "rdma_probe_targets", {{"source", "static"}}), 1);
+
+  // Both files readable now: only the device is left.
+  write_text(dir + "/bad.yml", "- targets: [a:1, b:2]\n");
+  write_text(dir + "/missing.yml", "[]\n");
+  service.update(o);
+  service.settle();
+  MetricSink after;
+  problems = service.collect(after);
+  ASSERT_EQ(problems.size(), 1u) << ::testing::PrintToString(problems);
+  snap.families = after.take();
+  EXPECT_EQ(sample(snap, "rdma_probe_targets", {{"source", "file_sd"}}), 2);
+
+  // A list of files without the failing one forgets its problem.
+  write_text(dir + "/bad.yml", "oops: [\n");
+  service.update(o);
+  service.settle();
+  MetricSink broken;
+  problems = service.collect(broken);
+  ASSERT_EQ(problems.size(), 2u) << ::testing::PrintToString(problems);
+  EXPECT_EQ(problems[1].rfind("file_sd: " + dir + "/bad.yml:", 0), 0u) << problems[1];
+  o.file_sd = {dir + "/missing.yml"};
+  service.update(o);
+  service.settle();
+  MetricSink fixed;
+  EXPECT_EQ(service.collect(fixed).size(), 1u);
+
+  service.stop();
+  MetricSink stopped;
+  problems = service.collect(stopped);
+  ASSERT_EQ(problems.size(), 2u);
+  EXPECT_EQ(problems[0], "the probe responder is not listening");
 }
 
 // A responder without an RDMA device on a loopback port, and blocking

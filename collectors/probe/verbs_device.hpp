@@ -1,0 +1,71 @@
+#pragma once
+
+#include <infiniband/verbs.h>
+
+#include <array>
+#include <cstdint>
+#include <memory>
+#include <optional>
+#include <string>
+
+#include "common/result.hpp"
+
+// The RDMA device the probe uses: finding and opening it, its protection
+// domains, its ports and their GIDs, and its clock. RAII over libibverbs.
+namespace rdma_exporter::probe {
+
+struct PortInfo {
+  uint8_t port = 1;
+  uint16_t lid = 0;
+  bool ethernet = true;  // RoCE (needs a GRH) or InfiniBand
+  int gid_index = 0;
+  std::array<uint8_t, 16> gid{};
+  uint32_t active_mtu = 1024;  // bytes
+};
+
+// An opened device and the protection domain every probe object lives in.
+// When the device supports them, queue pairs and completion queues are made
+// in a parent domain over a thread domain of their own: dedicated, lock-free
+// hardware resources, since one thread drives all of them.
+class Device {
+ public:
+  ~Device();
+  Device(const Device&) = delete;
+  Device& operator=(const Device&) = delete;
+
+  // `name` empty: the first device with an active port.
+  static Result<std::shared_ptr<Device>> open(const std::string& name);
+
+  const std::string& name() const { return name_; }
+  ibv_context* context() const { return ctx_; }
+  ibv_pd* pd() const { return pd_; }
+  // Where queue pairs and completion queues are made.
+  ibv_pd* resource_pd() const { return parent_ ? parent_ : pd_; }
+  bool thread_domain() const { return parent_ != nullptr; }
+  // Completion timestamps in device clock ticks, and the clock's rate.
+  bool completion_timestamps() const { return core_clock_khz_ != 0; }
+  uint64_t core_clock_khz() const { return core_clock_khz_; }
+  std::optional<uint64_t> raw_clock() const;
+
+  // The port, with the GID to use: `gid_index` >= 0, or -1 for the port's
+  // RoCEv2 IPv4 GID (InfiniBand: index 0).
+  Result<PortInfo> port(uint8_t port, int gid_index) const;
+
+ private:
+  Device() = default;
+  std::string name_;
+  ibv_context* ctx_ = nullptr;
+  ibv_pd* pd_ = nullptr;
+  ibv_td* td_ = nullptr;
+  ibv_pd* parent_ = nullptr;
+  uint64_t core_clock_khz_ = 0;
+};
+
+// Bytes -> enum ibv_mtu.
+ibv_mtu mtu_enum(uint32_t bytes);
+uint32_t mtu_bytes(ibv_mtu mtu);
+
+// Device clock ticks -> seconds.
+double ticks_to_seconds(uint64_t ticks, uint64_t core_clock_khz);
+
+}  // namespace rdma_exporter::probe
