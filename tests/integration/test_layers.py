@@ -1,0 +1,83 @@
+"""The layers of docs/architecture.md, checked on every #include.
+
+Lowest first: common/ -> collectors/kernel/ -> the collectors and the probe
+-> exporter/. A file includes only its own layer or the ones below; a
+collector includes no other collector's folder; the probe includes nothing
+of collectors/ but kernel access.
+"""
+import os
+import re
+import unittest
+
+from harness import SOURCE_DIR
+
+INCLUDE = re.compile(r'^#include "([^"]+)"', re.M)
+
+
+def layer(path):
+    if path.startswith("common/"):
+        return 0
+    if path.startswith("collectors/kernel/"):
+        return 1
+    if path.startswith("collectors/"):
+        return 2
+    if path.startswith("exporter/"):
+        return 3
+    return None
+
+
+def folder(path):
+    """The collector folder of a path under collectors/, or None."""
+    parts = path.split("/")
+    if parts[0] != "collectors" or len(parts) < 3 or parts[1] == "kernel":
+        return None
+    return parts[1]
+
+
+def problems(sources):
+    """(file, include, why) for every include that breaks the layering."""
+    out = []
+    for path, text in sources:
+        for inc in INCLUDE.findall(text):
+            lf, li = layer(path), layer(inc)
+            if lf is None or li is None:
+                continue
+            if li > lf:
+                out.append((path, inc, "points up"))
+                continue
+            ff, fi = folder(path), folder(inc)
+            if ff and fi and ff != fi:
+                out.append((path, inc, "another collector's folder"))
+    return out
+
+
+def tree_sources():
+    for top in ("common", "collectors", "exporter"):
+        for root, _, files in os.walk(os.path.join(SOURCE_DIR, top)):
+            for name in files:
+                if name.endswith((".cpp", ".hpp")):
+                    full = os.path.join(root, name)
+                    with open(full, encoding="utf-8") as f:
+                        yield os.path.relpath(full, SOURCE_DIR), f.read()
+
+
+class LayersTest(unittest.TestCase):
+    def test_no_include_points_up_or_across(self):
+        found = problems(tree_sources())
+        self.assertEqual(found, [], "\n".join(f"{f}: {i} ({why})" for f, i, why in found))
+
+    def test_the_check_sees_a_violation(self):
+        bad = [("common/log.cpp", '#include "collectors/scrape.hpp"\n'),
+               ("collectors/kernel/nldev/codec.cpp", '#include "exporter/config.hpp"\n'),
+               ("collectors/dcb/dcb_collector.cpp", '#include "collectors/ethtool/mapping.hpp"\n'),
+               ("collectors/probe/prober.cpp", '#include "collectors/qp_counters/options.hpp"\n'),
+               ("exporter/daemon.cpp", '#include "collectors/probe/probe.hpp"\n')]
+        self.assertEqual([(f, why) for f, _, why in problems(bad)],
+                         [("common/log.cpp", "points up"),
+                          ("collectors/kernel/nldev/codec.cpp", "points up"),
+                          ("collectors/dcb/dcb_collector.cpp", "another collector's folder"),
+                          ("collectors/probe/prober.cpp", "another collector's folder")])
+
+
+if __name__ == "__main__":
+    unittest.main()
