@@ -49,13 +49,20 @@ void point(JsonWriter& w, const OtlpNumberPoint& p) {
   w.end_object();
 }
 
-void point(JsonWriter& w, const OtlpHistogramPoint& p) {
-  w.begin_object();
+// What histogram and summary points start with: the attributes, times,
+// count and sum.
+template <typename Point>
+void distribution_fields(JsonWriter& w, const Point& p) {
   point_fields(w, p);
   w.key("count");
   uint64_string(w, p.count);
   w.key("sum");
   w.number(p.sum);
+}
+
+void point(JsonWriter& w, const OtlpHistogramPoint& p) {
+  w.begin_object();
+  distribution_fields(w, p);
   w.key("bucketCounts");
   w.begin_array();
   for (uint64_t c : p.bucket_counts) uint64_string(w, c);
@@ -69,11 +76,7 @@ void point(JsonWriter& w, const OtlpHistogramPoint& p) {
 
 void point(JsonWriter& w, const OtlpSummaryPoint& p) {
   w.begin_object();
-  point_fields(w, p);
-  w.key("count");
-  uint64_string(w, p.count);
-  w.key("sum");
-  w.number(p.sum);
+  distribution_fields(w, p);
   w.key("quantileValues");
   w.begin_array();
   for (const auto& q : p.quantiles) {
