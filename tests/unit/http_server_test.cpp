@@ -1,0 +1,415 @@
+// The HTTP server on 127.0.0.1, driven by a plain socket client, in front of a
+// snapshot cache whose collections are a stand-in. Every expected response
+// is written out byte for byte.
+
+#include "exporter/http_server.hpp"
+
+#include <arpa/inet.h>
+#include <gtest/gtest.h>
+#include <netinet/in.h>
+#include <sys/socket.h>
+#include <sys/time.h>
+#include <unistd.h>
+
+#include <atomic>
+#include <boost/asio/io_context.hpp>
+#include <boost/asio/post.hpp>
+#include <cerrno>
+#include <cstring>
+#include <future>
+#include <memory>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "exporter/exposition.hpp"
+#include "exporter/snapshot_cache.hpp"
+
+namespace rdma_exporter {
+namespace {
+
+using namespace std::chrono_literals;
+
+// Made by `htpasswd -nbBC 5 prom 'secret pass'`.
+constexpr const char* kHash = "$2y$05$KlUMDg8/hTYzyUHGYH5etOm6STmU58gR.jglXJ8vLx18GQ3bbGZBa";
+
+constexpr const char* kHealthz =
+    "HTTP/1.1 200 OK\r\nServer: rdma_exporter\r\nContent-Type: text/plain; charset=utf-8\r\n"
+    "Content-Length: 3\r\n\r\nOK\n";
+
+// A blocking client socket. Reads give up after 5 s so a server that never
+// answers fails the test instead of hanging it.
+class Client {
+ public:
+  explicit Client(unsigned short port) {
+    fd_ = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+    EXPECT_GE(fd_, 0);
+    timeval limit{5, 0};
+    ::setsockopt(fd_, SOL_SOCKET, SO_RCVTIMEO, &limit, sizeof limit);
+    sockaddr_in addr{};
+    addr.sin_family = AF_INET;
+    addr.sin_port = htons(port);
+    addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    EXPECT_EQ(::connect(fd_, reinterpret_cast<sockaddr*>(&addr), sizeof addr), 0)
+        << std::strerror(errno);
+  }
+  ~Client() { ::close(fd_); }
+  Client(const Client&) = delete;
+  Client& operator=(const Client&) = delete;
+
+  void send(const std::string& bytes) {
+    EXPECT_EQ(::send(fd_, bytes.data(), bytes.size(), MSG_NOSIGNAL),
+              static_cast<ssize_t>(bytes.size()));
+  }
+
+  // One response: the header, then Content-Length bytes of body (none after
+  // HEAD). "" when the server closes first.
+  std::string response(bool head = false) {
+    std::size_t end;
+    while ((end = buffer_.find("\r\n\r\n")) == std::string::npos) {
+      if (!fill()) return std::exchange(buffer_, {});
+    }
+    end += 4;
+    std::size_t length = 0;
+    const auto at = buffer_.find("Content-Length: ");
+    if (!head && at != std::string::npos && at < end) length = std::stoul(buffer_.substr(at + 16));
+    while (buffer_.size() < end + length) {
+      if (!fill()) break;
+    }
+    std::string out = buffer_.substr(0, end + length);
+    buffer_.erase(0, out.size());
+    return out;
+  }
+
+  // Everything until the server closes the connection.
+  std::string until_closed() {
+    while (fill()) {
+    }
+    return std::exchange(buffer_, {});
+  }
+
+ private:
+  // false at end of stream; a timeout fails the test.
+  bool fill() {
+    char chunk[4096];
+    const ssize_t n = ::recv(fd_, chunk, sizeof chunk, 0);
+    if (n < 0) {
+      ADD_FAILURE() << "no answer from the server: " << std::strerror(errno);
+      return false;
+    }
+    buffer_.append(chunk, static_cast<std::size_t>(n));
+    return n > 0;
+  }
+
+  int fd_ = -1;
+  std::string buffer_;
+};
+
+std::string request(const std::string& method, const std::string& path,
+                    const std::string& headers = "") {
+  return method + " " + path + " HTTP/1.1\r\nHost: 127.0.0.1\r\n" + headers + "\r\n";
+}
+
+// An HttpServer on an ephemeral port with its event loop on its own thread.
+// Collections give "rdma_up 1\n", whose stand-in gzip form is "<gzip>".
+class Server {
+ public:
+  explicit Server(Config::Web web, std::shared_ptr<const WebSecurity> security = nullptr,
+                  HttpServer::ReloadHook reload = nullptr)
+      : cache_(
+            io_, [this] { return collect(); }, 1h),
+        server_(io_, with_ephemeral_port(std::move(web)), cache_, std::move(security)) {
+    if (reload) server_.set_reload_hook(std::move(reload));
+    const Status started = server_.start();
+    EXPECT_TRUE(started) << (started ? "" : started.error().message);
+    port_ = server_.local_endpoint().port();
+    thread_ = std::thread([this] { io_.run(); });
+  }
+  // Clients must be closed first: the server drains, then the loop ends.
+  ~Server() {
+    boost::asio::post(io_, [this] { server_.stop([this] { io_.stop(); }); });
+    thread_.join();
+  }
+
+  unsigned short port() const { return port_; }
+  int collections() const { return collections_; }
+
+  // The server's own metrics, rendered.
+  std::string stats() const {
+    MetricSink sink;
+    server_.stats()->add_metrics(sink);
+    return render_text(sink.take());
+  }
+
+ private:
+  static Config::Web with_ephemeral_port(Config::Web web) {
+    web.listen_address = "127.0.0.1:0";
+    return web;
+  }
+  std::shared_ptr<const Snapshot> collect() {
+    ++collections_;
+    auto s = std::make_shared<Snapshot>();
+    s->taken = std::chrono::steady_clock::now();
+    s->text = "rdma_up 1\n";
+    s->gzip = "<gzip>";
+    return s;
+  }
+
+  boost::asio::io_context io_;
+  std::atomic<int> collections_{0};
+  SnapshotCache cache_;
+  HttpServer server_;
+  unsigned short port_ = 0;
+  std::thread thread_;
+};
+
+std::string get_once(unsigned short port, const std::string& req, bool head = false) {
+  Client c(port);
+  c.send(req);
+  return c.response(head);
+}
+
+TEST(HttpServer, ServesHealthz) {
+  Server server({});
+  EXPECT_EQ(get_once(server.port(), request("GET", "/healthz")), kHealthz);
+  EXPECT_EQ(get_once(server.port(), request("GET", "/healthz?verbose=1")), kHealthz);
+}
+
+TEST(HttpServer, ServesTheLandingPage) {
+  Server server({});
+  const std::string res = get_once(server.port(), request("GET", "/"));
+  EXPECT_EQ(res.rfind("HTTP/1.1 200 OK\r\nServer: rdma_exporter\r\n"
+                      "Content-Type: text/html; charset=utf-8\r\nContent-Length: 246\r\n\r\n"
+                      "<!DOCTYPE html>\n",
+                      0),
+            0u)
+      << res;
+}
+
+TEST(HttpServer, ServesTheSnapshotPlainOrGzip) {
+  Server server({});
+  Client c(server.port());
+  c.send(request("GET", "/metrics"));
+  EXPECT_EQ(c.response(),
+            "HTTP/1.1 200 OK\r\nServer: rdma_exporter\r\n"
+            "Content-Type: text/plain; version=0.0.4; charset=utf-8\r\nVary: Accept-Encoding\r\n"
+            "Content-Length: 10\r\n\r\nrdma_up 1\n");
+  c.send(request("GET", "/metrics", "Accept-Encoding: deflate, gzip\r\n"));
+  EXPECT_EQ(c.response(),
+            "HTTP/1.1 200 OK\r\nServer: rdma_exporter\r\n"
+            "Content-Type: text/plain; version=0.0.4; charset=utf-8\r\nVary: Accept-Encoding\r\n"
+            "Content-Encoding: gzip\r\nContent-Length: 6\r\n\r\n<gzip>");
+}
+
+TEST(HttpServer, RefusedGzipGetsPlainText) {
+  Server server({});
+  const std::string res =
+      get_once(server.port(), request("GET", "/metrics", "Accept-Encoding: gzip;q=0\r\n"));
+  EXPECT_EQ(res.substr(res.size() - 14), "\r\n\r\nrdma_up 1\n") << res;
+  EXPECT_EQ(res.find("Content-Encoding"), std::string::npos) << res;
+}
+
+TEST(HttpServer, UnknownPathIs404AndOtherMethods405) {
+  Server server({});
+  EXPECT_EQ(get_once(server.port(), request("GET", "/nope")),
+            "HTTP/1.1 404 Not Found\r\nServer: rdma_exporter\r\n"
+            "Content-Type: text/plain; charset=utf-8\r\nContent-Length: 10\r\n\r\nnot found\n");
+  EXPECT_EQ(get_once(server.port(), request("GET", "/metrics/")).substr(0, 22),
+            "HTTP/1.1 404 Not Found");
+  for (const char* path : {"/metrics", "/", "/healthz"}) {
+    for (const char* method : {"POST", "PUT", "DELETE", "OPTIONS"}) {
+      EXPECT_EQ(get_once(server.port(), request(method, path)),
+                "HTTP/1.1 405 Method Not Allowed\r\nServer: rdma_exporter\r\n"
+                "Content-Type: text/plain; charset=utf-8\r\nAllow: GET, HEAD\r\n"
+                "Content-Length: 19\r\n\r\nmethod not allowed\n")
+          << method << " " << path;
+    }
+  }
+  const std::string stats = server.stats();
+  EXPECT_NE(stats.find("rdma_exporter_http_requests_total{handler=\"other\",code=\"404\"} 2\n"),
+            std::string::npos)
+      << stats;
+  EXPECT_NE(stats.find("rdma_exporter_http_requests_total{handler=\"/metrics\",code=\"405\"} 4\n"),
+            std::string::npos)
+      << stats;
+}
+
+TEST(HttpServer, HeadHasTheHeadersOfGetAndNoBody) {
+  Server server({});
+  Client c(server.port());
+  c.send(request("HEAD", "/metrics"));
+  EXPECT_EQ(c.response(true),
+            "HTTP/1.1 200 OK\r\nServer: rdma_exporter\r\n"
+            "Content-Type: text/plain; version=0.0.4; charset=utf-8\r\nVary: Accept-Encoding\r\n"
+            "Content-Length: 10\r\n\r\n");
+  // Had a body been sent, it would be read here as the next response.
+  c.send(request("GET", "/healthz"));
+  EXPECT_EQ(c.response(), kHealthz);
+}
+
+TEST(HttpServer, ReloadIsForbiddenUnlessEnabledWithAHook) {
+  const std::string forbidden =
+      "HTTP/1.1 403 Forbidden\r\nServer: rdma_exporter\r\n"
+      "Content-Type: text/plain; charset=utf-8\r\nContent-Length: 48\r\n\r\n"
+      "the lifecycle API is off (web.enable_lifecycle)\n";
+  auto hook = [](std::function<void(bool, std::string)> done) { done(true, "reloaded"); };
+  {
+    Server off({}, nullptr, hook);
+    EXPECT_EQ(get_once(off.port(), request("POST", "/-/reload")), forbidden);
+    EXPECT_EQ(get_once(off.port(), request("GET", "/-/reload")), forbidden);
+  }
+  Config::Web on;
+  on.enable_lifecycle = true;
+  Server no_hook(on);
+  EXPECT_EQ(get_once(no_hook.port(), request("POST", "/-/reload")), forbidden);
+}
+
+TEST(HttpServer, ReloadAnswersWithTheHooksOutcome) {
+  Config::Web web;
+  web.enable_lifecycle = true;
+  std::atomic<int> reloads{0};
+  Server server(web, nullptr, [&](std::function<void(bool, std::string)> done) {
+    ++reloads;
+    if (reloads == 1) return done(true, "configuration reloaded");
+    done(false, "reload rejected: bad");
+  });
+  EXPECT_EQ(get_once(server.port(), request("GET", "/-/reload")),
+            "HTTP/1.1 405 Method Not Allowed\r\nServer: rdma_exporter\r\n"
+            "Content-Type: text/plain; charset=utf-8\r\nAllow: POST, PUT\r\n"
+            "Content-Length: 19\r\n\r\nmethod not allowed\n");
+  EXPECT_EQ(reloads, 0);
+  EXPECT_EQ(get_once(server.port(), request("POST", "/-/reload")),
+            "HTTP/1.1 200 OK\r\nServer: rdma_exporter\r\n"
+            "Content-Type: text/plain; charset=utf-8\r\nContent-Length: 23\r\n\r\n"
+            "configuration reloaded\n");
+  EXPECT_EQ(get_once(server.port(), request("PUT", "/-/reload")),
+            "HTTP/1.1 500 Internal Server Error\r\nServer: rdma_exporter\r\n"
+            "Content-Type: text/plain; charset=utf-8\r\nContent-Length: 21\r\n\r\n"
+            "reload rejected: bad\n");
+  EXPECT_EQ(reloads, 2);
+}
+
+TEST(HttpServer, ConnectionCapServesNAndRejectsTheNext) {
+  Config::Web web;
+  web.max_connections = 3;
+  Server server(web);
+  std::vector<std::unique_ptr<Client>> held;
+  for (int i = 0; i < 3; ++i) {
+    held.push_back(std::make_unique<Client>(server.port()));
+    held.back()->send(request("GET", "/healthz"));
+    // Answered, so the server has counted this connection as open.
+    EXPECT_EQ(held.back()->response(), kHealthz) << "connection " << i + 1;
+  }
+  Client extra(server.port());
+  EXPECT_EQ(extra.until_closed(),
+            "HTTP/1.1 503 Service Unavailable\r\nContent-Length: 0\r\nConnection: close\r\n\r\n");
+  // The held connections are still served.
+  held.front()->send(request("GET", "/healthz"));
+  EXPECT_EQ(held.front()->response(), kHealthz);
+  EXPECT_NE(server.stats().find("rdma_exporter_http_rejected_connections_total 1\n"),
+            std::string::npos)
+      << server.stats();
+  EXPECT_NE(server.stats().find("rdma_exporter_http_open_connections 3\n"), std::string::npos)
+      << server.stats();
+}
+
+TEST(HttpServer, MalformedRequestIs400AndCloses) {
+  Server server({});
+  Client c(server.port());
+  c.send("GET /healthz HTTP/1.1\r\nHost 127.0.0.1\r\n\r\n");
+  EXPECT_EQ(c.until_closed(),
+            "HTTP/1.1 400 Bad Request\r\nServer: rdma_exporter\r\n"
+            "Content-Type: text/plain; charset=utf-8\r\nConnection: close\r\n"
+            "Content-Length: 29\r\n\r\nmalformed request: bad field\n");
+}
+
+TEST(HttpServer, ReadTimeoutCutsASlowClient) {
+  Config::Web web;
+  web.read_timeout = 200ms;
+  web.idle_timeout = 1h;
+  web.write_timeout = 1h;
+  Server server(web);
+  Client slow(server.port());
+  slow.send("GET /healthz HTTP/1.1\r\nHost: 127.0.0.1\r\n");  // never finished
+  EXPECT_EQ(slow.until_closed(), "");
+}
+
+TEST(HttpServer, IdleTimeoutClosesAKeptAliveConnection) {
+  Config::Web web;
+  web.read_timeout = 1h;
+  web.idle_timeout = 200ms;
+  web.write_timeout = 1h;
+  Server server(web);
+  Client c(server.port());
+  c.send(request("GET", "/healthz"));
+  EXPECT_EQ(c.response(), kHealthz);
+  EXPECT_EQ(c.until_closed(), "");
+}
+
+TEST(HttpServer, ConnectionCloseIsHonoured) {
+  Server server({});
+  Client c(server.port());
+  c.send(request("GET", "/healthz", "Connection: close\r\n"));
+  EXPECT_EQ(c.until_closed(),
+            "HTTP/1.1 200 OK\r\nServer: rdma_exporter\r\n"
+            "Content-Type: text/plain; charset=utf-8\r\nConnection: close\r\n"
+            "Content-Length: 3\r\n\r\nOK\n");
+}
+
+std::shared_ptr<const WebSecurity> with_user_prom() {
+  auto security = std::make_shared<WebSecurity>();
+  security->auth = std::make_shared<BasicAuth>(std::map<std::string, std::string>{{"prom", kHash}});
+  security->headers = {{"X-Frame-Options", "deny"}};
+  return security;
+}
+
+TEST(HttpServer, BasicAuthGuardsEveryPath) {
+  Server server({}, with_user_prom());
+  const std::string unauthorized =
+      "HTTP/1.1 401 Unauthorized\r\nServer: rdma_exporter\r\n"
+      "Content-Type: text/plain; charset=utf-8\r\nX-Frame-Options: deny\r\n"
+      "WWW-Authenticate: Basic realm=\"rdma_exporter\", charset=\"UTF-8\"\r\n"
+      "Content-Length: 13\r\n\r\nunauthorized\n";
+  EXPECT_EQ(get_once(server.port(), request("GET", "/metrics")), unauthorized);
+  EXPECT_EQ(get_once(server.port(), request("GET", "/nope")), unauthorized);
+  // prom:secret (wrong password), then a header that is not Basic.
+  EXPECT_EQ(get_once(server.port(),
+                     request("GET", "/healthz", "Authorization: Basic cHJvbTpzZWNyZXQ=\r\n")),
+            unauthorized);
+  EXPECT_EQ(get_once(server.port(), request("GET", "/healthz", "Authorization: Bearer x\r\n")),
+            unauthorized);
+  EXPECT_EQ(server.collections(), 0);
+
+  // prom:secret pass, twice on one connection (the second from memory).
+  Client c(server.port());
+  for (int i = 0; i < 2; ++i) {
+    c.send(request("GET", "/healthz", "Authorization: Basic cHJvbTpzZWNyZXQgcGFzcw==\r\n"));
+    EXPECT_EQ(c.response(),
+              "HTTP/1.1 200 OK\r\nServer: rdma_exporter\r\n"
+              "Content-Type: text/plain; charset=utf-8\r\nX-Frame-Options: deny\r\n"
+              "Content-Length: 3\r\n\r\nOK\n");
+  }
+  const std::string stats = server.stats();
+  EXPECT_NE(stats.find("rdma_exporter_http_auth_failures_total{reason=\"missing\"} 2\n"),
+            std::string::npos)
+      << stats;
+  EXPECT_NE(stats.find("rdma_exporter_http_auth_failures_total{reason=\"invalid\"} 2\n"),
+            std::string::npos)
+      << stats;
+  EXPECT_NE(stats.find("rdma_exporter_http_requests_total{handler=\"other\",code=\"401\"} 1\n"),
+            std::string::npos)
+      << stats;
+}
+
+TEST(HttpServer, ScrapesWithinMaxAgeShareOneCollection) {
+  Server server({});
+  Client c(server.port());
+  for (int i = 0; i < 3; ++i) {
+    c.send(request("GET", "/metrics"));
+    EXPECT_NE(c.response().find("\r\n\r\nrdma_up 1\n"), std::string::npos);
+  }
+  EXPECT_EQ(server.collections(), 1);
+}
+
+}  // namespace
+}  // namespace rdma_exporter
