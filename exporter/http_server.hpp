@@ -14,8 +14,8 @@
 #include "common/metric_sink.hpp"
 #include "common/result.hpp"
 #include "exporter/config.hpp"
+#include "exporter/http/web_security.hpp"
 #include "exporter/snapshot_cache.hpp"
-#include "exporter/web_security.hpp"
 
 namespace rdma_exporter {
 
