@@ -19,7 +19,7 @@
 #include "exporter/cli.hpp"
 #include "exporter/collection.hpp"
 #include "exporter/exposition.hpp"
-#include "exporter/http_server.hpp"
+#include "exporter/http/server.hpp"
 #include "exporter/otlp/pusher.hpp"
 #include "exporter/privileges.hpp"
 #include "exporter/snapshot_cache.hpp"

@@ -2,8 +2,6 @@
 // snapshot cache whose collections are a stand-in. Every expected response
 // is written out byte for byte.
 
-#include "exporter/http_server.hpp"
-
 #include <arpa/inet.h>
 #include <gtest/gtest.h>
 #include <netinet/in.h>
@@ -23,6 +21,7 @@
 #include <vector>
 
 #include "exporter/exposition.hpp"
+#include "exporter/http/server.hpp"
 #include "exporter/snapshot_cache.hpp"
 
 namespace rdma_exporter {
