@@ -117,11 +117,49 @@ class HttpSession : public HttpSessionBase,
     parser_.emplace();
     parser_->header_limit(static_cast<std::uint32_t>(server_->config.max_request_bytes));
     parser_->body_limit(0);
+    consumed_ = 0;
+    buffer_.max_size(server_->config.max_request_bytes);
     lowest().expires_after(first_ ? server_->config.read_timeout : server_->config.idle_timeout);
-    http::async_read(stream_, buffer_, *parser_,
-                     [self = this->shared_from_this()](beast::error_code ec, std::size_t) {
-                       self->on_read(ec);
-                     });
+    parse();
+  }
+
+  // The request is read here rather than with http::async_read so that its
+  // size is known at every step: the parser's header_limit bounds only what
+  // it holds unparsed (it takes complete lines as they come), while
+  // web.max_request_bytes bounds the request line and headers together. A
+  // request of exactly that size is served, a longer one is answered 400.
+  void parse() {
+    while (buffer_.size() > 0) {
+      beast::error_code ec;
+      const std::size_t used = parser_->put(buffer_.data(), ec);
+      consumed_ += used;
+      buffer_.consume(used);
+      if (ec == http::error::need_more) break;
+      if (ec || parser_->is_done()) return on_read(ec);
+      if (used == 0) break;  // a header with a (chunked) body to come
+    }
+    // More is needed, and all that is buffered belongs to this request.
+    const std::size_t seen = consumed_ + buffer_.size();
+    const std::size_t limit = server_->config.max_request_bytes;
+    if (seen >= limit) return on_read(http::error::header_limit);
+    stream_.async_read_some(buffer_.prepare(limit - seen),
+                            [self = this->shared_from_this()](beast::error_code ec, std::size_t n) {
+                              self->on_read_some(ec, n);
+                            });
+  }
+
+  void on_read_some(beast::error_code ec, std::size_t n) {
+    buffer_.commit(n);
+    if (ec == asio::error::eof) {
+      // As in http::async_read: end_of_stream between requests,
+      // partial_message within one.
+      if (!parser_->got_some()) return on_read(http::error::end_of_stream);
+      ec = {};
+      parser_->put_eof(ec);
+      return on_read(ec);
+    }
+    if (ec) return on_read(ec);
+    parse();
   }
 
   void on_read(beast::error_code ec) {
@@ -251,6 +289,7 @@ class HttpSession : public HttpSessionBase,
   Stream stream_;
   beast::flat_buffer buffer_;
   std::optional<http::request_parser<http::empty_body>> parser_;
+  std::size_t consumed_ = 0;  // bytes of the request in hand the parser took
   std::shared_ptr<HttpServerState> server_;
   std::shared_ptr<const WebSecurity> security_;  // the one this connection was accepted with
   State state_ = State::reading;

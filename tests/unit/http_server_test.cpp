@@ -312,6 +312,75 @@ TEST(HttpServer, ConnectionCapServesNAndRejectsTheNext) {
       << server.stats();
 }
 
+// A request of `size` bytes in all: GET /healthz with header lines
+// "X-Pad: aaaa" of `line` bytes (CRLF included) and a last, shorter one.
+std::string request_of_size(std::size_t size, std::size_t line = 1000000) {
+  std::string req = "GET /healthz HTTP/1.1\r\nHost: 127.0.0.1\r\n";
+  const std::string pad = "X-Pad: ";
+  while (size - req.size() - 2 > line)
+    req += pad + std::string(line - pad.size() - 2, 'a') + "\r\n";
+  req += pad + std::string(size - req.size() - pad.size() - 4, 'a') + "\r\n\r\n";
+  return req;
+}
+
+const std::string kTooLarge =
+    "HTTP/1.1 400 Bad Request\r\nServer: rdma_exporter\r\n"
+    "Content-Type: text/plain; charset=utf-8\r\nConnection: close\r\n"
+    "Content-Length: 18\r\n\r\nrequest too large\n";
+
+TEST(HttpServer, MaxRequestBytesIsTheLargestRequestServed) {
+  Config::Web web;
+  web.max_request_bytes = 300;
+  Server server(web);
+  ASSERT_EQ(request_of_size(300).size(), 300u);
+  EXPECT_EQ(get_once(server.port(), request_of_size(300)), kHealthz);
+  EXPECT_EQ(get_once(server.port(), request_of_size(301)), kTooLarge);
+}
+
+TEST(HttpServer, MaxRequestBytesCountsEveryHeaderLine) {
+  Config::Web web;
+  web.max_request_bytes = 1024;
+  Server server(web);
+  ASSERT_EQ(request_of_size(1024, 40).size(), 1024u);
+  ASSERT_EQ(request_of_size(1025, 40).size(), 1025u);
+  // Two requests of the limit on one connection: each is measured alone.
+  Client c(server.port());
+  c.send(request_of_size(1024, 40));
+  EXPECT_EQ(c.response(), kHealthz);
+  c.send(request_of_size(1024, 40));
+  EXPECT_EQ(c.response(), kHealthz);
+  EXPECT_EQ(get_once(server.port(), request_of_size(1025, 40)), kTooLarge);
+  EXPECT_EQ(get_once(server.port(), request_of_size(4000, 40)), kTooLarge);
+}
+
+TEST(HttpServer, AnUnfinishedRequestPastTheLimitIsRefusedAtOnce) {
+  Config::Web web;
+  web.max_request_bytes = 1024;
+  web.read_timeout = 1h;
+  Server server(web);
+  // 1025 bytes of request line and headers, the last line unfinished.
+  std::string req = request_of_size(1029, 40);
+  req.resize(1025);
+  Client c(server.port());
+  c.send(req);
+  EXPECT_EQ(c.until_closed(), kTooLarge);
+}
+
+TEST(HttpServer, ARequestBodyIsReadWithItsRequestAndRefused) {
+  Server server({});
+  Client c(server.port());
+  // An empty chunked body is part of its request, not the start of the next.
+  c.send("POST /healthz HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: chunked\r\n\r\n0\r\n\r\n");
+  EXPECT_EQ(c.response().substr(0, 32), "HTTP/1.1 405 Method Not Allowed\r");
+  c.send(request("GET", "/healthz"));
+  EXPECT_EQ(c.response(), kHealthz);
+  // Anything in a body is too much.
+  c.send("POST /healthz HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: chunked\r\n\r\n5\r\nhello\r\n");
+  EXPECT_EQ(c.until_closed(), kTooLarge);
+  EXPECT_EQ(get_once(server.port(), "POST /healthz HTTP/1.1\r\nContent-Length: 1\r\n\r\nx"),
+            kTooLarge);
+}
+
 TEST(HttpServer, MalformedRequestIs400AndCloses) {
   Server server({});
   Client c(server.port());
