@@ -27,7 +27,7 @@ struct Config {
     Duration write_timeout{std::chrono::seconds(30)};  // a whole response must be taken within
     std::size_t max_request_bytes = 8192;              // request line and headers
     bool enable_lifecycle = false;                     // POST /-/reload
-    // TLS and basic auth (exporter/web_config.hpp); empty: plain HTTP, no
+    // TLS and basic auth (exporter/http/web_config.hpp); empty: plain HTTP, no
     // auth. A relative path in the file is resolved against its directory.
     std::string config_file;
   } web;

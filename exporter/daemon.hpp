@@ -10,7 +10,7 @@
 #include "exporter/cli.hpp"
 #include "exporter/collection.hpp"
 #include "exporter/config.hpp"
-#include "exporter/http_server.hpp"
+#include "exporter/http/server.hpp"
 #include "exporter/snapshot_cache.hpp"
 
 namespace rdma_exporter {

@@ -2,18 +2,28 @@
 
 #include <boost/asio/post.hpp>
 #include <future>
+#include <utility>
 
 namespace rdma_exporter {
 
 SnapshotCache::SnapshotCache(boost::asio::io_context& io, Collection& collection, Duration max_age)
-    : io_(io), collection_(collection), max_age_(max_age) {}
+    : SnapshotCache(
+          io, [&collection] { return collection.collect(); }, max_age) {
+  collection_ = &collection;
+}
+
+SnapshotCache::SnapshotCache(boost::asio::io_context& io, Collect collect, Duration max_age,
+                             Clock now)
+    : io_(io), collect_(std::move(collect)), now_(std::move(now)), max_age_(max_age) {
+  if (!now_) now_ = [] { return std::chrono::steady_clock::now(); };
+}
 
 SnapshotCache::~SnapshotCache() {
   worker_.join();
 }
 
 void SnapshotCache::get(Handler handler) {
-  if (last_ && std::chrono::steady_clock::now() - last_->taken < max_age_) {
+  if (last_ && now_() - last_->taken < max_age_) {
     boost::asio::post(io_, [h = std::move(handler), s = last_] { h(s); });
     return;
   }
@@ -24,7 +34,7 @@ void SnapshotCache::get(Handler handler) {
 void SnapshotCache::start_collection() {
   busy_.emplace(io_.get_executor());
   boost::asio::post(worker_, [this] {
-    auto snapshot = collection_.collect();
+    auto snapshot = collect_();
     boost::asio::post(io_, [this, snapshot] {
       last_ = snapshot;
       busy_.reset();
@@ -41,7 +51,7 @@ void SnapshotCache::run_exclusive(std::function<void(Collection&)> job,
       std::make_shared<boost::asio::executor_work_guard<boost::asio::io_context::executor_type>>(
           io_.get_executor());
   boost::asio::post(worker_, [this, job = std::move(job), done = std::move(done), guard] {
-    job(collection_);
+    job(*collection_);
     boost::asio::post(io_, [done, guard] {
       if (done) done();
     });
@@ -56,7 +66,7 @@ void SnapshotCache::start_maintenance(Duration period) {
     return;
   }
   maintenance_timer_ = std::make_unique<boost::asio::steady_timer>(io_);
-  boost::asio::post(worker_, [this] { collection_.maintain(); });
+  boost::asio::post(worker_, [this] { collection_->maintain(); });
   schedule_maintenance();
 }
 
@@ -64,7 +74,7 @@ void SnapshotCache::schedule_maintenance() {
   maintenance_timer_->expires_after(maintenance_period_);
   maintenance_timer_->async_wait([this](const boost::system::error_code& ec) {
     if (ec) return;
-    boost::asio::post(worker_, [this] { collection_.maintain(); });
+    boost::asio::post(worker_, [this] { collection_->maintain(); });
     schedule_maintenance();
   });
 }
@@ -74,7 +84,7 @@ void SnapshotCache::stop(const std::function<void(Collection&)>& last) {
   if (!last) return;
   std::promise<void> done;
   boost::asio::post(worker_, [&] {
-    last(collection_);
+    last(*collection_);
     done.set_value();
   });
   done.get_future().wait();

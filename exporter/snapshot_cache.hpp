@@ -4,6 +4,7 @@
 #include <boost/asio/io_context.hpp>
 #include <boost/asio/steady_timer.hpp>
 #include <boost/asio/thread_pool.hpp>
+#include <chrono>
 #include <functional>
 #include <memory>
 #include <optional>
@@ -21,8 +22,17 @@ namespace rdma_exporter {
 class SnapshotCache {
  public:
   using Handler = std::function<void(std::shared_ptr<const Snapshot>)>;
+  // One collection: Collection::collect in the daemon, a stand-in in tests.
+  using Collect = std::function<std::shared_ptr<const Snapshot>()>;
+  // What a snapshot's age is measured against (Snapshot::taken).
+  using Clock = std::function<std::chrono::steady_clock::time_point()>;
 
   SnapshotCache(boost::asio::io_context& io, Collection& collection, Duration max_age);
+  // Collects with `collect` and measures age with `now` (steady_clock when
+  // null). Without a Collection there is no kernel work: only get() and
+  // set_max_age() may be used.
+  SnapshotCache(boost::asio::io_context& io, Collect collect, Duration max_age,
+                Clock now = nullptr);
   ~SnapshotCache();
   SnapshotCache(const SnapshotCache&) = delete;
   SnapshotCache& operator=(const SnapshotCache&) = delete;
@@ -47,7 +57,9 @@ class SnapshotCache {
   void start_collection();
 
   boost::asio::io_context& io_;
-  Collection& collection_;
+  Collection* collection_ = nullptr;  // null: built from a bare Collect
+  Collect collect_;
+  Clock now_;
   Duration max_age_;
   boost::asio::thread_pool worker_{1};
   std::shared_ptr<const Snapshot> last_;

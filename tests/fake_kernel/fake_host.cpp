@@ -30,7 +30,7 @@
 #include "common/log.hpp"
 #include "exporter/collection.hpp"
 #include "exporter/config.hpp"
-#include "exporter/http_server.hpp"
+#include "exporter/http/server.hpp"
 #include "exporter/snapshot_cache.hpp"
 #include "tests/fake_kernel/driver_counters.hpp"
 #include "tests/fake_kernel/fake_dcb.hpp"

@@ -1,6 +1,6 @@
 #include <gtest/gtest.h>
 
-#include "exporter/http_server.hpp"
+#include "exporter/http/handlers.hpp"
 
 namespace rdma_exporter {
 namespace {

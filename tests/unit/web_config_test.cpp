@@ -1,4 +1,4 @@
-#include "exporter/web_config.hpp"
+#include "exporter/http/web_config.hpp"
 
 #include <gtest/gtest.h>
 #include <openssl/evp.h>
@@ -9,7 +9,7 @@
 #include <filesystem>
 #include <fstream>
 
-#include "exporter/web_security.hpp"
+#include "exporter/http/web_security.hpp"
 
 namespace rdma_exporter {
 namespace {

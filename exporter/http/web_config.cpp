@@ -1,4 +1,4 @@
-#include "exporter/web_config.hpp"
+#include "exporter/http/web_config.hpp"
 
 #include <yaml-cpp/yaml.h>
 

@@ -7,8 +7,8 @@
 #include <vector>
 
 #include "common/result.hpp"
-#include "exporter/basic_auth.hpp"
-#include "exporter/web_config.hpp"
+#include "exporter/http/basic_auth.hpp"
+#include "exporter/http/web_config.hpp"
 
 namespace rdma_exporter {
 

@@ -1,4 +1,4 @@
-#include "exporter/web_security.hpp"
+#include "exporter/http/web_security.hpp"
 
 #include <openssl/crypto.h>
 #include <openssl/err.h>

@@ -1,4 +1,4 @@
-#include "exporter/basic_auth.hpp"
+#include "exporter/http/basic_auth.hpp"
 
 #include <crypt.h>
 #include <openssl/crypto.h>

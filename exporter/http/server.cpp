@@ -1,0 +1,124 @@
+#include "exporter/http/server.hpp"
+
+#include <boost/asio/post.hpp>
+#include <boost/asio/steady_timer.hpp>
+#include <string>
+#include <string_view>
+#include <utility>
+
+#include "common/address.hpp"
+#include "common/log.hpp"
+#include "exporter/http/session.hpp"
+
+namespace rdma_exporter {
+
+namespace asio = boost::asio;
+using tcp = asio::ip::tcp;
+
+HttpServer::HttpServer(asio::io_context& io, const Config::Web& config, SnapshotCache& cache,
+                       std::shared_ptr<const WebSecurity> security)
+    : io_(io), cache_(cache), state_(std::make_shared<HttpServerState>()), acceptor_(io) {
+  state_->config = config;
+  update_security(std::move(security));
+  update_routes();
+}
+
+// Checks in progress are abandoned: their connections are released here, on
+// this thread, before the event loop they post to goes away. Connections
+// released later (with the event loop, after a forced shutdown) must not
+// call a `drained` whose owner is gone.
+HttpServer::~HttpServer() {
+  state_->drained = nullptr;
+  if (verifier_) {
+    verifier_->stop();
+    verifier_->join();
+  }
+  state_->verifier = nullptr;
+}
+
+void HttpServer::update_security(std::shared_ptr<const WebSecurity> security) {
+  if (!security) security = std::make_shared<const WebSecurity>();
+  if (security->auth && !verifier_) {
+    verifier_ = std::make_unique<asio::thread_pool>(1);
+    state_->verifier = verifier_.get();
+  }
+  state_->security = std::move(security);
+}
+
+void HttpServer::update_config(const Config::Web& config) {
+  const std::string listen = state_->config.listen_address;
+  state_->config = config;
+  state_->config.listen_address = listen;
+  update_routes();
+}
+
+void HttpServer::set_reload_hook(ReloadHook hook) {
+  reload_ = std::move(hook);
+  update_routes();
+}
+
+void HttpServer::update_routes() {
+  state_->routes = exporter_routes(cache_, state_->config.enable_lifecycle ? reload_ : nullptr);
+}
+
+Status HttpServer::start() {
+  if (Status s = open_listener(acceptor_, state_->config.listen_address); !s) return s;
+  accept();
+  return ok_status();
+}
+
+tcp::endpoint HttpServer::local_endpoint() const {
+  boost::system::error_code ec;
+  return acceptor_.local_endpoint(ec);
+}
+
+void HttpServer::accept() {
+  acceptor_.async_accept([this, state = state_](boost::system::error_code ec, tcp::socket socket) {
+    if (state->stopping || !acceptor_.is_open()) return;
+    if (ec) {
+      // Out of file descriptors and the like: back off instead of spinning.
+      log::warn("accept failed: " + ec.message());
+      auto timer = std::make_shared<asio::steady_timer>(io_, std::chrono::milliseconds(100));
+      timer->async_wait([this, state, timer](boost::system::error_code) {
+        if (!state->stopping) accept();
+      });
+      return;
+    }
+    on_accept(std::move(socket));
+    accept();
+  });
+}
+
+// Past web.max_connections a connection is closed at once: with a 503 over
+// plain HTTP; over TLS a plain-text answer would only confuse the client.
+void HttpServer::on_accept(tcp::socket socket) {
+  if (state_->open >= state_->config.max_connections) {
+    state_->stats->count_rejected_connection();
+    static constexpr std::string_view kBusy =
+        "HTTP/1.1 503 Service Unavailable\r\nContent-Length: 0\r\nConnection: close\r\n\r\n";
+    boost::system::error_code ignored;
+    if (!state_->security->tls) {
+      socket.non_blocking(true, ignored);
+      socket.write_some(asio::buffer(kBusy.data(), kBusy.size()), ignored);
+    }
+    socket.close(ignored);
+    return;
+  }
+  start_session(state_, state_->security, std::move(socket));
+}
+
+void HttpServer::stop(std::function<void()> drained) {
+  if (state_->stopping) return;
+  state_->stopping = true;
+  state_->drained = std::move(drained);
+  boost::system::error_code ignored;
+  acceptor_.close(ignored);
+  for (const auto& weak : state_->sessions) {
+    if (auto s = weak.lock()) s->close_if_idle();
+  }
+  if (state_->open == 0 && state_->drained) {
+    asio::post(io_, std::exchange(state_->drained, nullptr));
+  }
+}
+
+}  // namespace rdma_exporter

@@ -1,0 +1,69 @@
+#pragma once
+
+#include <boost/asio/io_context.hpp>
+#include <boost/asio/ip/tcp.hpp>
+#include <boost/asio/thread_pool.hpp>
+#include <functional>
+#include <memory>
+
+#include "common/result.hpp"
+#include "exporter/config.hpp"
+#include "exporter/http/handlers.hpp"
+#include "exporter/http/server_state.hpp"
+#include "exporter/http/stats.hpp"
+#include "exporter/http/web_security.hpp"
+#include "exporter/snapshot_cache.hpp"
+
+namespace rdma_exporter {
+
+// The HTTP endpoint (Boost.Beast): the exporter's routes (handlers.hpp)
+// over plain TCP or TLS, with optional basic auth (web_security.hpp).
+// Bounded in every dimension a client controls: TLS handshake time, request
+// size, time to send a request, idle keep-alive time, time to take a
+// response, and the number of open connections.
+class HttpServer {
+ public:
+  using ReloadHook = rdma_exporter::ReloadHook;
+
+  HttpServer(boost::asio::io_context& io, const Config::Web& config, SnapshotCache& cache,
+             std::shared_ptr<const WebSecurity> security = nullptr);
+  ~HttpServer();
+
+  // Binds and starts accepting; the error names the address.
+  Status start();
+  boost::asio::ip::tcp::endpoint local_endpoint() const;
+
+  // Stops accepting, closes idle connections, and lets requests and
+  // responses in flight finish; calls `drained` once the last connection
+  // has closed.
+  void stop(std::function<void()> drained = nullptr);
+
+  bool stopping() const { return state_->stopping; }
+
+  // Takes new limits and timeouts (reload); the listen address stays.
+  void update_config(const Config::Web& config);
+
+  // New TLS context, users and headers for connections accepted from now on
+  // (reload); open connections keep the ones they started with.
+  void update_security(std::shared_ptr<const WebSecurity> security);
+  bool serves_tls() const { return state_->security->tls != nullptr; }
+
+  // What POST /-/reload runs when web.enable_lifecycle is on.
+  void set_reload_hook(ReloadHook hook);
+  std::shared_ptr<HttpStats> stats() const { return state_->stats; }
+
+ private:
+  void accept();
+  void on_accept(boost::asio::ip::tcp::socket socket);
+  // The routes for the current configuration and reload hook.
+  void update_routes();
+
+  boost::asio::io_context& io_;
+  SnapshotCache& cache_;
+  ReloadHook reload_;
+  std::shared_ptr<HttpServerState> state_;
+  boost::asio::ip::tcp::acceptor acceptor_;
+  std::unique_ptr<boost::asio::thread_pool> verifier_;
+};
+
+}  // namespace rdma_exporter

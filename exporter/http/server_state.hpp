@@ -1,0 +1,42 @@
+#pragma once
+
+#include <boost/asio/thread_pool.hpp>
+#include <functional>
+#include <memory>
+#include <set>
+
+#include "exporter/config.hpp"
+#include "exporter/http/router.hpp"
+#include "exporter/http/stats.hpp"
+#include "exporter/http/web_security.hpp"
+
+namespace rdma_exporter {
+
+// A connection, over plain TCP or TLS (session.cpp).
+class HttpSessionBase {
+ public:
+  virtual ~HttpSessionBase() = default;
+  // On shutdown: close now unless a request or response is in flight.
+  virtual void close_if_idle() = 0;
+};
+
+// What the server shares with its connections. Sessions hold it by
+// shared_ptr, so a session torn down after the server (on a forced shutdown)
+// stays valid. Used on the event loop only (stats excepted).
+struct HttpServerState {
+  Config::Web config;
+  // Read by a session when a request arrives; replaced on reload.
+  std::shared_ptr<const HttpRouter> routes;
+  std::shared_ptr<const WebSecurity> security;  // for connections accepted from now on
+  // For bcrypt checks (exporter/http/auth.hpp). Owned by the server; null
+  // once it is gone.
+  boost::asio::thread_pool* verifier = nullptr;
+  std::shared_ptr<HttpStats> stats = std::make_shared<HttpStats>();
+  std::set<std::weak_ptr<HttpSessionBase>, std::owner_less<std::weak_ptr<HttpSessionBase>>>
+      sessions;
+  int open = 0;
+  bool stopping = false;
+  std::function<void()> drained;
+};
+
+}  // namespace rdma_exporter

@@ -1,0 +1,326 @@
+#include "exporter/http/session.hpp"
+
+#include <algorithm>
+#include <boost/asio/ssl.hpp>
+#include <boost/beast/core.hpp>
+#include <boost/beast/http.hpp>
+#include <boost/beast/ssl.hpp>
+#include <optional>
+#include <string>
+#include <type_traits>
+#include <utility>
+
+#include "common/log.hpp"
+#include "exporter/http/auth.hpp"
+#include "exporter/http/tls_failure.hpp"
+
+namespace rdma_exporter {
+
+namespace asio = boost::asio;
+namespace beast = boost::beast;
+namespace http = beast::http;
+using tcp = asio::ip::tcp;
+
+namespace {
+
+bool is_http_parse_error(const beast::error_code& ec) {
+  return ec.category() == http::make_error_code(http::error::bad_method).category();
+}
+
+// One connection: reads a request, authenticates it, hands it to its route
+// and writes the answer, then waits for the next. Stream is
+// beast::tcp_stream (plain HTTP) or beast::ssl_stream<beast::tcp_stream>
+// (TLS): TLS only adds the handshake before the first request and
+// close_notify after the last response. Every wait has a deadline from
+// web.*_timeout.
+template <typename Stream>
+class HttpSession : public HttpSessionBase,
+                    public std::enable_shared_from_this<HttpSession<Stream>> {
+  static constexpr bool kTls = !std::is_same_v<Stream, beast::tcp_stream>;
+
+ public:
+  template <typename... StreamArgs>
+  HttpSession(std::shared_ptr<HttpServerState> server, std::shared_ptr<const WebSecurity> security,
+              StreamArgs&&... stream_args)
+      : stream_(std::forward<StreamArgs>(stream_args)...),
+        buffer_(server->config.max_request_bytes),
+        server_(std::move(server)),
+        security_(std::move(security)) {
+    server_->stats->set_open_connections(++server_->open);
+  }
+  ~HttpSession() override {
+    auto& sessions = server_->sessions;
+    for (auto it = sessions.begin(); it != sessions.end();) {
+      it = it->expired() ? sessions.erase(it) : std::next(it);
+    }
+    server_->stats->set_open_connections(--server_->open);
+    if (server_->stopping && server_->open == 0 && server_->drained) {
+      auto drained = std::move(server_->drained);
+      server_->drained = nullptr;
+      drained();
+    }
+  }
+
+  void start() {
+    if constexpr (kTls) {
+      // The handshake counts as part of the first request: it gets
+      // web.read_timeout.
+      state_ = State::handshaking;
+      lowest().expires_after(server_->config.read_timeout);
+      stream_.async_handshake(
+          asio::ssl::stream_base::server,
+          [self = this->shared_from_this()](beast::error_code ec) { self->on_handshake(ec); });
+    } else {
+      read();
+    }
+  }
+
+  // On shutdown: a connection waiting for its next request, with no byte of
+  // it received (or still in its TLS handshake), is closed now; one with a
+  // request or response in flight closes after answering it.
+  void close_if_idle() override {
+    beast::error_code ec;
+    const bool request_started = buffer_.size() > 0 || lowest().socket().available(ec) > 0 ||
+                                 (parser_ && parser_->got_some());
+    if (state_ == State::handshaking || (state_ == State::reading && !request_started)) {
+      beast::error_code ignored;
+      lowest().socket().close(ignored);
+    }
+  }
+
+ private:
+  enum class State { handshaking, reading, handling, writing, closing };
+
+  beast::tcp_stream& lowest() { return beast::get_lowest_layer(stream_); }
+
+  void on_handshake(beast::error_code ec) {
+    if (ec) {
+      if (!server_->stopping) {
+        const std::string reason = tls_failure_reason(ec);
+        server_->stats->count_tls_handshake_failure(reason);
+        log::debug("TLS handshake with " + peer() + " failed (" + reason + "): " + ec.message());
+      }
+      return close_socket();
+    }
+    handshake_done_ = true;
+    read();
+  }
+
+  std::string peer() {
+    beast::error_code ec;
+    const auto ep = lowest().socket().remote_endpoint(ec);
+    return ec ? std::string("?") : ep.address().to_string() + ":" + std::to_string(ep.port());
+  }
+
+  void read() {
+    state_ = State::reading;
+    parser_.emplace();
+    parser_->header_limit(static_cast<std::uint32_t>(server_->config.max_request_bytes));
+    parser_->body_limit(0);
+    consumed_ = 0;
+    buffer_.max_size(server_->config.max_request_bytes);
+    lowest().expires_after(first_ ? server_->config.read_timeout : server_->config.idle_timeout);
+    parse();
+  }
+
+  // The request is read here rather than with http::async_read so that its
+  // size is known at every step: the parser's header_limit bounds only what
+  // it holds unparsed (it takes complete lines as they come), while
+  // web.max_request_bytes bounds the request line and headers together. A
+  // request of exactly that size is served, a longer one is answered 400.
+  void parse() {
+    while (buffer_.size() > 0) {
+      beast::error_code ec;
+      const std::size_t used = parser_->put(buffer_.data(), ec);
+      consumed_ += used;
+      buffer_.consume(used);
+      if (ec == http::error::need_more) break;
+      if (ec || parser_->is_done()) return on_read(ec);
+      if (used == 0) break;  // a header with a (chunked) body to come
+    }
+    // More is needed, and all that is buffered belongs to this request.
+    const std::size_t seen = consumed_ + buffer_.size();
+    const std::size_t limit = server_->config.max_request_bytes;
+    if (seen >= limit) return on_read(http::error::header_limit);
+    stream_.async_read_some(buffer_.prepare(limit - seen),
+                            [self = this->shared_from_this()](beast::error_code ec, std::size_t n) {
+                              self->on_read_some(ec, n);
+                            });
+  }
+
+  void on_read_some(beast::error_code ec, std::size_t n) {
+    buffer_.commit(n);
+    if (ec == asio::error::eof) {
+      // As in http::async_read: end_of_stream between requests,
+      // partial_message within one.
+      if (!parser_->got_some()) return on_read(http::error::end_of_stream);
+      ec = {};
+      parser_->put_eof(ec);
+      return on_read(ec);
+    }
+    if (ec) return on_read(ec);
+    parse();
+  }
+
+  void on_read(beast::error_code ec) {
+    first_ = false;
+    if (ec) {
+      label_ = "other";
+      if (ec == http::error::header_limit || ec == http::error::buffer_overflow ||
+          ec == http::error::body_limit) {
+        return respond_error(http::status::bad_request, "request too large\n");
+      }
+      if (is_http_parse_error(ec) && ec != http::error::end_of_stream &&
+          ec != http::error::partial_message) {
+        return respond_error(http::status::bad_request,
+                             "malformed request: " + ec.message() + "\n");
+      }
+      return close_socket();  // timeout, end of stream, reset, shutdown
+    }
+    handle();
+  }
+
+  // The route is looked up first so a refused request is still counted
+  // under its handler; the table is kept for the request, as a reload may
+  // replace the server's while bcrypt runs.
+  void handle() {
+    state_ = State::handling;
+    const auto& req = parser_->get();
+    head_ = req.method() == http::verb::head;
+    keep_alive_ = req.keep_alive() && !server_->stopping;
+    routes_ = server_->routes;
+    route_ = routes_->find(std::string_view(req.target().data(), req.target().size()));
+    label_ = route_ ? route_->path : "other";
+    const auto header = req[http::field::authorization];
+    authenticate(security_->auth, std::string_view(header.data(), header.size()), server_->verifier,
+                 lowest().get_executor(), [self = this->shared_from_this()](AuthOutcome outcome) {
+                   self->on_authenticated(outcome);
+                 });
+  }
+
+  void on_authenticated(AuthOutcome outcome) {
+    if (outcome != AuthOutcome::ok) {
+      server_->stats->count_auth_failure(auth_failure_reason(outcome));
+      return respond(unauthorized_response());
+    }
+    const auto& req = parser_->get();
+    const auto encoding = req[http::field::accept_encoding];
+    const HttpRequest request{req.method(), std::string_view(encoding.data(), encoding.size())};
+    HttpRouter::dispatch(route_, request, [self = this->shared_from_this()](HttpResponse res) {
+      self->respond(std::move(res));
+    });
+  }
+
+  void respond_error(http::status status, std::string body) {
+    auto res = HttpResponse::text(status, std::move(body));
+    res.close = true;
+    respond(std::move(res));
+  }
+
+  void respond(HttpResponse res) {
+    server_->stats->count_request(label_, static_cast<unsigned>(res.status));
+    if (res.close) {
+      keep_alive_ = false;
+      head_ = false;
+    }
+    static const auto kEmpty = std::make_shared<const std::string>();
+    body_ = res.body ? std::move(res.body) : kEmpty;
+    auto fill = [&](auto& msg) {
+      msg.version(11);
+      msg.set(http::field::server, "rdma_exporter");
+      msg.set(http::field::content_type, res.content_type);
+      for (const auto& [k, v] : security_->headers) msg.set(k, v);
+      for (const auto& [k, v] : res.headers) msg.set(k, v);
+      msg.keep_alive(keep_alive_);
+      msg.content_length(body_->size());
+    };
+    if (head_) {
+      auto msg = std::make_shared<http::response<http::empty_body>>(res.status, 11);
+      fill(*msg);
+      return write(std::move(msg));
+    }
+    auto msg = std::make_shared<http::response<http::span_body<const char>>>(res.status, 11);
+    msg->body() = http::span_body<const char>::value_type(body_->data(), body_->size());
+    fill(*msg);
+    write(std::move(msg));
+  }
+
+  template <typename Body>
+  void write(std::shared_ptr<http::response<Body>> msg) {
+    state_ = State::writing;
+    const bool close_after = !msg->keep_alive();
+    lowest().expires_after(server_->config.write_timeout);
+    http::async_write(stream_, *msg,
+                      [self = this->shared_from_this(), msg, close_after](
+                          beast::error_code ec, std::size_t) { self->on_write(ec, close_after); });
+  }
+
+  void on_write(beast::error_code ec, bool close_after) {
+    body_.reset();
+    routes_.reset();
+    route_ = nullptr;
+    if (ec) return close_socket();
+    if (close_after || server_->stopping) return finish();
+    read();
+  }
+
+  // The server ends the connection after a response. Over TLS it says so
+  // with close_notify first, waiting at most a second for the client's.
+  void finish() {
+    if constexpr (kTls) {
+      if (handshake_done_) {
+        state_ = State::closing;
+        lowest().expires_after(
+            std::min<Duration>(server_->config.write_timeout, std::chrono::seconds(1)));
+        stream_.async_shutdown(
+            [self = this->shared_from_this()](beast::error_code) { self->close_socket(); });
+        return;
+      }
+    }
+    close_socket();
+  }
+
+  void close_socket() {
+    beast::error_code ignored;
+    lowest().socket().shutdown(tcp::socket::shutdown_send, ignored);
+    lowest().socket().close(ignored);
+  }
+
+  Stream stream_;
+  beast::flat_buffer buffer_;
+  std::optional<http::request_parser<http::empty_body>> parser_;
+  std::size_t consumed_ = 0;  // bytes of the request in hand the parser took
+  std::shared_ptr<HttpServerState> server_;
+  std::shared_ptr<const WebSecurity> security_;  // the one this connection was accepted with
+  State state_ = State::reading;
+  bool first_ = true;
+  bool handshake_done_ = false;
+  bool keep_alive_ = false;
+  bool head_ = false;
+  std::shared_ptr<const HttpRouter> routes_;  // the table of the request in hand
+  const HttpRoute* route_ = nullptr;          // null: no route for its path
+  std::string label_;                         // the handler label it is counted under
+  std::shared_ptr<const std::string> body_;   // the response being written
+};
+
+template <typename Session, typename... Args>
+void launch(const std::shared_ptr<HttpServerState>& state, Args&&... args) {
+  auto session = std::make_shared<Session>(state, std::forward<Args>(args)...);
+  state->sessions.insert(session);
+  session->start();
+}
+
+}  // namespace
+
+void start_session(const std::shared_ptr<HttpServerState>& state,
+                   std::shared_ptr<const WebSecurity> security, tcp::socket socket) {
+  if (security->tls) {
+    auto& tls = *security->tls;
+    launch<HttpSession<beast::ssl_stream<beast::tcp_stream>>>(state, std::move(security),
+                                                              std::move(socket), tls);
+  } else {
+    launch<HttpSession<beast::tcp_stream>>(state, std::move(security), std::move(socket));
+  }
+}
+
+}  // namespace rdma_exporter

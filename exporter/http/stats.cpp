@@ -1,0 +1,67 @@
+#include "exporter/http/stats.hpp"
+
+namespace rdma_exporter {
+
+namespace {
+
+// Always exported, at 0 until they happen.
+constexpr const char* kAuthReasons[] = {"missing", "invalid"};
+constexpr const char* kTlsReasons[] = {"plain_http", "protocol", "client_certificate", "timeout",
+                                       "other"};
+
+}  // namespace
+
+HttpStats::HttpStats() {
+  for (const char* r : kAuthReasons) auth_failures_[r] = 0;
+  for (const char* r : kTlsReasons) tls_failures_[r] = 0;
+}
+
+void HttpStats::count_auth_failure(const std::string& reason) {
+  std::lock_guard<std::mutex> lock(mutex_);
+  ++auth_failures_[reason];
+}
+
+void HttpStats::count_tls_handshake_failure(const std::string& reason) {
+  std::lock_guard<std::mutex> lock(mutex_);
+  ++tls_failures_[reason];
+}
+
+void HttpStats::count_request(const std::string& handler, unsigned code) {
+  std::lock_guard<std::mutex> lock(mutex_);
+  ++requests_[{handler, code}];
+}
+
+void HttpStats::count_rejected_connection() {
+  std::lock_guard<std::mutex> lock(mutex_);
+  ++rejected_;
+}
+
+void HttpStats::set_open_connections(int n) {
+  std::lock_guard<std::mutex> lock(mutex_);
+  open_ = n;
+}
+
+void HttpStats::add_metrics(MetricSink& sink) const {
+  std::lock_guard<std::mutex> lock(mutex_);
+  for (const auto& [key, count] : requests_) {
+    sink.counter(
+        "rdma_exporter_http_requests_total", "HTTP requests answered, by handler and status code.",
+        {{"handler", key.first}, {"code", std::to_string(key.second)}}, static_cast<double>(count));
+  }
+  sink.counter("rdma_exporter_http_rejected_connections_total",
+               "Connections closed at once because web.max_connections were open.", {},
+               static_cast<double>(rejected_));
+  sink.gauge("rdma_exporter_http_open_connections", "HTTP connections currently open.", {}, open_);
+  for (const auto& [reason, count] : auth_failures_) {
+    sink.counter("rdma_exporter_http_auth_failures_total",
+                 "Requests refused with 401: basic auth credentials missing or invalid.",
+                 {{"reason", reason}}, static_cast<double>(count));
+  }
+  for (const auto& [reason, count] : tls_failures_) {
+    sink.counter("rdma_exporter_http_tls_handshake_failures_total",
+                 "TLS handshakes that failed, by kind.", {{"reason", reason}},
+                 static_cast<double>(count));
+  }
+}
+
+}  // namespace rdma_exporter

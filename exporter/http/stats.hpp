@@ -1,0 +1,37 @@
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <mutex>
+#include <string>
+#include <utility>
+
+#include "common/metric_sink.hpp"
+
+namespace rdma_exporter {
+
+// The HTTP server's own metrics: counted on the event loop, read by the
+// collecting thread (exporter self metrics). docs/metrics.md lists them.
+class HttpStats {
+ public:
+  HttpStats();
+  // `handler`: the route's path, or "other" (unknown paths, malformed requests).
+  void count_request(const std::string& handler, unsigned code);
+  void count_rejected_connection();
+  void set_open_connections(int n);
+  // `reason`: missing or invalid.
+  void count_auth_failure(const std::string& reason);
+  // `reason`: plain_http, protocol, client_certificate, timeout or other.
+  void count_tls_handshake_failure(const std::string& reason);
+  void add_metrics(MetricSink& sink) const;
+
+ private:
+  mutable std::mutex mutex_;
+  std::map<std::pair<std::string, unsigned>, uint64_t> requests_;
+  std::map<std::string, uint64_t> auth_failures_;
+  std::map<std::string, uint64_t> tls_failures_;
+  uint64_t rejected_ = 0;
+  int open_ = 0;
+};
+
+}  // namespace rdma_exporter

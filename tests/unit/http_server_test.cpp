@@ -1,0 +1,345 @@
+// The HTTP server on 127.0.0.1, driven by a plain socket client, in front of a
+// snapshot cache whose collections are a stand-in. Every expected response
+// is written out byte for byte.
+
+#include <gtest/gtest.h>
+
+#include <atomic>
+#include <map>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "exporter/http/server.hpp"
+#include "tests/unit/http_server_harness.hpp"
+
+namespace rdma_exporter {
+namespace {
+
+using testing::Client;
+using testing::get_once;
+using testing::request;
+using testing::Server;
+
+using namespace std::chrono_literals;
+
+// Made by `htpasswd -nbBC 5 prom 'secret pass'`.
+constexpr const char* kHash = "$2y$05$KlUMDg8/hTYzyUHGYH5etOm6STmU58gR.jglXJ8vLx18GQ3bbGZBa";
+
+constexpr const char* kHealthz =
+    "HTTP/1.1 200 OK\r\nServer: rdma_exporter\r\nContent-Type: text/plain; charset=utf-8\r\n"
+    "Content-Length: 3\r\n\r\nOK\n";
+
+TEST(HttpServer, ServesHealthz) {
+  Server server({});
+  EXPECT_EQ(get_once(server.port(), request("GET", "/healthz")), kHealthz);
+  EXPECT_EQ(get_once(server.port(), request("GET", "/healthz?verbose=1")), kHealthz);
+}
+
+TEST(HttpServer, ServesTheLandingPage) {
+  Server server({});
+  const std::string res = get_once(server.port(), request("GET", "/"));
+  EXPECT_EQ(res.rfind("HTTP/1.1 200 OK\r\nServer: rdma_exporter\r\n"
+                      "Content-Type: text/html; charset=utf-8\r\nContent-Length: 246\r\n\r\n"
+                      "<!DOCTYPE html>\n",
+                      0),
+            0u)
+      << res;
+}
+
+TEST(HttpServer, ServesTheSnapshotPlainOrGzip) {
+  Server server({});
+  Client c(server.port());
+  c.send(request("GET", "/metrics"));
+  EXPECT_EQ(c.response(),
+            "HTTP/1.1 200 OK\r\nServer: rdma_exporter\r\n"
+            "Content-Type: text/plain; version=0.0.4; charset=utf-8\r\nVary: Accept-Encoding\r\n"
+            "Content-Length: 10\r\n\r\nrdma_up 1\n");
+  c.send(request("GET", "/metrics", "Accept-Encoding: deflate, gzip\r\n"));
+  EXPECT_EQ(c.response(),
+            "HTTP/1.1 200 OK\r\nServer: rdma_exporter\r\n"
+            "Content-Type: text/plain; version=0.0.4; charset=utf-8\r\nVary: Accept-Encoding\r\n"
+            "Content-Encoding: gzip\r\nContent-Length: 6\r\n\r\n<gzip>");
+}
+
+TEST(HttpServer, RefusedGzipGetsPlainText) {
+  Server server({});
+  const std::string res =
+      get_once(server.port(), request("GET", "/metrics", "Accept-Encoding: gzip;q=0\r\n"));
+  EXPECT_EQ(res.substr(res.size() - 14), "\r\n\r\nrdma_up 1\n") << res;
+  EXPECT_EQ(res.find("Content-Encoding"), std::string::npos) << res;
+}
+
+TEST(HttpServer, UnknownPathIs404AndOtherMethods405) {
+  Server server({});
+  EXPECT_EQ(get_once(server.port(), request("GET", "/nope")),
+            "HTTP/1.1 404 Not Found\r\nServer: rdma_exporter\r\n"
+            "Content-Type: text/plain; charset=utf-8\r\nContent-Length: 10\r\n\r\nnot found\n");
+  EXPECT_EQ(get_once(server.port(), request("GET", "/metrics/")).substr(0, 22),
+            "HTTP/1.1 404 Not Found");
+  for (const char* path : {"/metrics", "/", "/healthz"}) {
+    for (const char* method : {"POST", "PUT", "DELETE", "OPTIONS"}) {
+      EXPECT_EQ(get_once(server.port(), request(method, path)),
+                "HTTP/1.1 405 Method Not Allowed\r\nServer: rdma_exporter\r\n"
+                "Content-Type: text/plain; charset=utf-8\r\nAllow: GET, HEAD\r\n"
+                "Content-Length: 19\r\n\r\nmethod not allowed\n")
+          << method << " " << path;
+    }
+  }
+  const std::string stats = server.stats();
+  EXPECT_NE(stats.find("rdma_exporter_http_requests_total{handler=\"other\",code=\"404\"} 2\n"),
+            std::string::npos)
+      << stats;
+  EXPECT_NE(stats.find("rdma_exporter_http_requests_total{handler=\"/metrics\",code=\"405\"} 4\n"),
+            std::string::npos)
+      << stats;
+}
+
+TEST(HttpServer, HeadHasTheHeadersOfGetAndNoBody) {
+  Server server({});
+  Client c(server.port());
+  c.send(request("HEAD", "/metrics"));
+  EXPECT_EQ(c.response(true),
+            "HTTP/1.1 200 OK\r\nServer: rdma_exporter\r\n"
+            "Content-Type: text/plain; version=0.0.4; charset=utf-8\r\nVary: Accept-Encoding\r\n"
+            "Content-Length: 10\r\n\r\n");
+  // Had a body been sent, it would be read here as the next response.
+  c.send(request("GET", "/healthz"));
+  EXPECT_EQ(c.response(), kHealthz);
+}
+
+TEST(HttpServer, ReloadIsForbiddenUnlessEnabledWithAHook) {
+  const std::string forbidden =
+      "HTTP/1.1 403 Forbidden\r\nServer: rdma_exporter\r\n"
+      "Content-Type: text/plain; charset=utf-8\r\nContent-Length: 48\r\n\r\n"
+      "the lifecycle API is off (web.enable_lifecycle)\n";
+  auto hook = [](std::function<void(bool, std::string)> done) { done(true, "reloaded"); };
+  {
+    Server off({}, nullptr, hook);
+    EXPECT_EQ(get_once(off.port(), request("POST", "/-/reload")), forbidden);
+    EXPECT_EQ(get_once(off.port(), request("GET", "/-/reload")), forbidden);
+  }
+  Config::Web on;
+  on.enable_lifecycle = true;
+  Server no_hook(on);
+  EXPECT_EQ(get_once(no_hook.port(), request("POST", "/-/reload")), forbidden);
+}
+
+TEST(HttpServer, ReloadAnswersWithTheHooksOutcome) {
+  Config::Web web;
+  web.enable_lifecycle = true;
+  std::atomic<int> reloads{0};
+  Server server(web, nullptr, [&](std::function<void(bool, std::string)> done) {
+    ++reloads;
+    if (reloads == 1) return done(true, "configuration reloaded");
+    done(false, "reload rejected: bad");
+  });
+  EXPECT_EQ(get_once(server.port(), request("GET", "/-/reload")),
+            "HTTP/1.1 405 Method Not Allowed\r\nServer: rdma_exporter\r\n"
+            "Content-Type: text/plain; charset=utf-8\r\nAllow: POST, PUT\r\n"
+            "Content-Length: 19\r\n\r\nmethod not allowed\n");
+  EXPECT_EQ(reloads, 0);
+  EXPECT_EQ(get_once(server.port(), request("POST", "/-/reload")),
+            "HTTP/1.1 200 OK\r\nServer: rdma_exporter\r\n"
+            "Content-Type: text/plain; charset=utf-8\r\nContent-Length: 23\r\n\r\n"
+            "configuration reloaded\n");
+  EXPECT_EQ(get_once(server.port(), request("PUT", "/-/reload")),
+            "HTTP/1.1 500 Internal Server Error\r\nServer: rdma_exporter\r\n"
+            "Content-Type: text/plain; charset=utf-8\r\nContent-Length: 21\r\n\r\n"
+            "reload rejected: bad\n");
+  EXPECT_EQ(reloads, 2);
+}
+
+TEST(HttpServer, ConnectionCapServesNAndRejectsTheNext) {
+  Config::Web web;
+  web.max_connections = 3;
+  Server server(web);
+  std::vector<std::unique_ptr<Client>> held;
+  for (int i = 0; i < 3; ++i) {
+    held.push_back(std::make_unique<Client>(server.port()));
+    held.back()->send(request("GET", "/healthz"));
+    // Answered, so the server has counted this connection as open.
+    EXPECT_EQ(held.back()->response(), kHealthz) << "connection " << i + 1;
+  }
+  Client extra(server.port());
+  EXPECT_EQ(extra.until_closed(),
+            "HTTP/1.1 503 Service Unavailable\r\nContent-Length: 0\r\nConnection: close\r\n\r\n");
+  // The held connections are still served.
+  held.front()->send(request("GET", "/healthz"));
+  EXPECT_EQ(held.front()->response(), kHealthz);
+  EXPECT_NE(server.stats().find("rdma_exporter_http_rejected_connections_total 1\n"),
+            std::string::npos)
+      << server.stats();
+  EXPECT_NE(server.stats().find("rdma_exporter_http_open_connections 3\n"), std::string::npos)
+      << server.stats();
+}
+
+// A request of `size` bytes in all: GET /healthz with header lines
+// "X-Pad: aaaa" of `line` bytes (CRLF included) and a last, shorter one.
+std::string request_of_size(std::size_t size, std::size_t line = 1000000) {
+  std::string req = "GET /healthz HTTP/1.1\r\nHost: 127.0.0.1\r\n";
+  const std::string pad = "X-Pad: ";
+  while (size - req.size() - 2 > line)
+    req += pad + std::string(line - pad.size() - 2, 'a') + "\r\n";
+  req += pad + std::string(size - req.size() - pad.size() - 4, 'a') + "\r\n\r\n";
+  return req;
+}
+
+const std::string kTooLarge =
+    "HTTP/1.1 400 Bad Request\r\nServer: rdma_exporter\r\n"
+    "Content-Type: text/plain; charset=utf-8\r\nConnection: close\r\n"
+    "Content-Length: 18\r\n\r\nrequest too large\n";
+
+TEST(HttpServer, MaxRequestBytesIsTheLargestRequestServed) {
+  Config::Web web;
+  web.max_request_bytes = 300;
+  Server server(web);
+  ASSERT_EQ(request_of_size(300).size(), 300u);
+  EXPECT_EQ(get_once(server.port(), request_of_size(300)), kHealthz);
+  EXPECT_EQ(get_once(server.port(), request_of_size(301)), kTooLarge);
+}
+
+TEST(HttpServer, MaxRequestBytesCountsEveryHeaderLine) {
+  Config::Web web;
+  web.max_request_bytes = 1024;
+  Server server(web);
+  ASSERT_EQ(request_of_size(1024, 40).size(), 1024u);
+  ASSERT_EQ(request_of_size(1025, 40).size(), 1025u);
+  // Two requests of the limit on one connection: each is measured alone.
+  Client c(server.port());
+  c.send(request_of_size(1024, 40));
+  EXPECT_EQ(c.response(), kHealthz);
+  c.send(request_of_size(1024, 40));
+  EXPECT_EQ(c.response(), kHealthz);
+  EXPECT_EQ(get_once(server.port(), request_of_size(1025, 40)), kTooLarge);
+  EXPECT_EQ(get_once(server.port(), request_of_size(4000, 40)), kTooLarge);
+}
+
+TEST(HttpServer, AnUnfinishedRequestPastTheLimitIsRefusedAtOnce) {
+  Config::Web web;
+  web.max_request_bytes = 1024;
+  web.read_timeout = 1h;
+  Server server(web);
+  // 1025 bytes of request line and headers, the last line unfinished.
+  std::string req = request_of_size(1029, 40);
+  req.resize(1025);
+  Client c(server.port());
+  c.send(req);
+  EXPECT_EQ(c.until_closed(), kTooLarge);
+}
+
+TEST(HttpServer, ARequestBodyIsReadWithItsRequestAndRefused) {
+  Server server({});
+  Client c(server.port());
+  // An empty chunked body is part of its request, not the start of the next.
+  c.send("POST /healthz HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: chunked\r\n\r\n0\r\n\r\n");
+  EXPECT_EQ(c.response().substr(0, 32), "HTTP/1.1 405 Method Not Allowed\r");
+  c.send(request("GET", "/healthz"));
+  EXPECT_EQ(c.response(), kHealthz);
+  // Anything in a body is too much.
+  c.send("POST /healthz HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: chunked\r\n\r\n5\r\nhello\r\n");
+  EXPECT_EQ(c.until_closed(), kTooLarge);
+  EXPECT_EQ(get_once(server.port(), "POST /healthz HTTP/1.1\r\nContent-Length: 1\r\n\r\nx"),
+            kTooLarge);
+}
+
+TEST(HttpServer, MalformedRequestIs400AndCloses) {
+  Server server({});
+  Client c(server.port());
+  c.send("GET /healthz HTTP/1.1\r\nHost 127.0.0.1\r\n\r\n");
+  EXPECT_EQ(c.until_closed(),
+            "HTTP/1.1 400 Bad Request\r\nServer: rdma_exporter\r\n"
+            "Content-Type: text/plain; charset=utf-8\r\nConnection: close\r\n"
+            "Content-Length: 29\r\n\r\nmalformed request: bad field\n");
+}
+
+TEST(HttpServer, ReadTimeoutCutsASlowClient) {
+  Config::Web web;
+  web.read_timeout = 200ms;
+  web.idle_timeout = 1h;
+  web.write_timeout = 1h;
+  Server server(web);
+  Client slow(server.port());
+  slow.send("GET /healthz HTTP/1.1\r\nHost: 127.0.0.1\r\n");  // never finished
+  EXPECT_EQ(slow.until_closed(), "");
+}
+
+TEST(HttpServer, IdleTimeoutClosesAKeptAliveConnection) {
+  Config::Web web;
+  web.read_timeout = 1h;
+  web.idle_timeout = 200ms;
+  web.write_timeout = 1h;
+  Server server(web);
+  Client c(server.port());
+  c.send(request("GET", "/healthz"));
+  EXPECT_EQ(c.response(), kHealthz);
+  EXPECT_EQ(c.until_closed(), "");
+}
+
+TEST(HttpServer, ConnectionCloseIsHonoured) {
+  Server server({});
+  Client c(server.port());
+  c.send(request("GET", "/healthz", "Connection: close\r\n"));
+  EXPECT_EQ(c.until_closed(),
+            "HTTP/1.1 200 OK\r\nServer: rdma_exporter\r\n"
+            "Content-Type: text/plain; charset=utf-8\r\nConnection: close\r\n"
+            "Content-Length: 3\r\n\r\nOK\n");
+}
+
+std::shared_ptr<const WebSecurity> with_user_prom() {
+  auto security = std::make_shared<WebSecurity>();
+  security->auth = std::make_shared<BasicAuth>(std::map<std::string, std::string>{{"prom", kHash}});
+  security->headers = {{"X-Frame-Options", "deny"}};
+  return security;
+}
+
+TEST(HttpServer, BasicAuthGuardsEveryPath) {
+  Server server({}, with_user_prom());
+  const std::string unauthorized =
+      "HTTP/1.1 401 Unauthorized\r\nServer: rdma_exporter\r\n"
+      "Content-Type: text/plain; charset=utf-8\r\nX-Frame-Options: deny\r\n"
+      "WWW-Authenticate: Basic realm=\"rdma_exporter\", charset=\"UTF-8\"\r\n"
+      "Content-Length: 13\r\n\r\nunauthorized\n";
+  EXPECT_EQ(get_once(server.port(), request("GET", "/metrics")), unauthorized);
+  EXPECT_EQ(get_once(server.port(), request("GET", "/nope")), unauthorized);
+  // prom:secret (wrong password), then a header that is not Basic.
+  EXPECT_EQ(get_once(server.port(),
+                     request("GET", "/healthz", "Authorization: Basic cHJvbTpzZWNyZXQ=\r\n")),
+            unauthorized);
+  EXPECT_EQ(get_once(server.port(), request("GET", "/healthz", "Authorization: Bearer x\r\n")),
+            unauthorized);
+  EXPECT_EQ(server.collections(), 0);
+
+  // prom:secret pass, twice on one connection (the second from memory).
+  Client c(server.port());
+  for (int i = 0; i < 2; ++i) {
+    c.send(request("GET", "/healthz", "Authorization: Basic cHJvbTpzZWNyZXQgcGFzcw==\r\n"));
+    EXPECT_EQ(c.response(),
+              "HTTP/1.1 200 OK\r\nServer: rdma_exporter\r\n"
+              "Content-Type: text/plain; charset=utf-8\r\nX-Frame-Options: deny\r\n"
+              "Content-Length: 3\r\n\r\nOK\n");
+  }
+  const std::string stats = server.stats();
+  EXPECT_NE(stats.find("rdma_exporter_http_auth_failures_total{reason=\"missing\"} 2\n"),
+            std::string::npos)
+      << stats;
+  EXPECT_NE(stats.find("rdma_exporter_http_auth_failures_total{reason=\"invalid\"} 2\n"),
+            std::string::npos)
+      << stats;
+  EXPECT_NE(stats.find("rdma_exporter_http_requests_total{handler=\"other\",code=\"401\"} 1\n"),
+            std::string::npos)
+      << stats;
+}
+
+TEST(HttpServer, ScrapesWithinMaxAgeShareOneCollection) {
+  Server server({});
+  Client c(server.port());
+  for (int i = 0; i < 3; ++i) {
+    c.send(request("GET", "/metrics"));
+    EXPECT_NE(c.response().find("\r\n\r\nrdma_up 1\n"), std::string::npos);
+  }
+  EXPECT_EQ(server.collections(), 1);
+}
+
+}  // namespace
+}  // namespace rdma_exporter

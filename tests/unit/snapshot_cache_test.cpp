@@ -1,0 +1,140 @@
+// The single-flight snapshot cache: reuse of young results, sharing of an
+// in-flight collection. Collections are a stand-in that counts its calls;
+// time is a clock the test sets.
+
+#include "exporter/snapshot_cache.hpp"
+
+#include <gtest/gtest.h>
+
+#include <atomic>
+#include <boost/asio/io_context.hpp>
+#include <chrono>
+#include <future>
+#include <memory>
+#include <vector>
+
+namespace rdma_exporter {
+namespace {
+
+using Clock = std::chrono::steady_clock;
+using namespace std::chrono_literals;
+
+// A collection that stamps its snapshot with the test's clock and numbers it.
+class FakeCollections {
+ public:
+  explicit FakeCollections(const Clock::time_point& now) : now_(now) {}
+
+  std::shared_ptr<const Snapshot> operator()() {
+    auto s = std::make_shared<Snapshot>();
+    s->taken = now_;
+    s->text = "collection " + std::to_string(++count_) + "\n";
+    return s;
+  }
+  int count() const { return count_; }
+
+ private:
+  const Clock::time_point& now_;
+  std::atomic<int> count_{0};
+};
+
+class SnapshotCacheTest : public ::testing::Test {
+ protected:
+  // One get, run to its answer: the event loop runs until the handler has
+  // been called and nothing is left to do.
+  std::string get(SnapshotCache& cache) {
+    std::string text;
+    cache.get([&](std::shared_ptr<const Snapshot> s) { text = s->text; });
+    io_.restart();
+    io_.run();
+    return text;
+  }
+
+  boost::asio::io_context io_;
+  Clock::time_point now_ = Clock::time_point{} + 1000h;
+  FakeCollections collections_{now_};
+};
+
+TEST_F(SnapshotCacheTest, AResultYoungerThanMaxAgeIsServedAgain) {
+  SnapshotCache cache(
+      io_, [this] { return collections_(); }, 10s, [this] { return now_; });
+  EXPECT_EQ(get(cache), "collection 1\n");
+  now_ += 10s - 1ns;  // the youngest age that is not yet max_age
+  EXPECT_EQ(get(cache), "collection 1\n");
+  EXPECT_EQ(collections_.count(), 1);
+}
+
+TEST_F(SnapshotCacheTest, AResultAsOldAsMaxAgeIsCollectedAgain) {
+  SnapshotCache cache(
+      io_, [this] { return collections_(); }, 10s, [this] { return now_; });
+  EXPECT_EQ(get(cache), "collection 1\n");
+  now_ += 10s;
+  EXPECT_EQ(get(cache), "collection 2\n");
+  now_ += 1h;
+  EXPECT_EQ(get(cache), "collection 3\n");
+  EXPECT_EQ(collections_.count(), 3);
+}
+
+TEST_F(SnapshotCacheTest, MaxAgeZeroCollectsEveryTime) {
+  SnapshotCache cache(
+      io_, [this] { return collections_(); }, 0s, [this] { return now_; });
+  EXPECT_EQ(get(cache), "collection 1\n");
+  EXPECT_EQ(get(cache), "collection 2\n");
+  EXPECT_EQ(collections_.count(), 2);
+}
+
+TEST_F(SnapshotCacheTest, ANewMaxAgeAppliesToTheNextGet) {
+  SnapshotCache cache(
+      io_, [this] { return collections_(); }, 0s, [this] { return now_; });
+  EXPECT_EQ(get(cache), "collection 1\n");
+  cache.set_max_age(5s);
+  now_ += 4s;
+  EXPECT_EQ(get(cache), "collection 1\n");
+  EXPECT_EQ(collections_.count(), 1);
+}
+
+TEST_F(SnapshotCacheTest, ConcurrentGetsShareOneCollectionInFlight) {
+  std::promise<void> release;
+  std::shared_future<void> released = release.get_future().share();
+  std::promise<void> started;
+  std::atomic<bool> told{false};
+  SnapshotCache cache(
+      io_,
+      [&] {
+        if (!told.exchange(true)) started.set_value();
+        released.wait();  // held until every get has been asked
+        return collections_();
+      },
+      0s, [this] { return now_; });
+
+  std::vector<std::shared_ptr<const Snapshot>> answers;
+  auto record = [&](std::shared_ptr<const Snapshot> s) { answers.push_back(std::move(s)); };
+  cache.get(record);
+  started.get_future().wait();  // the collection is running now
+  cache.get(record);
+  cache.get(record);
+  release.set_value();
+  io_.run();
+
+  ASSERT_EQ(answers.size(), 3u);
+  EXPECT_EQ(answers[0]->text, "collection 1\n");
+  EXPECT_EQ(answers[1], answers[0]);
+  EXPECT_EQ(answers[2], answers[0]);
+  EXPECT_EQ(collections_.count(), 1);
+}
+
+TEST_F(SnapshotCacheTest, AGetAfterTheSharedCollectionStartsAnotherWhenStale) {
+  SnapshotCache cache(
+      io_, [this] { return collections_(); }, 0s, [this] { return now_; });
+  std::vector<std::string> texts;
+  cache.get([&](std::shared_ptr<const Snapshot> s) {
+    texts.push_back(s->text);
+    // Asked from a handler of the finished collection: that one is no longer
+    // in flight, and with max_age 0 it is stale.
+    cache.get([&](std::shared_ptr<const Snapshot> t) { texts.push_back(t->text); });
+  });
+  io_.run();
+  EXPECT_EQ(texts, (std::vector<std::string>{"collection 1\n", "collection 2\n"}));
+}
+
+}  // namespace
+}  // namespace rdma_exporter
