@@ -63,7 +63,8 @@ std::vector<std::string> parse_config(const std::string& yaml_text, const std::s
        [&](const YAML::Node& n, const std::string& p) {
          w.mapping(n, p, {{"level", w.string(c.log.level)}});
        }},
-      {"probe", [&](const YAML::Node& n, const std::string& p) { probe::parse_probe_options(w, n, p, c.probe); }},
+      {"probe", [&](const YAML::Node& n,
+                    const std::string& p) { probe::parse_probe_options(w, n, p, c.probe); }},
       {"otlp",
        [&](const YAML::Node& n, const std::string& p) { parse_otlp_options(w, n, p, c.otlp); }},
   };
