@@ -2,10 +2,15 @@
 
 #include <algorithm>
 
+#include "common/pattern.hpp"
+
 namespace rdma_exporter {
 namespace {
 
 Result<std::regex> compile(const std::string& pattern) {
+  if (std::string problem = pattern_limit_problem(pattern); !problem.empty()) {
+    return Error{EINVAL, "invalid device pattern: " + problem};
+  }
   try {
     return std::regex(pattern, std::regex::ECMAScript | std::regex::optimize);
   } catch (const std::regex_error& e) {

@@ -4,6 +4,12 @@
 #include <charconv>
 
 namespace rdma_exporter {
+namespace {
+
+// About 34 years: longer than any timeout or interval means.
+constexpr long long kMaxDurationMs = 1LL << 40;
+
+}  // namespace
 
 bool parse_duration(const std::string& text, Duration& out) {
   if (text.empty()) return false;
@@ -30,8 +36,11 @@ bool parse_duration(const std::string& text, Duration& out) {
       scale = 3'600'000;
     else
       return false;
-    if (number > (1LL << 40)) return false;
+    // Each term and the running total stay within kMaxDurationMs, so nothing
+    // overflows, here or where a timer adds the duration to a clock.
+    if (number > kMaxDurationMs / scale) return false;
     total_ms += number * scale;
+    if (total_ms > kMaxDurationMs) return false;
     i = unit_end;
   }
   out = Duration(total_ms);

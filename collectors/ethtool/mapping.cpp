@@ -2,6 +2,8 @@
 
 #include <algorithm>
 
+#include "common/pattern.hpp"
+
 namespace rdma_exporter::ethtool {
 namespace {
 
@@ -122,6 +124,11 @@ std::string mapping_problem(const EthtoolMapping& m) {
     std::string ids;
     for (const auto& fam : families()) ids += (ids.empty() ? "" : ", ") + std::string(fam.id);
     return "unknown metric \"" + m.metric + "\" (expected one of: " + ids + ")";
+  }
+  for (const std::string* pattern : {&m.driver, &m.stat}) {
+    if (std::string problem = pattern_limit_problem(*pattern); !problem.empty()) {
+      return "invalid regular expression: " + problem;
+    }
   }
   std::regex stat;
   try {

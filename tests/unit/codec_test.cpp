@@ -5,6 +5,9 @@
 #include <gtest/gtest.h>
 #include <rdma/rdma_netlink.h>
 
+#include <climits>
+#include <cstring>
+
 #include "collectors/kernel/nldev/client.hpp"
 #include "tests/fake_kernel/fake_nldev.hpp"
 #include "tests/fake_kernel/nl_message.hpp"
@@ -300,6 +303,50 @@ TEST(Codec, PortCountersNeedTheirAnswer) {
       Reply{{datagram({counters_msg({{"a", 1}}), counters_msg({{"a", 2}}), ack_message()})}});
   ASSERT_FALSE(two);
   EXPECT_NE(two.error().message.find("got 2"), std::string::npos);
+}
+
+// A bare netlink header claiming `length` bytes, in a 16-byte datagram.
+Bytes header_only(uint32_t length, uint16_t type) {
+  nlmsghdr h{};
+  h.nlmsg_len = length;
+  h.nlmsg_type = type;
+  Bytes out(sizeof h);
+  std::memcpy(out.data(), &h, sizeof h);
+  return out;
+}
+
+// A length of 2^31 or more passes libmnl's int comparison: it must be seen
+// as the truncated message it is, never read past the datagram.
+TEST(Codec, MessageLengthsOfTwoToTheThirtyFirstAndMoreAreTruncation) {
+  for (uint32_t length : {0xF0000000U, 0x80000010U, 0x80000000U, 0xFFFFFFFFU}) {
+    for (uint16_t type :
+         {nldev_type(RDMA_NLDEV_CMD_GET), uint16_t{NLMSG_DONE}, uint16_t{NLMSG_ERROR}}) {
+      const Bytes d = header_only(length, type);
+      EXPECT_FALSE(netlink::ends_exchange(d)) << length << " " << type;
+      auto devices = decode_devices(Reply{{d}});
+      ASSERT_FALSE(devices) << length << " " << type;
+      EXPECT_EQ(devices.error().message,
+                "malformed netlink reply: truncated netlink message (16 stray bytes in a "
+                "datagram)");
+    }
+  }
+}
+
+// An error code outside the errno range (INT_MIN would overflow when
+// negated) is reported as EPROTO, from NLMSG_ERROR and NLMSG_DONE alike.
+TEST(Codec, ErrorCodesOutsideTheErrnoRangeAreEproto) {
+  for (int code : {INT_MIN, -4096, 5}) {
+    auto from_error = decode_devices(Reply{{error_message(code)}});
+    ASSERT_FALSE(from_error) << code;
+    EXPECT_EQ(from_error.error().code, EPROTO) << code;
+  }
+  auto from_done = decode_devices(Reply{{datagram({device_msg(1, "a"), done_message(INT_MIN)})}});
+  ASSERT_FALSE(from_done);
+  EXPECT_EQ(from_done.error().code, EPROTO);
+  // The largest errno the kernel has is passed on as it is.
+  auto largest = decode_devices(Reply{{error_message(-4095)}});
+  ASSERT_FALSE(largest);
+  EXPECT_EQ(largest.error().code, 4095);
 }
 
 // Any errno in NLMSG_DONE ends the dump with that error, EPERM (1) too.

@@ -433,6 +433,54 @@ TEST(Config, Durations) {
   }
 }
 
+// Durations stop at 2^40 ms (about 34 years): a sum that would overflow,
+// or wrap into a small value, is refused.
+TEST(Config, DurationsAreBounded) {
+  Duration d{};
+  EXPECT_TRUE(parse_duration("1099511627776ms", d));
+  EXPECT_EQ(d.count(), 1099511627776LL);
+  EXPECT_FALSE(parse_duration("1099511627777ms", d));
+  EXPECT_TRUE(parse_duration("305419h", d));  // 1,099,508,400,000 ms
+  EXPECT_FALSE(parse_duration("305419h1h", d));
+  EXPECT_FALSE(parse_duration("1099511627776h1099511627776h1099511627776h", d));
+  EXPECT_FALSE(parse_duration("1099511627776ms1ms", d));
+  Config c;
+  const auto errors = parse_config(
+      "collection:\n  max_age: 1099511627776h1099511627776h1099511627776h\n", "t.yml", c);
+  ASSERT_EQ(errors.size(), 1U);
+  EXPECT_NE(errors[0].find("collection.max_age: expected a duration"), std::string::npos)
+      << errors[0];
+}
+
+// A pattern nested 30,000 deep used to overflow the stack in std::regex: it
+// is refused with a message, and so is any pattern past the limits.
+TEST(Config, DeeplyNestedOrHugePatternsAreRefused) {
+  const std::string deep = std::string(30000, '(') + "a" + std::string(30000, ')');
+  Config c;
+  auto errors = parse_config("devices:\n  include: ['" + deep + "']\n", "t.yml", c);
+  ASSERT_EQ(errors.size(), 1U);
+  EXPECT_NE(errors[0].find("a pattern of 60001 bytes, more than the 1024 allowed"),
+            std::string::npos);
+  const std::string nested33 = std::string(33, '(') + "a" + std::string(33, ')');
+  const std::string nested32 = std::string(32, '(') + "a" + std::string(32, ')');
+  errors = parse_config("devices:\n  include: ['" + nested33 + "']\n", "t.yml", c);
+  ASSERT_EQ(errors.size(), 1U);
+  EXPECT_NE(errors[0].find("groups nested 33 deep, more than the 32 allowed"), std::string::npos)
+      << errors[0];
+  errors = parse_config("devices:\n  include: ['" + nested32 + "']\n", "t.yml", c);
+  EXPECT_TRUE(errors.empty()) << errors.front();
+  // Escaped parentheses open nothing.
+  std::string escaped;
+  for (int k = 0; k < 40; ++k) escaped += "\\(";
+  errors = parse_config("devices:\n  include: ['" + escaped + "a']\n", "t.yml", c);
+  EXPECT_TRUE(errors.empty()) << errors.front();
+  errors = parse_config("ethtool:\n  mappings:\n    - stat: '" + nested33 +
+                            "'\n      metric: discards\n      reason: x\n",
+                        "t.yml", c);
+  ASSERT_EQ(errors.size(), 1U);
+  EXPECT_NE(errors[0].find("groups nested 33 deep"), std::string::npos) << errors[0];
+}
+
 TEST(Config, ListenAddresses) {
   ListenAddress a;
   EXPECT_TRUE(parse_listen_address(":10910", a));

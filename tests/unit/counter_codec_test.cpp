@@ -267,6 +267,26 @@ TEST(CounterCodec, QpRangeEntriesExpandToEveryQp) {
   EXPECT_EQ((*r)[0].lqpns, want);
 }
 
+// Each range is plausible alone, but 600 of them would ask for 600 million
+// QP numbers (2.4 GB) from a 12 KB reply: the set is refused once it passes
+// 2^20 QP numbers, and a set of exactly 2^20 is still read.
+TEST(CounterCodec, ManyLargeQpRangesAreRefusedBeforeTheyExpand) {
+  auto many = decode_counter_sets(dump_reply({set_with_qp_entries([](NlMessage& m) {
+    for (uint32_t i = 0; i < 600; ++i) put_range(m, i << 20, (i << 20) + (1U << 20) - 1);
+  })}));
+  ASSERT_FALSE(many);
+  EXPECT_EQ(many.error().code, EBADMSG);
+  EXPECT_EQ(many.error().message,
+            "malformed netlink reply: a counter set with more than 1048576 QP numbers");
+  auto full = decode_counter_sets(dump_reply({set_with_qp_entries([](NlMessage& m) {
+    put_range(m, 0, (1U << 19) - 1);
+    put_range(m, 1U << 19, (1U << 20) - 1);
+  })}));
+  ASSERT_TRUE(full) << full.error().message;
+  EXPECT_EQ((*full)[0].lqpns.size(), 1U << 20);
+  EXPECT_EQ((*full)[0].lqpns.back(), (1U << 20) - 1);
+}
+
 TEST(CounterCodec, ImplausibleQpRangesAreErrors) {
   for (const auto& range :
        {std::pair<uint32_t, uint32_t>{20, 10}, {0, 0xffffffff}, {5, 5 + (1U << 20)}}) {

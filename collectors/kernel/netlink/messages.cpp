@@ -7,11 +7,30 @@
 #include "collectors/kernel/netlink/attributes.hpp"
 
 namespace rdma_exporter::netlink {
+namespace {
+
+// A whole message starts here within `len` bytes. libmnl's mnl_nlmsg_ok
+// compares the message length as an int, so a length of 2^31 or more passes
+// it and the walk reads far past the datagram.
+bool whole_message(const nlmsghdr* msg, int len) {
+  return len >= static_cast<int>(sizeof(nlmsghdr)) && msg->nlmsg_len >= sizeof(nlmsghdr) &&
+         msg->nlmsg_len <= static_cast<unsigned>(len);
+}
+
+// The errno a kernel error code (negative errno) stands for. A code outside
+// the errno range (INT_MIN, a positive number) is not one the kernel sends:
+// it becomes EPROTO rather than a negation that overflows.
+int errno_of(int code) {
+  constexpr int kMaxErrno = 4095;  // MAX_ERRNO in the kernel
+  return code < 0 && code >= -kMaxErrno ? -code : EPROTO;
+}
+
+}  // namespace
 
 bool ends_exchange(std::span<const uint8_t> datagram) {
   const auto* msg = reinterpret_cast<const nlmsghdr*>(datagram.data());
   auto len = static_cast<int>(datagram.size());
-  while (mnl_nlmsg_ok(msg, len)) {
+  while (whole_message(msg, len)) {
     if (msg->nlmsg_type == NLMSG_DONE || msg->nlmsg_type == NLMSG_ERROR) return true;
     msg = mnl_nlmsg_next(msg, &len);
   }
@@ -24,7 +43,7 @@ Status walk_messages(const Reply& reply, uint16_t expected_type, const std::stri
   for (const Bytes& dgram : reply.datagrams) {
     const auto* msg = reinterpret_cast<const nlmsghdr*>(dgram.data());
     auto len = static_cast<int>(dgram.size());
-    while (!ended && mnl_nlmsg_ok(msg, len)) {
+    while (!ended && whole_message(msg, len)) {
       if ((msg->nlmsg_flags & NLM_F_DUMP_INTR) != 0) {
         return Error{kDumpInterrupted, what + ": dump interrupted by a concurrent change"};
       }
@@ -45,13 +64,14 @@ Status walk_messages(const Reply& reply, uint16_t expected_type, const std::stri
           if ((msg->nlmsg_flags & NLM_F_CAPPED) == 0 && err->msg.nlmsg_len >= sizeof(nlmsghdr)) {
             tlv += err->msg.nlmsg_len - sizeof(nlmsghdr);
           }
-          return kernel_error(what, -err->error, extack_message(*msg, tlv));
+          return kernel_error(what, errno_of(err->error), extack_message(*msg, tlv));
         }
         case NLMSG_DONE: {
           if (payload_len >= sizeof(int)) {
             int code = 0;
             std::memcpy(&code, mnl_nlmsg_get_payload(msg), sizeof code);
-            if (code < 0) return kernel_error(what, -code, extack_message(*msg, sizeof(int)));
+            if (code < 0)
+              return kernel_error(what, errno_of(code), extack_message(*msg, sizeof(int)));
           }
           ended = true;
           break;

@@ -13,6 +13,10 @@ namespace {
 // A counter set lists at most this many QPs as a range before we call the
 // reply implausible.
 constexpr uint32_t kMaxQpRange = 1U << 20;
+// QP numbers one counter set may list in all, ranges expanded (4 MiB): far
+// above the QPs of any real host, and a reply of many range entries must not
+// expand into gigabytes.
+constexpr std::size_t kMaxQpNumbers = 1U << 20;
 
 Status read_qp_numbers(const nlattr* table, std::vector<uint32_t>& out) {
   if (table == nullptr) return ok_status();  // a set with no QP left
@@ -27,15 +31,20 @@ Status read_qp_numbers(const nlattr* table, std::vector<uint32_t>& out) {
                        optional(*t, RDMA_NLDEV_ATTR_MIN_RANGE, "MIN_RANGE", get_u32, min),
                        optional(*t, RDMA_NLDEV_ATTR_MAX_RANGE, "MAX_RANGE", get_u32, max));
         if (!s) return s;
+        const bool range = !lqpn && min && max && *min <= *max && *max - *min < kMaxQpRange;
+        if (!lqpn && !range) return malformed("RES_QP_ENTRY without RES_LQPN or a valid range");
+        const std::size_t count = lqpn ? 1 : std::size_t{*max - *min} + 1;
+        if (out.size() + count > kMaxQpNumbers) {
+          return malformed("a counter set with more than " + std::to_string(kMaxQpNumbers) +
+                           " QP numbers");
+        }
         if (lqpn) {
           out.push_back(*lqpn);
-        } else if (min && max && *min <= *max && *max - *min < kMaxQpRange) {
+        } else {
           for (uint32_t q = *min;; ++q) {
             out.push_back(q);
             if (q == *max) break;
           }
-        } else {
-          return malformed("RES_QP_ENTRY without RES_LQPN or a valid range");
         }
         return ok_status();
       });

@@ -1,0 +1,19 @@
+#pragma once
+
+#include <cstddef>
+#include <string>
+
+namespace rdma_exporter {
+
+// Limits on the regular expressions a configuration may hold (device, comm,
+// cgroup and ethtool statistic patterns). std::regex compiles and matches by
+// recursion, so a deeply nested pattern overflows the stack: a configuration
+// file, or a reload, must never take the daemon down that way.
+inline constexpr std::size_t kMaxPatternBytes = 1024;
+inline constexpr std::size_t kMaxPatternNesting = 32;  // groups and classes inside each other
+
+// "" when `pattern` is within the limits, else what is wrong. It does not
+// compile the pattern: std::regex then says whether its syntax is valid.
+std::string pattern_limit_problem(const std::string& pattern);
+
+}  // namespace rdma_exporter
