@@ -285,6 +285,14 @@ TEST(CounterCodec, ManyLargeQpRangesAreRefusedBeforeTheyExpand) {
   ASSERT_TRUE(full) << full.error().message;
   EXPECT_EQ((*full)[0].lqpns.size(), 1U << 20);
   EXPECT_EQ((*full)[0].lqpns.back(), (1U << 20) - 1);
+  // One QP more, as a single LQPN entry, is one too many.
+  auto over = decode_counter_sets(dump_reply({set_with_qp_entries([](NlMessage& m) {
+    put_range(m, 0, (1U << 20) - 1);
+    m.begin_nest(RDMA_NLDEV_ATTR_RES_QP_ENTRY).u32(RDMA_NLDEV_ATTR_RES_LQPN, 1U << 21).end_nest();
+  })}));
+  ASSERT_FALSE(over);
+  EXPECT_EQ(over.error().message,
+            "malformed netlink reply: a counter set with more than 1048576 QP numbers");
 }
 
 TEST(CounterCodec, ImplausibleQpRangesAreErrors) {
