@@ -123,12 +123,6 @@ bool Collection::uses_netlink() const {
   });
 }
 
-std::vector<std::string> Collection::collector_names() const {
-  std::vector<std::string> names;
-  for (const auto& r : running_) names.emplace_back(r.collector->name());
-  return names;
-}
-
 void Collection::log_changes(const CollectorOutcome& o) {
   auto& last = last_errors_[o.name];
   if (last == o.errors) return;

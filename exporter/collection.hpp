@@ -61,9 +61,6 @@ class Collection {
   void maintain();
   void restore_kernel_state();
 
-  // Names of the collectors in use, in collection order.
-  std::vector<std::string> collector_names() const;
-
  private:
   struct Running {
     const CollectorEntry* entry;  // nullptr for the daemon's own
