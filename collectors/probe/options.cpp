@@ -2,7 +2,9 @@
 
 #include <yaml-cpp/yaml.h>
 
+#include <algorithm>
 #include <charconv>
+#include <regex>
 #include <set>
 #include <string_view>
 #include <tuple>
@@ -12,6 +14,7 @@
 #include "collectors/probe/targets.hpp"
 #include "common/address.hpp"
 #include "common/duration.hpp"
+#include "common/pattern.hpp"
 #include "common/yaml_walker.hpp"
 
 namespace rdma_exporter::probe {
@@ -37,6 +40,23 @@ std::vector<std::string> validate_probe_options(const ProbeOptions& o) {
   positive(o.backoff_initial, "probe.backoff_initial");
   positive(o.file_sd_refresh, "probe.file_sd_refresh");
   positive(o.idle_timeout, "probe.idle_timeout");
+  positive(o.discovery_interval, "probe.discovery_interval");
+  if (std::string problem = pattern_limit_problem(o.device); !problem.empty()) {
+    errors.push_back("probe.device: " + problem);
+  } else {
+    try {
+      std::regex re(o.device);
+    } catch (const std::regex_error& e) {
+      errors.push_back("probe.device: not a regular expression: " + std::string(e.what()));
+    }
+  }
+  auto rail_problem = [&](const std::string& rail, const std::string& key) {
+    if (rail.empty() || rail.size() > wire::kMaxNameSize ||
+        !std::all_of(rail.begin(), rail.end(), [](char c) { return c >= 0x20 && c < 0x7f; })) {
+      errors.push_back(key + ": a rail is 1 to 64 printable ASCII characters");
+    }
+  };
+  for (const auto& [port, rail] : o.rails) rail_problem(rail, "probe.rails." + port);
   if (o.backoff_max < o.backoff_initial) {
     errors.push_back("probe.backoff_max: must not be below probe.backoff_initial");
   }
@@ -73,6 +93,7 @@ std::vector<std::string> validate_probe_options(const ProbeOptions& o) {
     for (const auto& c : t.classes) {
       if (!names.contains(c)) errors.push_back(key + ".classes: no class named \"" + c + "\"");
     }
+    if (!t.rail.empty()) rail_problem(t.rail, key + ".rail");
   }
   for (const auto& f : o.file_sd) {
     if (f.empty()) errors.push_back("probe.file_sd: a path is empty");
@@ -155,13 +176,34 @@ void parse_probe_options(Walker& w, const YAML::Node& node, const std::string& p
                     }
                   }
                 }},
-               {"classes", w.string_list(t.classes)}});
+               {"classes", w.string_list(t.classes)},
+               {"rail", w.string(t.rail)}});
   };
   w.mapping(
       node, path,
       {{"enabled", w.boolean(o.enabled)},
        {"device", w.string(o.device)},
-       {"port", int_into(o.port, 1, 255)},
+       {"port", optional_int(o.port, 1, 255)},
+       {"link_layer", w.optional_string_into(o.link_layer,
+                                             [](const std::string& v) {
+                                               return one_of(v, {"ethernet", "infiniband"});
+                                             })},
+       {"rails",
+        [&w, &o](const YAML::Node& v, const std::string& key) {
+          if (v.IsNull()) return;
+          if (!v.IsMap()) {
+            return w.error_at(v, key, "expected a mapping of device or device/port to a rail");
+          }
+          for (const auto& kv : v) {
+            if (!kv.second.IsScalar()) {
+              w.error_at(kv.second, key + "." + kv.first.Scalar(), "expected a string");
+            } else {
+              o.rails[kv.first.Scalar()] = kv.second.Scalar();
+            }
+          }
+        }},
+       {"cross_rail", w.boolean(o.cross_rail)},
+       {"discovery_interval", w.duration(o.discovery_interval)},
        {"gid_index", int_into(o.gid_index, -1, 65535)},
        {"listen_address", w.string(o.listen_address)},
        {"classes", w.list_of<ProbeClass>(o.classes, probe_class)},

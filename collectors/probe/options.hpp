@@ -24,7 +24,7 @@ namespace rdma_exporter::probe {
 // probed with every class it names (all of them by default).
 struct ProbeClass : QpParams {
   std::string name;
-  std::optional<uint8_t> port;   // default: probe.port
+  std::optional<uint8_t> port;   // only local ports with this number (default: every port)
   std::optional<int> gid_index;  // default: probe.gid_index
   std::chrono::milliseconds interval{std::chrono::seconds(1)};
   std::chrono::milliseconds timeout{std::chrono::seconds(1)};
@@ -35,12 +35,13 @@ struct ProbeClass : QpParams {
   bool operator==(const ProbeClass&) const = default;
 };
 
-// A peer to probe: the address of its probe control port and labels that
-// every series of the target carries.
+// A peer to probe: the address of its probe control port (a host: its
+// ports are discovered) and labels that every series of the target carries.
 struct Target {
   std::string address;  // host:port
   std::map<std::string, std::string> labels;
   std::vector<std::string> classes;  // empty: every class
+  std::string rail;                  // only the target's ports on this rail (default: all)
 
   bool operator==(const Target&) const = default;
 };
@@ -48,9 +49,19 @@ struct Target {
 // The `probe` section of the configuration.
 struct ProbeOptions {
   bool enabled = false;
-  std::string device;  // empty: the first device that has an active port
-  uint8_t port = 1;
+  // Which local ports probe and answer: devices whose whole name matches the
+  // regular expression (empty: every device), ports with this number (unset:
+  // every port), of this link layer ("ethernet", "infiniband"; empty: both).
+  std::string device;
+  std::optional<uint8_t> port;
+  std::string link_layer;
   int gid_index = -1;  // -1: the port's RoCEv2 IPv4 GID (InfiniBand: 0)
+  // Rail labels by "device/port" or "device"; a port not named here is on
+  // the rail of its GID's subnet.
+  std::map<std::string, std::string> rails;
+  bool cross_rail = false;  // probe every port of a target, not only the same rail's
+  // How often a target is asked which ports it has.
+  std::chrono::milliseconds discovery_interval{std::chrono::seconds(30)};
   // Where the responder accepts control connections; the prober also uses
   // its port for the loopback target.
   std::string listen_address = ":10911";
@@ -64,8 +75,8 @@ struct ProbeOptions {
   std::chrono::milliseconds backoff_max{std::chrono::seconds(30)};
   std::string secret_file;  // shared secret: peers prove it by HMAC
   // Responder limits.
-  int max_sessions = 256;
-  int max_sessions_per_source = 32;
+  int max_sessions = 1024;
+  int max_sessions_per_source = 128;
   int setups_per_minute_per_source = 120;
   uint32_t max_message_size = 1 << 20;
   std::chrono::milliseconds idle_timeout{std::chrono::seconds(60)};

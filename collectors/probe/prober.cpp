@@ -1,5 +1,6 @@
 #include "collectors/probe/prober.hpp"
 
+#include <algorithm>
 #include <boost/asio/connect.hpp>
 #include <boost/asio/error.hpp>
 
@@ -37,11 +38,16 @@ const char* reject_reason(wire::RejectCode code) {
 
 }  // namespace
 
-Prober::Prober(boost::asio::io_context& io, std::shared_ptr<Device> device, std::string address,
-               ProbeClass cls, ProberSettings settings, std::shared_ptr<SeriesStats> stats)
+Prober::Prober(boost::asio::io_context& io, LocalPort local, std::string address,
+               wire::PortAd remote, ProbeClass cls, ProberSettings settings,
+               std::shared_ptr<SeriesStats> stats)
     : io_(io),
-      device_(std::move(device)),
+      local_(std::move(local)),
+      device_(local_.device),
       address_(std::move(address)),
+      remote_port_(std::move(remote)),
+      name_(address_ + " " + local_.name() + "->" + remote_port_.device + "/" +
+            std::to_string(remote_port_.port) + " " + cls.name),
       class_(std::move(cls)),
       settings_(std::move(settings)),
       stats_(std::move(stats)),
@@ -112,17 +118,27 @@ void Prober::on_hello(Result<wire::Message> msg) {
   if (hello_.auth_required && settings_.secret.empty()) {
     return fail(reason::auth, "the responder requires a shared secret (probe.secret_file)");
   }
-  auto port = device_->port(class_.port.value_or(settings_.port),
-                            class_.gid_index.value_or(settings_.gid_index));
-  if (!port) return fail(reason::setup, port.error().message);
+  const bool listed = std::any_of(hello_.ports.begin(), hello_.ports.end(), [&](const auto& p) {
+    return p.device == remote_port_.device && p.port == remote_port_.port;
+  });
+  if (!listed) {
+    return fail(reason::rejected, "the target no longer answers on " + remote_port_.device + "/" +
+                                      std::to_string(remote_port_.port));
+  }
+  const int gid_index = class_.gid_index.value_or(settings_.gid_index);
+  auto port =
+      gid_index < 0 ? Result<PortInfo>(local_.info) : device_->port(local_.info.port, gid_index);
+  if (!port) return fail_verbs(reason::setup, port.error());
   const QpParams& qp = class_;
   const EndpointConfig config{qp, *port, class_.op == Op::send ? kProberRecvDepth : 0,
                               settings_.memory};
   auto endpoint = Endpoint::create(device_, config);
-  if (!endpoint) return fail(reason::setup, endpoint.error().message);
+  if (!endpoint) return fail_verbs(reason::setup, endpoint.error());
   endpoint_ = std::move(endpoint.value());
 
   wire::Setup setup{qp, endpoint_->local()};
+  setup.device = remote_port_.device;
+  setup.port = remote_port_.port;
   if (!settings_.secret.empty()) setup.mac = setup_mac(settings_.secret, hello_.nonce, setup);
   control_->write(
       setup, guarded([this](Status s) {
@@ -146,10 +162,10 @@ void Prober::on_answer(Result<wire::Message> msg) {
   remote_ = accept->peer;
   // Recreating the endpoint is not needed for the loopback case where both
   // queue pairs share one device: RC works between any two QPs.
-  if (Status s = endpoint_->connect(remote_); !s) return fail(reason::setup, s.error().message);
+  if (Status s = endpoint_->connect(remote_); !s) return fail_verbs(reason::setup, s.error());
   deadline_.cancel();
   channel_.emplace(io_, endpoint_->channel_fd());
-  log::debug("probe " + address_ + " " + class_.name + ": session up");
+  log::debug("probe " + name_ + ": session up");
   running();
 }
 
@@ -194,7 +210,7 @@ void Prober::probe() {
   flight_.started = Clock::now();
   next_probe_ = flight_.started + class_.interval;
   if (Status s = endpoint_->post(flight_.seq, remote_); !s) {
-    return fail(reason::qp_error, s.error().message);
+    return fail_verbs(reason::qp_error, s.error());
   }
   stats_->sent();
   deadline_.expires_after(class_.timeout);
@@ -278,7 +294,7 @@ void Prober::complete() {
   }
   flight_.active = false;
   if (backoff_.count() != 0) {
-    log::info("probe " + address_ + " " + class_.name + ": up again");
+    log::info("probe " + name_ + ": up again");
   }
   backoff_ = std::chrono::milliseconds(0);
   stats_->success(seconds, unix_now());
@@ -291,7 +307,7 @@ void Prober::complete() {
 void Prober::probe_timed_out() {
   stats_->timeout();
   if (backoff_.count() == 0) {
-    log::warn("probe " + address_ + " " + class_.name + ": no completion within " +
+    log::warn("probe " + name_ + ": no completion within " +
               std::to_string(class_.timeout.count()) + " ms; setting the session up again");
   }
   teardown();
@@ -301,12 +317,18 @@ void Prober::probe_timed_out() {
 void Prober::fail(const char* why, const std::string& detail) {
   stats_->error(why);
   if (backoff_.count() == 0) {
-    log::warn("probe " + address_ + " " + class_.name + ": " + why + ": " + detail);
+    log::warn("probe " + name_ + ": " + why + ": " + detail);
   } else {
-    log::debug("probe " + address_ + " " + class_.name + ": " + why + ": " + detail);
+    log::debug("probe " + name_ + ": " + why + ": " + detail);
   }
   teardown();
   schedule_reconnect();
+}
+
+void Prober::fail_verbs(const char* why, const Error& error) {
+  const bool suspect = error.code == EIO || error.code == ENODEV;
+  fail(why, error.message);
+  if (suspect && settings_.device_suspect) settings_.device_suspect();
 }
 
 void Prober::teardown() {

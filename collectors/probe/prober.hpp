@@ -5,12 +5,14 @@
 #include <boost/asio/posix/stream_descriptor.hpp>
 #include <boost/asio/steady_timer.hpp>
 #include <chrono>
+#include <functional>
 #include <memory>
 #include <optional>
 #include <random>
 #include <string>
 
 #include "collectors/probe/control.hpp"
+#include "collectors/probe/local_port.hpp"
 #include "collectors/probe/options.hpp"
 #include "collectors/probe/stats.hpp"
 #include "collectors/probe/verbs_endpoint.hpp"
@@ -24,18 +26,21 @@ struct ProberSettings {
   std::chrono::milliseconds keepalive{10000};
   std::string secret;  // empty: no authentication
   std::string memory = "host";
-  uint8_t port = 1;  // defaults for classes that name none
-  int gid_index = -1;
+  int gid_index = -1;  // default for classes that name none; -1: the port's default GID
+  // Called when verbs fail in a way that says the local device may be gone
+  // (EIO, ENODEV), so the device list is looked at again at once.
+  std::function<void()> device_suspect;
 };
 
-// Probes one target with one class, for as long as it runs: connects the
-// control channel, sets up a pair of RC queue pairs with the responder, then
+// Probes one port of a target from one local port with one class, for as
+// long as it runs: connects the control channel, checks that the target still
+// has that port, sets up a pair of RC queue pairs with the responder, then
 // posts one probe per interval and times it. Any failure tears the session
 // down and sets it up again after a backoff with jitter, so a restarted peer
 // is picked up again by itself.
 class Prober : public std::enable_shared_from_this<Prober> {
  public:
-  Prober(boost::asio::io_context& io, std::shared_ptr<Device> device, std::string address,
+  Prober(boost::asio::io_context& io, LocalPort local, std::string address, wire::PortAd remote,
          ProbeClass cls, ProberSettings settings, std::shared_ptr<SeriesStats> stats);
 
   void start();
@@ -60,6 +65,8 @@ class Prober : public std::enable_shared_from_this<Prober> {
   void probe_timed_out();
 
   void fail(const char* why, const std::string& detail);
+  // fail(), and a word to the service when `error` says the device may be gone.
+  void fail_verbs(const char* why, const Error& error);
   void teardown();
   void schedule_reconnect();
   // Runs `fn` only if the session was not torn down in between.
@@ -67,8 +74,11 @@ class Prober : public std::enable_shared_from_this<Prober> {
   auto guarded(Fn fn);
 
   boost::asio::io_context& io_;
+  const LocalPort local_;
   std::shared_ptr<Device> device_;
   const std::string address_;
+  const wire::PortAd remote_port_;
+  const std::string name_;  // in log lines: address, local and remote port, class
   const ProbeClass class_;
   const ProberSettings settings_;
   const std::shared_ptr<SeriesStats> stats_;

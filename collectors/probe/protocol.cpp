@@ -8,9 +8,9 @@ namespace wire {
 namespace {
 
 constexpr std::size_t kPeerSize = 4 + 4 + 2 + 16 + 4 + 8;
-constexpr std::size_t kHelloSize = kNonceSize + 1;
-constexpr std::size_t kSetupSize = 1 + 4 + 1 + 1 + 2 + kPeerSize + kMacSize;
 constexpr std::size_t kAcceptSize = kPeerSize;
+constexpr uint8_t kLinkEthernet = 1;
+constexpr uint8_t kLinkInfiniband = 2;
 
 class Writer {
  public:
@@ -28,6 +28,12 @@ class Writer {
     u32(static_cast<uint32_t>(v));
   }
   void bytes(std::span<const uint8_t> b) { out_.insert(out_.end(), b.begin(), b.end()); }
+  // A length byte and at most kMaxNameSize bytes.
+  void name(const std::string& v) {
+    const std::size_t n = std::min(v.size(), kMaxNameSize);
+    u8(static_cast<uint8_t>(n));
+    out_.insert(out_.end(), v.begin(), v.begin() + static_cast<std::ptrdiff_t>(n));
+  }
   void peer(const Peer& p) {
     u32(p.qpn);
     u32(p.psn);
@@ -42,10 +48,13 @@ class Writer {
   std::vector<uint8_t> out_;
 };
 
-// Reads fields from a payload whose length was checked beforehand.
+// Reads fields from a payload. Fixed-size messages check their length
+// beforehand; variable-size ones ask has() before every field.
 class Reader {
  public:
   explicit Reader(std::span<const uint8_t> b) : b_(b) {}
+  bool has(std::size_t n) const { return b_.size() - pos_ >= n; }
+  bool done() const { return pos_ == b_.size(); }
   uint8_t u8() { return b_[pos_++]; }
   uint16_t u16() {
     const uint16_t hi = u8();
@@ -77,6 +86,21 @@ class Reader {
     return p;
   }
   std::span<const uint8_t> rest() const { return b_.subspan(pos_); }
+  // A length byte and that many printable ASCII bytes; false when the
+  // payload ends first, the length is above kMaxNameSize or a byte is not
+  // printable.
+  bool name(std::string& out) {
+    if (!has(1)) return false;
+    const std::size_t n = u8();
+    if (n > kMaxNameSize || !has(n)) return false;
+    out.clear();
+    for (std::size_t i = 0; i < n; ++i) {
+      const uint8_t c = u8();
+      if (c < 0x20 || c >= 0x7f) return false;
+      out.push_back(static_cast<char>(c));
+    }
+    return true;
+  }
 
  private:
   std::span<const uint8_t> b_;
@@ -94,6 +118,9 @@ void write_setup_fields(Writer& w, const Setup& s) {
   w.u8(s.sl);
   w.u16(static_cast<uint16_t>(s.mtu));
   w.peer(s.peer);
+  w.name(s.device);
+  w.u8(s.port);
+  w.name(s.rail);
 }
 
 std::vector<uint8_t> payload_of(const Message& m) {
@@ -101,6 +128,16 @@ std::vector<uint8_t> payload_of(const Message& m) {
   if (const auto* h = std::get_if<Hello>(&m)) {
     w.bytes(h->nonce);
     w.u8(h->auth_required ? 1 : 0);
+    const std::size_t n = std::min(h->ports.size(), kMaxPorts);
+    w.u8(static_cast<uint8_t>(n));
+    for (std::size_t i = 0; i < n; ++i) {
+      const PortAd& p = h->ports[i];
+      w.name(p.device);
+      w.u8(p.port);
+      w.u8(p.ethernet ? kLinkEthernet : kLinkInfiniband);
+      w.bytes(p.gid);
+      w.name(p.rail);
+    }
   } else if (const auto* s = std::get_if<Setup>(&m)) {
     write_setup_fields(w, *s);
     w.bytes(s->mac);
@@ -212,17 +249,36 @@ Result<Message> decode_payload(Type type, std::span<const uint8_t> payload) {
   std::string why;
   switch (type) {
     case Type::hello: {
-      if (payload.size() != kHelloSize) return expect_size(type, payload.size(), kHelloSize);
       Hello h;
+      if (!r.has(kNonceSize + 2)) return protocol_error("hello: truncated");
       h.nonce = r.array<kNonceSize>();
       const uint8_t flags = r.u8();
       if (flags > 1) return protocol_error("hello: unknown flags");
       h.auth_required = flags == 1;
+      const std::size_t n = r.u8();
+      if (n > kMaxPorts) return protocol_error("hello: more than 32 ports");
+      for (std::size_t i = 0; i < n; ++i) {
+        PortAd p;
+        const std::string where = "hello: port " + std::to_string(i) + ": ";
+        if (!r.name(p.device) || p.device.empty()) return protocol_error(where + "bad device name");
+        if (!r.has(2 + 16)) return protocol_error(where + "truncated");
+        p.port = r.u8();
+        if (p.port == 0) return protocol_error(where + "port number 0");
+        const uint8_t link = r.u8();
+        if (link != kLinkEthernet && link != kLinkInfiniband) {
+          return protocol_error(where + "unknown link layer " + std::to_string(link));
+        }
+        p.ethernet = link == kLinkEthernet;
+        p.gid = r.array<16>();
+        if (!r.name(p.rail) || p.rail.empty()) return protocol_error(where + "bad rail");
+        h.ports.push_back(std::move(p));
+      }
+      if (!r.done()) return protocol_error("hello: bytes after the last port");
       return Message{h};
     }
     case Type::setup: {
-      if (payload.size() != kSetupSize) return expect_size(type, payload.size(), kSetupSize);
       Setup s;
+      if (!r.has(1 + 4 + 1 + 1 + 2 + kPeerSize)) return protocol_error("setup: truncated");
       const uint8_t op = r.u8();
       if (op < static_cast<uint8_t>(Op::send) || op > static_cast<uint8_t>(Op::read)) {
         return protocol_error("setup: unknown operation " + std::to_string(op));
@@ -237,7 +293,17 @@ Result<Message> decode_payload(Type type, std::span<const uint8_t> payload) {
       if (!mtu_valid(s.mtu)) return protocol_error("setup: MTU " + std::to_string(s.mtu));
       s.peer = r.peer();
       if (!peer_valid(s.peer, why)) return protocol_error("setup: " + why);
+      if (!r.name(s.device)) return protocol_error("setup: bad device name");
+      if (!r.has(1)) return protocol_error("setup: truncated");
+      s.port = r.u8();
+      if (!r.name(s.rail)) return protocol_error("setup: bad rail");
+      if (s.device.empty() && s.rail.empty()) {
+        return protocol_error("setup: names neither a device nor a rail");
+      }
+      if (!s.device.empty() && s.port == 0) return protocol_error("setup: port number 0");
+      if (!r.has(kMacSize)) return protocol_error("setup: truncated");
       s.mac = r.array<kMacSize>();
+      if (!r.done()) return protocol_error("setup: bytes after the MAC");
       return Message{s};
     }
     case Type::accept: {

@@ -18,12 +18,17 @@
 // field value is an error naming what was wrong.
 namespace rdma_exporter::probe::wire {
 
-inline constexpr uint8_t kVersion = 1;
+inline constexpr uint8_t kVersion = 2;
 inline constexpr std::size_t kHeaderSize = 8;
-inline constexpr std::size_t kMaxPayload = 256;
+inline constexpr std::size_t kMaxPayload = 4096;
 inline constexpr std::size_t kNonceSize = 16;
 inline constexpr std::size_t kMacSize = 32;
 inline constexpr std::size_t kMaxReasonSize = 200;
+// Device names and rail labels: printable ASCII, 1 to 64 bytes (a rail may
+// be empty in a setup, where it means "the device named").
+inline constexpr std::size_t kMaxNameSize = 64;
+// Ports a hello lists at most.
+inline constexpr std::size_t kMaxPorts = 32;
 
 enum class Type : uint8_t { hello = 1, setup = 2, accept = 3, reject = 4, keepalive = 5 };
 
@@ -39,19 +44,39 @@ struct Peer {
   bool operator==(const Peer&) const = default;
 };
 
-// Responder -> prober, first thing on a connection.
+// One RDMA port a responder answers on: its device, port number, link
+// layer, the GID its queue pairs use and the rail it is on.
+struct PortAd {
+  std::string device;
+  uint8_t port = 1;
+  bool ethernet = true;
+  std::array<uint8_t, 16> gid{};
+  std::string rail;
+
+  bool operator==(const PortAd&) const = default;
+};
+
+// Responder -> prober, first thing on a connection: a nonce for the setup's
+// MAC and the ports the responder answers on (at most kMaxPorts). A prober
+// may read the hello and leave: that is how targets' ports are discovered.
 struct Hello {
   std::array<uint8_t, kNonceSize> nonce{};
   bool auth_required = false;
+  std::vector<PortAd> ports;
 
   bool operator==(const Hello&) const = default;
 };
 
-// Prober -> responder: the probe class's queue pair parameters and the
-// prober's queue pair. `mac` is the HMAC of the hello's nonce and this
-// message (zero without a secret).
+// Prober -> responder: the probe class's queue pair parameters, the
+// prober's queue pair and which port of the responder it wants: the one
+// named by device and port, or, with an empty device, the responder's first
+// port on `rail`. `mac` is the HMAC of the hello's nonce and this message
+// (zero without a secret).
 struct Setup : QpParams {
   Peer peer;
+  std::string device;
+  uint8_t port = 1;
+  std::string rail;
   std::array<uint8_t, kMacSize> mac{};
 
   bool operator==(const Setup&) const = default;

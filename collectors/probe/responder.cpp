@@ -1,5 +1,6 @@
 #include "collectors/probe/responder.hpp"
 
+#include <algorithm>
 #include <boost/asio/posix/stream_descriptor.hpp>
 #include <boost/asio/steady_timer.hpp>
 #include <optional>
@@ -29,12 +30,17 @@ class Responder::Session : public std::enable_shared_from_this<Session> {
         deadline_(owner.io_) {}
 
   const std::string& source() const { return source_; }
+  const Device* device() const { return device_.get(); }
 
   void start() {
     nonce_ = random_nonce();
     wire::Hello hello;
     hello.nonce = nonce_;
     hello.auth_required = !owner_.settings_.secret.empty();
+    for (const auto& p : owner_.ports_) {
+      if (hello.ports.size() == wire::kMaxPorts) break;
+      hello.ports.push_back(p.ad());
+    }
     arm_deadline(owner_.settings_.handshake_timeout, "handshake_timeout");
     control_->write(hello, [self = shared_from_this()](Status s) {
       if (!s) return self->close(nullptr);
@@ -54,6 +60,7 @@ class Responder::Session : public std::enable_shared_from_this<Session> {
       channel_.reset();
     }
     endpoint_.reset();
+    device_.reset();
     owner_.closed(shared_from_this(), idle);
   }
 
@@ -98,14 +105,31 @@ class Responder::Session : public std::enable_shared_from_this<Session> {
       return reject(wire::RejectCode::unsupported,
                     "message size above " + std::to_string(cfg.max_message_size), "unsupported");
     }
-    if (!owner_.device_) {
+    if (owner_.ports_.empty()) {
       return reject(wire::RejectCode::resources, "no RDMA device", "resources");
     }
-    auto port = owner_.device_->port(cfg.port, cfg.gid_index);
+    const LocalPort* local = nullptr;
+    for (const auto& p : owner_.ports_) {
+      if (setup->device.empty() ? p.rail == setup->rail
+                                : p.device->name() == setup->device && p.info.port == setup->port) {
+        local = &p;
+        break;
+      }
+    }
+    if (local == nullptr) {
+      return reject(wire::RejectCode::unsupported,
+                    setup->device.empty()
+                        ? "no port on rail " + setup->rail
+                        : "no port " + setup->device + "/" + std::to_string(setup->port),
+                    "unsupported");
+    }
+    device_ = local->device;
+    auto port = cfg.gid_index < 0 ? Result<PortInfo>(local->info)
+                                  : device_->port(local->info.port, cfg.gid_index);
     if (!port) return reject(wire::RejectCode::resources, port.error().message, "resources");
     const QpParams& qp = *setup;
     const EndpointConfig config{qp, *port, qp.op == Op::send ? kEchoRecvDepth : 0, cfg.memory};
-    auto endpoint = Endpoint::create(owner_.device_, config);
+    auto endpoint = Endpoint::create(device_, config);
     if (!endpoint) {
       return reject(wire::RejectCode::resources, endpoint.error().message, "resources");
     }
@@ -173,6 +197,7 @@ class Responder::Session : public std::enable_shared_from_this<Session> {
   const std::string source_;
   boost::asio::steady_timer deadline_;
   Nonce nonce_{};
+  std::shared_ptr<Device> device_;
   std::unique_ptr<Endpoint> endpoint_;
   std::optional<boost::asio::posix::stream_descriptor> channel_;
   bool closed_ = false;
@@ -192,6 +217,19 @@ Status Responder::start() {
   }
   accept();
   return ok_status();
+}
+
+void Responder::set_ports(std::vector<LocalPort> ports) {
+  ports_ = std::move(ports);
+  std::vector<std::shared_ptr<Session>> gone;
+  for (const auto& s : sessions_) {
+    if (s->device() == nullptr) continue;  // still in its handshake
+    const bool kept = std::any_of(ports_.begin(), ports_.end(), [&](const LocalPort& p) {
+      return p.device.get() == s->device();
+    });
+    if (!kept) gone.push_back(s);
+  }
+  for (const auto& s : gone) s->close(nullptr);
 }
 
 unsigned short Responder::port() const {

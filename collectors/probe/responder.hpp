@@ -7,7 +7,9 @@
 #include <memory>
 #include <set>
 #include <string>
+#include <vector>
 
+#include "collectors/probe/local_port.hpp"
 #include "collectors/probe/stats.hpp"
 #include "collectors/probe/verbs_endpoint.hpp"
 #include "common/result.hpp"
@@ -24,14 +26,14 @@ struct ResponderSettings {
   std::chrono::milliseconds handshake_timeout{5000};
   std::string secret;  // empty: peers need not authenticate
   std::string memory = "host";
-  uint8_t port = 1;
-  int gid_index = -1;
+  int gid_index = -1;  // -1: each port's default GID
 };
 
-// Answers probers: accepts control connections, sets up one RC queue pair
-// per session, echoes sends, and leaves one-sided writes and reads to the
-// hardware. What a peer can make it allocate is bounded: sessions in all and
-// per source address, set-ups per minute per source, and message size.
+// Answers probers on every local port the probe uses: accepts control
+// connections on one TCP port, lists the local ports in its hello, sets up
+// one RC queue pair per session on the port the set-up names, echoes sends, and leaves one-sided
+// writes and reads to the hardware. What a peer can make it allocate is bounded: sessions in all
+// and per source address, set-ups per minute per source, and message size.
 class Responder {
  public:
   Responder(boost::asio::io_context& io, ResponderSettings settings,
@@ -40,9 +42,10 @@ class Responder {
 
   Status start();
   void stop();
-  // The device sessions are made on; until there is one, set-ups are
-  // refused with "resources".
-  void set_device(std::shared_ptr<Device> device) { device_ = std::move(device); }
+  // The ports sessions are made on. Sessions on a device that is no longer
+  // among them are closed at once, so the device can be released. Until
+  // there is a port, set-ups are refused with "resources".
+  void set_ports(std::vector<LocalPort> ports);
   unsigned short port() const;
   std::size_t sessions() const { return sessions_.size(); }
 
@@ -62,7 +65,7 @@ class Responder {
   boost::asio::io_context& io_;
   const ResponderSettings settings_;
   std::shared_ptr<ProbeStats> stats_;
-  std::shared_ptr<Device> device_;
+  std::vector<LocalPort> ports_;
   boost::asio::ip::tcp::acceptor acceptor_;
   std::set<std::shared_ptr<Session>> sessions_;
   std::map<std::string, Source> sources_;

@@ -6,7 +6,9 @@
 #include <future>
 
 #include "collectors/probe/auth.hpp"
+#include "collectors/probe/discovery.hpp"
 #include "collectors/probe/prober.hpp"
+#include "collectors/probe/rails.hpp"
 #include "collectors/probe/responder.hpp"
 #include "collectors/probe/targets.hpp"
 #include "collectors/probe/verbs_device.hpp"
@@ -17,7 +19,8 @@
 namespace rdma_exporter::probe {
 namespace {
 
-constexpr std::chrono::seconds kDeviceRetry{10};
+// How often the device list and the ports are looked at.
+constexpr std::chrono::seconds kScanInterval{2};
 constexpr const char* kLoopback = "loopback";
 // A target file larger than this is refused rather than read into memory.
 constexpr std::size_t kMaxFileSdBytes = 16u << 20;
@@ -27,17 +30,30 @@ bool same_file(const struct stat& a, const struct stat& b) {
          a.st_mtim.tv_sec == b.st_mtim.tv_sec && a.st_mtim.tv_nsec == b.st_mtim.tv_nsec;
 }
 
-std::string key_of(const std::string& address, const ProbeClass& cls, const Labels& labels) {
-  std::string key = address + '\n' + cls.name;
+std::string labels_key(const Labels& labels) {
+  std::string key;
   for (const auto& [k, v] : labels) key += '\n' + k + '=' + v;
   return key;
 }
 
+bool same_ports(const std::vector<LocalPort>& a, const std::vector<LocalPort>& b) {
+  return std::equal(a.begin(), a.end(), b.begin(), b.end(), [](const auto& x, const auto& y) {
+    return x.device == y.device && x.info.port == y.info.port && x.info.gid == y.info.gid &&
+           x.rail == y.rail;
+  });
+}
+
 }  // namespace
 
-Labels series_labels(const std::string& target, const ProbeClass& cls,
+Labels series_labels(const std::string& target, const RailPort& local, const wire::PortAd& remote,
+                     const ProbeClass& cls,
                      const std::map<std::string, std::string>& target_labels) {
   Labels l = {{"target", target},
+              {"device", local.device},
+              {"port", std::to_string(local.port)},
+              {"remote_device", remote.device},
+              {"remote_port", std::to_string(remote.port)},
+              {"rail", local.rail},
               {"op", op_name(cls.op)},
               {"size", std::to_string(cls.size)},
               {"tclass", std::to_string(cls.tclass)}};
@@ -45,7 +61,9 @@ Labels series_labels(const std::string& target, const ProbeClass& cls,
   return l;
 }
 
-ProbeService::ProbeService(ProbeOptions options) : options_(std::move(options)) {}
+ProbeService::ProbeService(ProbeOptions options) : options_(std::move(options)) {
+  device_pattern_.emplace(options_.device.empty() ? ".*" : options_.device);
+}
 
 ProbeService::~ProbeService() {
   stop();
@@ -66,14 +84,13 @@ Status ProbeService::start() {
   rs.idle_timeout = options_.idle_timeout;
   rs.secret = secret_;
   rs.memory = options_.memory;
-  rs.port = options_.port;
   rs.gid_index = options_.gid_index;
   responder_ = std::make_unique<Responder>(io_, rs, stats_);
   if (Status s = responder_->start(); !s) return s;
   port_ = responder_->port();
   health_.set_listening(true);
   boost::asio::post(io_, [this] {
-    open_device();
+    scan();
     refresh_files();
   });
   loop_running_ = true;
@@ -90,18 +107,33 @@ Status ProbeService::start() {
   return ok_status();
 }
 
+void ProbeService::stop_all() {
+  for (auto& [key, p] : probers_) p->stop();
+  probers_.clear();
+  for (auto& [key, w] : watched_) w.discovery->stop();
+  watched_.clear();
+}
+
 void ProbeService::stop() {
   if (!thread_.joinable()) return;
   boost::asio::post(io_, [this] {
-    device_timer_.cancel();
+    scan_timer_.cancel();
     files_timer_.cancel();
-    for (auto& [key, p] : probers_) p->stop();
-    probers_.clear();
+    stop_all();
     if (responder_) responder_->stop();
+    for (auto& [name, held] : devices_) {
+      if (held.events) {
+        held.events->cancel();
+        held.events->release();  // the device's context owns the descriptor
+      }
+    }
   });
-  // Handlers of the stopped sessions finish; then the loop is stopped.
+  // Handlers of the stopped sessions finish; then the loop is stopped and
+  // the devices closed.
   boost::asio::post(io_, [this] { io_.stop(); });
   thread_.join();
+  ports_.clear();
+  devices_.clear();
   health_.set_listening(false);
 }
 
@@ -124,16 +156,16 @@ void ProbeService::settle() {
 void ProbeService::update(ProbeOptions options) {
   if (!thread_.joinable()) return;
   boost::asio::post(io_, [this, options = std::move(options)]() mutable {
-    if (options.device != options_.device || options.listen_address != options_.listen_address ||
+    if (options.listen_address != options_.listen_address ||
         options.secret_file != options_.secret_file || options.memory != options_.memory ||
-        options.max_sessions != options_.max_sessions ||
+        options.gid_index != options_.gid_index || options.max_sessions != options_.max_sessions ||
         options.max_sessions_per_source != options_.max_sessions_per_source ||
         options.setups_per_minute_per_source != options_.setups_per_minute_per_source ||
         options.max_message_size != options_.max_message_size ||
         options.idle_timeout != options_.idle_timeout) {
       log::warn(
-          "reload: probe device, listen address, secret, memory and responder limits change at "
-          "the next start");
+          "reload: probe listen address, secret, memory, GID index and responder limits change "
+          "at the next start");
     }
     options_.classes = std::move(options.classes);
     options_.targets = std::move(options.targets);
@@ -141,55 +173,231 @@ void ProbeService::update(ProbeOptions options) {
     options_.connect_timeout = options.connect_timeout;
     options_.backoff_initial = options.backoff_initial;
     options_.backoff_max = options.backoff_max;
+    options_.discovery_interval = options.discovery_interval;
+    options_.cross_rail = options.cross_rail;
+    const bool ports_changed = options.device != options_.device || options.port != options_.port ||
+                               options.link_layer != options_.link_layer ||
+                               options.rails != options_.rails;
+    options_.device = std::move(options.device);
     options_.port = options.port;
-    options_.gid_index = options.gid_index;
+    options_.link_layer = std::move(options.link_layer);
+    options_.rails = std::move(options.rails);
+    device_pattern_.emplace(options_.device.empty() ? ".*" : options_.device);
     if (options.file_sd != options_.file_sd) {
       options_.file_sd = std::move(options.file_sd);
       files_.clear();
       health_.forget_file_sd();
     }
     options_.file_sd_refresh = options.file_sd_refresh;
-    // Settings a running prober was made with: start them all anew.
-    for (auto& [key, p] : probers_) p->stop();
-    probers_.clear();
+    // Settings a running prober or discovery was made with: start anew.
+    stop_all();
+    if (ports_changed) scan();
     files_timer_.cancel();
     refresh_files();
   });
 }
 
-void ProbeService::open_device() {
-  auto device = Device::open(options_.device);
-  if (!device) {
-    health_.set_device_problem(device.error().message);
-    if (!device_warned_) {
-      log::warn("probe: " + device.error().message + "; looking again every " +
-                std::to_string(kDeviceRetry.count()) + " s");
-      device_warned_ = true;
-    }
-    device_timer_.expires_after(kDeviceRetry);
-    device_timer_.async_wait([this](const boost::system::error_code& ec) {
-      if (!ec) open_device();
-    });
+void ProbeService::scan_soon() {
+  if (scan_queued_) return;
+  scan_queued_ = true;
+  boost::asio::post(io_, [this] {
+    scan_queued_ = false;
+    scan();
+  });
+}
+
+void ProbeService::scan() {
+  scan_timer_.expires_after(kScanInterval);
+  scan_timer_.async_wait([this](const boost::system::error_code& ec) {
+    if (!ec) scan();
+  });
+  auto list = Device::list();
+  if (!list) {
+    health_.set_device_problem(list.error().message);
     return;
   }
-  device_ = std::move(device.value());
-  device_warned_ = false;
-  health_.set_device_problem("");
-  // Memory is made per session; trying one buffer now turns a device or
-  // kernel that cannot register this kind into one clear line at start.
-  if (auto trial = Memory::create(*device_, 64, options_.memory); !trial) {
-    const std::string problem = "probe.memory " + options_.memory + " cannot be used on " +
-                                device_->name() + ": " + trial.error().message;
-    log::error("probe: " + problem + "; every probe session will fail with reason \"setup\"");
-    health_.set_memory_problem(problem);
+  std::set<std::string> present;
+  for (const DeviceId& id : list.value()) {
+    present.insert(id.name);
+    if (!std::regex_match(id.name, *device_pattern_)) {
+      if (devices_.contains(id.name)) release(id.name, "excluded");
+      states_[id.name] = device_state::excluded;
+      continue;
+    }
+    auto it = devices_.find(id.name);
+    if (it != devices_.end() && it->second.device->guid() != id.guid) {
+      release(id.name, "replaced");
+      it = devices_.end();
+    }
+    if (it == devices_.end()) {
+      auto device = Device::open(id.name);
+      if (!device) {
+        if (failed_[id.name] != device.error().message) {
+          log::warn("probe: " + device.error().message + "; trying again every " +
+                    std::to_string(kScanInterval.count()) + " s");
+        }
+        failed_[id.name] = device.error().message;
+        states_[id.name] = device_state::failed;
+        continue;
+      }
+      failed_.erase(id.name);
+      Held held;
+      held.device = std::move(device.value());
+      const Device& d = *held.device;
+      // Memory is made per session; trying one buffer now turns a device
+      // or kernel that cannot register this kind into one clear line.
+      if (auto trial = Memory::create(*held.device, 64, options_.memory); !trial) {
+        const std::string problem = "probe.memory " + options_.memory + " cannot be used on " +
+                                    d.name() + ": " + trial.error().message;
+        log::error("probe: " + problem + "; every probe session will fail with reason \"setup\"");
+        health_.set_memory_problem(problem);
+      }
+      const bool back = states_[id.name] == device_state::gone;
+      log::info(std::string("probe: ") +
+                (back ? "using " + d.name() + " again" : "using " + d.name()) + " (" +
+                (d.thread_domain() ? "thread domain" : "plain PD") + ", " +
+                (d.completion_timestamps() ? "completion timestamps" : "host clock") + ")");
+      it = devices_.emplace(id.name, std::move(held)).first;
+      watch_events(id.name);
+    }
+    states_[id.name] = device_state::in_use;
   }
-  responder_->set_device(device_);
-  stats_->set_device(device_->name(), device_->thread_domain(), device_->completion_timestamps(),
-                     options_.memory);
-  log::info(std::string("probe: using ") + device_->name() + " (" +
-            (device_->thread_domain() ? "thread domain" : "plain PD") + ", " +
-            (device_->completion_timestamps() ? "completion timestamps" : "host clock") + ")");
+  for (auto it = devices_.begin(); it != devices_.end();) {
+    const std::string name = (it++)->first;
+    if (!present.contains(name)) release(name, "removed");
+  }
+  for (auto it = states_.begin(); it != states_.end();) {
+    // A device that left while not in use is forgotten.
+    if (!present.contains(it->first) && it->second != device_state::gone) {
+      failed_.erase(it->first);
+      it = states_.erase(it);
+    } else {
+      ++it;
+    }
+  }
+
+  // The ports: every port of an open device that passes the filters and
+  // was once seen active with a GID.
+  const auto addresses = interface_addresses();
+  std::vector<LocalPort> ports;
+  std::vector<PortReport> reports;
+  for (auto& [name, held] : devices_) {
+    const Device& d = *held.device;
+    for (uint8_t p = 1; p <= d.port_count() && p != 0; ++p) {
+      PortReport report{name, p, port_state::excluded, ""};
+      const bool ethernet = d.port_ethernet(p);
+      if ((options_.port && *options_.port != p) ||
+          (!options_.link_layer.empty() && (options_.link_layer == "ethernet") != ethernet)) {
+        held.used.erase(p);
+        reports.push_back(report);
+        continue;
+      }
+      const bool active = d.port_active(p);
+      auto info = d.port(p, options_.gid_index);
+      if (!held.used.contains(p)) {
+        if (!active || !info) {
+          report.state = active ? port_state::no_gid : port_state::inactive;
+          reports.push_back(report);
+          continue;
+        }
+        held.used.insert(p);
+      }
+      std::optional<LocalPort> port;
+      if (info) {
+        const std::string rail =
+            rail_of(name, p, gid_subnet(info->gid, info->ethernet, addresses), options_.rails);
+        port = LocalPort{held.device, *info, rail};
+      } else {
+        // Its GID went (an address removed): it keeps probing with the one
+        // it had, and shows what is wrong.
+        for (const auto& old : ports_) {
+          if (old.device == held.device && old.info.port == p) port = old;
+        }
+        if (!port) {
+          report.state = port_state::no_gid;
+          reports.push_back(report);
+          continue;
+        }
+      }
+      report.state = !active ? port_state::down : info ? port_state::probing : port_state::no_gid;
+      report.rail = port->rail;
+      reports.push_back(report);
+      ports.push_back(std::move(*port));
+    }
+  }
+  std::vector<DeviceReport> devices;
+  for (const auto& [name, state] : states_) {
+    DeviceReport r{name, state, false, false};
+    if (auto it = devices_.find(name); it != devices_.end()) {
+      r.thread_domain = it->second.device->thread_domain();
+      r.timestamps = it->second.device->completion_timestamps();
+    }
+    devices.push_back(std::move(r));
+  }
+  stats_->set_local(std::move(devices), std::move(reports), options_.memory);
+  if (ports.empty()) {
+    std::string problem = "no RDMA port to probe from";
+    if (!failed_.empty()) problem += " (" + failed_.begin()->second + ")";
+    health_.set_device_problem(problem);
+  } else {
+    health_.set_device_problem("");
+  }
+  if (!same_ports(ports, ports_)) set_ports(std::move(ports));
+}
+
+void ProbeService::set_ports(std::vector<LocalPort> ports) {
+  ports_ = std::move(ports);
+  responder_->set_ports(ports_);
   apply();
+}
+
+void ProbeService::watch_events(const std::string& name) {
+  auto it = devices_.find(name);
+  if (it == devices_.end()) return;
+  Held& held = it->second;
+  if (!held.events) {
+    held.events =
+        std::make_unique<boost::asio::posix::stream_descriptor>(io_, held.device->async_fd());
+  }
+  std::weak_ptr<Device> device = held.device;
+  held.events->async_wait(
+      boost::asio::posix::stream_descriptor::wait_read,
+      [this, name, device](const boost::system::error_code& ec) {
+        if (ec) return;
+        auto found = devices_.find(name);
+        if (found == devices_.end() || found->second.device != device.lock()) return;
+        const auto events = found->second.device->take_events();
+        if (std::find(events.begin(), events.end(), DeviceEvent::fatal) != events.end()) {
+          release(name, "fatal_event");
+          return scan_soon();
+        }
+        if (std::find(events.begin(), events.end(), DeviceEvent::ports) != events.end()) {
+          scan_soon();
+        }
+        watch_events(name);
+      });
+}
+
+void ProbeService::release(const std::string& name, const std::string& why) {
+  auto it = devices_.find(name);
+  if (it == devices_.end()) return;
+  log::warn("probe: releasing " + name + " (" + why + "); its ports stop probing" +
+            (why == "excluded" ? "" : " until it returns"));
+  if (it->second.events) {
+    it->second.events->cancel();
+    it->second.events->release();  // the device's context owns the descriptor
+  }
+  std::shared_ptr<Device> device = std::move(it->second.device);
+  devices_.erase(it);
+  states_[name] = device_state::gone;
+  stats_->device_released(name, why);
+  std::vector<LocalPort> ports;
+  for (const auto& p : ports_) {
+    if (p.device != device) ports.push_back(p);
+  }
+  // Probers and sessions on the device stop now; their handlers finish on
+  // the loop, and the last of them closes the device.
+  set_ports(std::move(ports));
 }
 
 void ProbeService::refresh_files() {
@@ -233,7 +441,7 @@ void ProbeService::refresh_files() {
     f.targets = std::move(parsed.value());
     changed = true;
   }
-  if (changed || probers_.empty()) apply();
+  if (changed || watched_.empty()) apply();
   if (!options_.file_sd.empty()) {
     files_timer_.expires_after(options_.file_sd_refresh);
     files_timer_.async_wait([this](const boost::system::error_code& ec) {
@@ -243,36 +451,80 @@ void ProbeService::refresh_files() {
 }
 
 void ProbeService::apply() {
-  // Every (target, class) wanted now.
-  struct Wanted {
-    std::string address;
-    std::string target;  // label value
-    const ProbeClass* cls;
-    std::map<std::string, std::string> labels;
-  };
-  const std::vector<ProbeClass> classes = effective_classes(options_);
-  std::vector<Wanted> wanted;
+  // Every target wanted now, as a host.
   std::map<std::string, int> by_source;
-  auto add = [&](const std::string& source, const std::string& address, const std::string& name,
-                 const Target& t) {
+  std::map<std::string, std::pair<std::string, Target>> wanted;  // key -> (label, target)
+  auto add = [&](const std::string& source, const std::string& name, const Target& t) {
     ++by_source[source];
-    for (const auto& cls : classes) {
-      if (!t.classes.empty() &&
-          std::find(t.classes.begin(), t.classes.end(), cls.name) == t.classes.end()) {
-        continue;
-      }
-      wanted.push_back(Wanted{address, name, &cls, t.labels});
-    }
+    Labels l = {{"target", name}};
+    for (const auto& [k, v] : t.labels) l.emplace_back(k, v);
+    wanted.emplace(t.address + labels_key(l) + "\nrail=" + t.rail, std::make_pair(name, t));
   };
-  for (const auto& t : options_.targets) add("static", t.address, t.address, t);
+  for (const auto& t : options_.targets) add("static", t.address, t);
   for (const auto& [path, f] : files_) {
-    for (const auto& t : f.targets) add("file_sd", t.address, t.address, t);
+    for (const auto& t : f.targets) add("file_sd", t.address, t);
   }
   if (options_.loopback) {
-    add(kLoopback, "127.0.0.1:" + std::to_string(port_), kLoopback, Target{});
+    Target self;
+    self.address = "127.0.0.1:" + std::to_string(port_);
+    add(kLoopback, kLoopback, self);
   }
   stats_->set_targets(by_source);
-  if (!device_) return;  // probers start once the device is there
+
+  DiscoverySettings ds;
+  ds.connect_timeout = options_.connect_timeout;
+  ds.interval = options_.discovery_interval;
+  ds.backoff_initial = options_.backoff_initial;
+  ds.backoff_max = options_.backoff_max;
+  std::vector<std::shared_ptr<TargetStats>> keep_targets;
+  for (auto it = watched_.begin(); it != watched_.end();) {
+    if (!wanted.contains(it->first)) {
+      it->second.discovery->stop();
+      it = watched_.erase(it);
+    } else {
+      ++it;
+    }
+  }
+  for (const auto& [key, nt] : wanted) {
+    auto [it, fresh] = watched_.try_emplace(key);
+    Watched& w = it->second;
+    if (fresh) {
+      w.address = nt.second.address;
+      w.name = nt.first;
+      w.target = nt.second;
+      Labels l = {{"target", w.name}};
+      for (const auto& [k, v] : w.target.labels) l.emplace_back(k, v);
+      w.stats = stats_->target(l);
+      Discovery::Handlers handlers;
+      handlers.ports = [this, key](std::vector<wire::PortAd> ports) {
+        auto found = watched_.find(key);
+        if (found == watched_.end()) return;
+        Watched& target = found->second;
+        target.stats->answered(ports.size());
+        if (target.failing) log::info("probe " + target.name + ": answering again");
+        target.failing = false;
+        if (ports != target.ports) {
+          target.ports = std::move(ports);
+          apply();
+        }
+      };
+      handlers.failed = [this, key](const char* why, const std::string& detail) {
+        auto found = watched_.find(key);
+        if (found == watched_.end()) return;
+        Watched& target = found->second;
+        target.stats->failed(why);
+        if (!target.failing) {
+          log::warn("probe " + target.name + ": asking for its ports: " + why + ": " + detail +
+                    "; its known ports stay probed");
+        }
+        target.failing = true;
+      };
+      w.discovery = std::make_shared<Discovery>(io_, w.address, ds, std::move(handlers));
+      w.discovery->start();
+    }
+    keep_targets.push_back(w.stats);
+  }
+  stats_->retain_targets(keep_targets);
 
   ProberSettings ps;
   ps.connect_timeout = options_.connect_timeout;
@@ -280,25 +532,41 @@ void ProbeService::apply() {
   ps.backoff_max = options_.backoff_max;
   ps.secret = secret_;
   ps.memory = options_.memory;
-  ps.port = options_.port;
   ps.gid_index = options_.gid_index;
+  ps.device_suspect = [this] { scan_soon(); };
 
+  const std::vector<ProbeClass> classes = effective_classes(options_);
+  std::vector<RailPort> rail_ports;
+  for (const auto& p : ports_) rail_ports.push_back({p.device->name(), p.info.port, p.rail});
   std::map<std::string, std::shared_ptr<Prober>> next;
   std::vector<std::shared_ptr<SeriesStats>> keep;
-  for (const auto& w : wanted) {
-    const Labels labels = series_labels(w.target, *w.cls, w.labels);
-    const std::string key = key_of(w.address, *w.cls, labels);
-    auto series = stats_->series(labels);
-    keep.push_back(series);
-    if (next.contains(key)) continue;  // the same target twice
-    if (auto it = probers_.find(key); it != probers_.end()) {
-      next[key] = it->second;
-      probers_.erase(it);
-      continue;
+  for (const auto& [key, w] : watched_) {
+    for (const auto& [l, r] : rail_pairs(rail_ports, w.ports, options_.cross_rail, w.target.rail)) {
+      const LocalPort& local = ports_[l];
+      const wire::PortAd& remote = w.ports[r];
+      for (const auto& cls : classes) {
+        if (!w.target.classes.empty() && std::find(w.target.classes.begin(), w.target.classes.end(),
+                                                   cls.name) == w.target.classes.end()) {
+          continue;
+        }
+        if (cls.port && *cls.port != local.info.port) continue;
+        const Labels labels = series_labels(w.name, rail_ports[l], remote, cls, w.target.labels);
+        std::string prober_key = w.address + '\n' + cls.name + labels_key(labels) + '\n';
+        // A port whose GID changed is probed anew.
+        prober_key.append(local.info.gid.begin(), local.info.gid.end());
+        auto series = stats_->series(labels);
+        keep.push_back(series);
+        if (next.contains(prober_key)) continue;  // the same target twice
+        if (auto it = probers_.find(prober_key); it != probers_.end()) {
+          next[prober_key] = it->second;
+          probers_.erase(it);
+          continue;
+        }
+        auto p = std::make_shared<Prober>(io_, local, w.address, remote, cls, ps, series);
+        p->start();
+        next[prober_key] = std::move(p);
+      }
     }
-    auto p = std::make_shared<Prober>(io_, device_, w.address, *w.cls, ps, series);
-    p->start();
-    next[key] = std::move(p);
   }
   for (auto& [key, p] : probers_) p->stop();
   probers_ = std::move(next);

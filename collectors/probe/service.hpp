@@ -4,29 +4,42 @@
 
 #include <atomic>
 #include <boost/asio/io_context.hpp>
+#include <boost/asio/posix/stream_descriptor.hpp>
 #include <boost/asio/steady_timer.hpp>
 #include <map>
 #include <memory>
 #include <optional>
+#include <regex>
+#include <set>
 #include <string>
 #include <thread>
 #include <vector>
 
 #include "collectors/probe/health.hpp"
+#include "collectors/probe/local_port.hpp"
 #include "collectors/probe/options.hpp"
+#include "collectors/probe/protocol.hpp"
+#include "collectors/probe/rails.hpp"
 #include "collectors/probe/stats.hpp"
 #include "common/metric_sink.hpp"
 #include "common/result.hpp"
 
 namespace rdma_exporter::probe {
 
-class Device;
+class Discovery;
 class Prober;
 class Responder;
 
-// The embedded latency probe: a responder for peers and a prober for every
-// target and class, on an event loop and thread of their own so that
-// rendering a scrape never delays the timing of a probe.
+// The embedded latency probe: a responder for peers on every local port,
+// and a prober for every pair of a local port and a target's port on the
+// same rail, and every class, on an event loop and thread of their own so
+// that rendering a scrape never delays the timing of a probe.
+//
+// Devices come and go: the device list is looked at every few seconds (and
+// at once on a port or fatal event, or when verbs fail with EIO or ENODEV);
+// a device that left is released at once (its sessions torn down, its
+// context closed, so the kernel can finish removing it), and one that comes
+// back with the same name is used again.
 class ProbeService {
  public:
   explicit ProbeService(ProbeOptions options);
@@ -36,12 +49,13 @@ class ProbeService {
 
   // Binds the responder's port and starts the thread. Fails when the secret
   // file is unreadable or the port cannot be bound; a missing RDMA device is
-  // not fatal (it is looked for again until it appears).
+  // not fatal (devices are looked for again until they appear).
   Status start();
   void stop();
 
-  // Reload: new targets, classes and their settings take effect at once;
-  // device, listen address, secret and limits at the next start.
+  // Reload: new targets, classes, ports, rails and discovery settings take
+  // effect at once; the listen address, secret, memory, GID index and
+  // responder limits at the next start.
   void update(ProbeOptions options);
 
   // A collector's shape: adds the probe's metrics and returns what makes the
@@ -62,31 +76,59 @@ class ProbeService {
     struct stat st {};
     std::vector<Target> targets;
   };
+  // An opened device.
+  struct Held {
+    std::shared_ptr<Device> device;
+    std::unique_ptr<boost::asio::posix::stream_descriptor> events;
+    std::set<uint8_t> used;  // ports seen active with a GID: probing from them
+  };
+  // A target host, asked for its ports.
+  struct Watched {
+    std::string address;
+    std::string name;  // the target label
+    Target target;
+    std::shared_ptr<Discovery> discovery;
+    std::shared_ptr<TargetStats> stats;
+    std::vector<wire::PortAd> ports;  // its last answer
+    bool failing = false;             // warned about; an answer says so again
+  };
 
-  void open_device();
+  void scan();
+  void scan_soon();
+  void watch_events(const std::string& name);
+  void release(const std::string& name, const std::string& why);
+  void set_ports(std::vector<LocalPort> ports);
   void refresh_files();
   void apply();
+  void stop_all();
 
   ProbeOptions options_;
+  std::optional<std::regex> device_pattern_;  // from options_.device
   std::string secret_;
   std::shared_ptr<ProbeStats> stats_ = std::make_shared<ProbeStats>();
   ProbeHealth health_;
   std::atomic<bool> loop_running_{false};
   boost::asio::io_context io_;
-  boost::asio::steady_timer device_timer_{io_};
+  boost::asio::steady_timer scan_timer_{io_};
   boost::asio::steady_timer files_timer_{io_};
-  std::shared_ptr<Device> device_;
   std::unique_ptr<Responder> responder_;
+  std::map<std::string, Held> devices_;        // by name
+  std::map<std::string, std::string> states_;  // device_state of every device seen, by name
+  std::map<std::string, std::string> failed_;  // why each failed device cannot be opened
+  std::vector<LocalPort> ports_;               // in use, by device and port
+  std::map<std::string, Watched> watched_;     // by address, labels and rail
   std::map<std::string, FileState> files_;
-  std::map<std::string, std::shared_ptr<Prober>> probers_;  // by target, class and labels
-  bool device_warned_ = false;
+  std::map<std::string, std::shared_ptr<Prober>> probers_;  // by target, ports, class, labels
+  bool scan_queued_ = false;
   unsigned short port_ = 0;
   std::thread thread_;
 };
 
-// Labels of a target probed with a class: target, op, size, tclass, then
-// the target's own.
-Labels series_labels(const std::string& target, const ProbeClass& cls,
+// Labels of a pair of ports probed with a class: target, the local device
+// and port, the remote device and port, the local port's rail, op, size,
+// tclass, then the target's own.
+Labels series_labels(const std::string& target, const RailPort& local, const wire::PortAd& remote,
+                     const ProbeClass& cls,
                      const std::map<std::string, std::string>& target_labels);
 
 }  // namespace rdma_exporter::probe

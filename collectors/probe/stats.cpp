@@ -85,13 +85,62 @@ void ProbeStats::retain(const std::vector<std::shared_ptr<SeriesStats>>& keep) {
   std::erase_if(series_, [&](const auto& kv) { return !wanted.contains(kv.second.get()); });
 }
 
-void ProbeStats::set_device(const std::string& device, bool thread_domain, bool timestamps,
-                            const std::string& memory) {
+void TargetStats::answered(std::size_t ports) {
   const std::lock_guard lock(mutex_);
-  device_labels_ = {{"device", device},
-                    {"domain", thread_domain ? "thread_domain" : "pd"},
-                    {"clock", timestamps ? "completion_timestamp" : "host"},
-                    {"memory", memory}};
+  up_ = true;
+  ports_ = ports;
+}
+
+void TargetStats::failed(const std::string& why) {
+  const std::lock_guard lock(mutex_);
+  up_ = false;
+  ++errors_[why];
+}
+
+void TargetStats::add_metrics(MetricSink& sink) const {
+  const std::lock_guard lock(mutex_);
+  sink.gauge("rdma_probe_target_up",
+             "1 when the target's probe control port answered the last discovery (a hello "
+             "listing its ports).",
+             labels_, up_ ? 1.0 : 0.0);
+  sink.gauge("rdma_probe_target_ports",
+             "RDMA ports the target answered probes on, at its last answer.", labels_,
+             static_cast<double>(ports_));
+  for (const auto& [why, n] : errors_) {
+    Labels l = labels_;
+    l.emplace_back("reason", why);
+    sink.counter("rdma_probe_discovery_errors_total",
+                 "Failed discoveries of the target's ports, by reason.", std::move(l),
+                 static_cast<double>(n));
+  }
+}
+
+std::shared_ptr<TargetStats> ProbeStats::target(const Labels& labels) {
+  const std::lock_guard lock(mutex_);
+  auto& slot = targets_by_labels_[labels];
+  if (!slot) slot = std::make_shared<TargetStats>(labels);
+  return slot;
+}
+
+void ProbeStats::retain_targets(const std::vector<std::shared_ptr<TargetStats>>& keep) {
+  std::set<const TargetStats*> wanted;
+  for (const auto& k : keep) wanted.insert(k.get());
+  const std::lock_guard lock(mutex_);
+  std::erase_if(targets_by_labels_,
+                [&](const auto& kv) { return !wanted.contains(kv.second.get()); });
+}
+
+void ProbeStats::set_local(std::vector<DeviceReport> devices, std::vector<PortReport> ports,
+                           const std::string& memory) {
+  const std::lock_guard lock(mutex_);
+  devices_ = std::move(devices);
+  ports_ = std::move(ports);
+  memory_ = memory;
+}
+
+void ProbeStats::device_released(const std::string& device, const std::string& why) {
+  const std::lock_guard lock(mutex_);
+  ++released_[{device, why}];
 }
 
 void ProbeStats::set_targets(const std::map<std::string, int>& by_source) {
@@ -123,13 +172,52 @@ void ProbeStats::responder_rejected(const std::string& why) {
 
 void ProbeStats::add_metrics(MetricSink& sink) const {
   std::vector<std::shared_ptr<SeriesStats>> series;
+  std::vector<std::shared_ptr<TargetStats>> targets;
   {
     const std::lock_guard lock(mutex_);
-    if (!device_labels_.empty()) {
-      sink.info("rdma_probe_device_info",
-                "The device the probe uses, whether its queue pairs live in a thread domain, "
-                "where latencies are timed, and the probe memory.",
-                device_labels_);
+    static constexpr const char* kDeviceStates[] = {device_state::in_use, device_state::excluded,
+                                                    device_state::failed, device_state::gone};
+    static constexpr const char* kPortStates[] = {port_state::probing, port_state::down,
+                                                  port_state::excluded, port_state::inactive,
+                                                  port_state::no_gid};
+    for (const auto& d : devices_) {
+      if (d.state == device_state::in_use) {
+        sink.info("rdma_probe_device_info",
+                  "A device the probe uses, whether its queue pairs live in a thread domain, "
+                  "where latencies are timed, and the probe memory.",
+                  {{"device", d.device},
+                   {"domain", d.thread_domain ? "thread_domain" : "pd"},
+                   {"clock", d.timestamps ? "completion_timestamp" : "host"},
+                   {"memory", memory_}});
+      }
+      for (const char* state : kDeviceStates) {
+        sink.gauge("rdma_probe_device_state",
+                   "1 for the state each RDMA device of the host is in for the probe: in_use, "
+                   "excluded (by probe.device), failed (cannot be opened) or gone (left while in "
+                   "use; probing resumes when it returns).",
+                   {{"device", d.device}, {"state", state}}, d.state == state ? 1.0 : 0.0);
+      }
+    }
+    for (const auto& p : ports_) {
+      const std::string port = std::to_string(p.port);
+      for (const char* state : kPortStates) {
+        sink.gauge("rdma_probe_port_state",
+                   "1 for the state each port of a device in use is in for the probe: probing, "
+                   "down (in use, link not active), excluded (by probe.port or "
+                   "probe.link_layer), inactive (never active yet) or no_gid.",
+                   {{"device", p.device}, {"port", port}, {"state", state}},
+                   p.state == state ? 1.0 : 0.0);
+      }
+      if (!p.rail.empty()) {
+        sink.info("rdma_probe_port_rail_info", "The rail of each port the probe uses.",
+                  {{"device", p.device}, {"port", port}, {"rail", p.rail}});
+      }
+    }
+    for (const auto& [key, n] : released_) {
+      sink.counter("rdma_probe_device_releases_total",
+                   "Times the probe let go of a device because it left (removed from the "
+                   "device list, a fatal event), by reason.",
+                   {{"device", key.first}, {"reason", key.second}}, static_cast<double>(n));
     }
     for (const auto& [source, n] : targets_) {
       sink.gauge("rdma_probe_targets", "Targets being probed, by where they were configured.",
@@ -151,7 +239,9 @@ void ProbeStats::add_metrics(MetricSink& sink) const {
                    {{"reason", why}}, static_cast<double>(n));
     }
     for (const auto& [labels, s] : series_) series.push_back(s);
+    for (const auto& [labels, t] : targets_by_labels_) targets.push_back(t);
   }
+  for (const auto& t : targets) t->add_metrics(sink);
   for (const auto& s : series) s->add_metrics(sink);
 }
 

@@ -57,6 +57,57 @@ class SeriesStats {
   double last_success_ = 0;
 };
 
+// What the probe says of this host's RDMA devices and ports: which it uses,
+// and why not the others.
+namespace device_state {
+inline constexpr const char* in_use = "in_use";      // opened, probing on its ports
+inline constexpr const char* excluded = "excluded";  // probe.device does not match
+inline constexpr const char* failed = "failed";      // cannot be opened (looked at again)
+inline constexpr const char* gone = "gone";          // was in use and left; resumed on return
+}  // namespace device_state
+namespace port_state {
+inline constexpr const char* probing = "probing";    // in use, link active
+inline constexpr const char* down = "down";          // in use, link not active
+inline constexpr const char* excluded = "excluded";  // probe.port or probe.link_layer
+inline constexpr const char* inactive = "inactive";  // never seen active: not used yet
+inline constexpr const char* no_gid = "no_gid";      // active, but no GID to probe with
+}  // namespace port_state
+
+struct DeviceReport {
+  std::string device;
+  std::string state;  // device_state
+  // In use only: thread domain, completion timestamps.
+  bool thread_domain = false;
+  bool timestamps = false;
+  bool operator==(const DeviceReport&) const = default;
+};
+
+struct PortReport {
+  std::string device;
+  uint8_t port = 1;
+  std::string state;  // port_state
+  std::string rail;   // ports in use
+  bool operator==(const PortReport&) const = default;
+};
+
+// A target as a host: whether its control port answers and how many ports
+// it lists.
+class TargetStats {
+ public:
+  explicit TargetStats(Labels labels) : labels_(std::move(labels)) {}
+  void answered(std::size_t ports);
+  void failed(const std::string& why);
+  void add_metrics(MetricSink& sink) const;
+  const Labels& labels() const { return labels_; }
+
+ private:
+  const Labels labels_;
+  mutable std::mutex mutex_;
+  bool up_ = false;
+  std::size_t ports_ = 0;
+  std::map<std::string, uint64_t> errors_;
+};
+
 // Everything the probe exports.
 class ProbeStats {
  public:
@@ -66,8 +117,13 @@ class ProbeStats {
   // Series not in `keep` stop being exported.
   void retain(const std::vector<std::shared_ptr<SeriesStats>>& keep);
 
-  void set_device(const std::string& device, bool thread_domain, bool timestamps,
-                  const std::string& memory);
+  // The target's own series, made on first use.
+  std::shared_ptr<TargetStats> target(const Labels& labels);
+  void retain_targets(const std::vector<std::shared_ptr<TargetStats>>& keep);
+
+  void set_local(std::vector<DeviceReport> devices, std::vector<PortReport> ports,
+                 const std::string& memory);
+  void device_released(const std::string& device, const std::string& why);
   void set_targets(const std::map<std::string, int>& by_source);
   void file_sd_read(bool ok);
 
@@ -80,7 +136,11 @@ class ProbeStats {
  private:
   mutable std::mutex mutex_;
   std::map<Labels, std::shared_ptr<SeriesStats>> series_;
-  Labels device_labels_;  // empty until the device opens
+  std::map<Labels, std::shared_ptr<TargetStats>> targets_by_labels_;
+  std::vector<DeviceReport> devices_;
+  std::vector<PortReport> ports_;
+  std::string memory_;
+  std::map<std::pair<std::string, std::string>, uint64_t> released_;  // device, why
   std::map<std::string, int> targets_;
   uint64_t file_sd_failures_ = 0;
   bool file_sd_ok_ = true;

@@ -22,7 +22,8 @@ std::string target_label_problem(const std::string& name) {
       !std::all_of(name.begin() + 1, name.end(), [&](char c) { return ok_rest(c); })) {
     return "\"" + name + "\" is not a valid label name";
   }
-  for (const char* reserved : {"target", "op", "size", "tclass", "reason", "le"}) {
+  for (const char* reserved : {"target", "device", "port", "remote_device", "remote_port", "rail",
+                               "op", "size", "tclass", "reason", "le"}) {
     if (name == reserved) return "the label \"" + name + "\" is set by the probe itself";
   }
   return "";
@@ -49,6 +50,7 @@ Result<std::vector<Target>> parse_file_sd(const std::string& text, const std::st
     if (!group.IsMap()) return fail(group.Mark(), "expected a mapping with targets and labels");
     std::vector<std::string> addresses;
     std::map<std::string, std::string> labels;
+    std::string rail;  // the meta label __rail__
     for (const auto& kv : group) {
       const std::string key = kv.first.Scalar();
       if (key == "targets") {
@@ -66,6 +68,10 @@ Result<std::vector<Target>> parse_file_sd(const std::string& text, const std::st
           const std::string name = l.first.Scalar();
           if (!l.second.IsScalar())
             return fail(l.second.Mark(), "labels." + name + ": expected a string");
+          if (name == "__rail__") {
+            rail = l.second.Scalar();
+            continue;
+          }
           if (name.rfind("__", 0) == 0) continue;
           if (std::string p = target_label_problem(name); !p.empty())
             return fail(l.first.Mark(), p);
@@ -75,7 +81,7 @@ Result<std::vector<Target>> parse_file_sd(const std::string& text, const std::st
         return fail(kv.first.Mark(), key + ": unknown key (expected targets, labels)");
       }
     }
-    for (auto& a : addresses) out.push_back(Target{std::move(a), labels, {}});
+    for (auto& a : addresses) out.push_back(Target{std::move(a), labels, {}, rail});
   }
   return out;
 }

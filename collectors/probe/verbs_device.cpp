@@ -1,5 +1,8 @@
 #include "collectors/probe/verbs_device.hpp"
 
+#include <endian.h>
+#include <fcntl.h>
+
 #include <algorithm>
 #include <cstring>
 #include <vector>
@@ -14,16 +17,6 @@ bool ipv4_mapped(const uint8_t* raw) {
     if (raw[i] != 0) return false;
   }
   return raw[10] == 0xff && raw[11] == 0xff;
-}
-
-bool has_active_port(ibv_context* ctx) {
-  ibv_device_attr attr{};
-  if (ibv_query_device(ctx, &attr) != 0) return false;
-  for (uint8_t p = 1; p <= attr.phys_port_cnt; ++p) {
-    ibv_port_attr pa{};
-    if (ibv_query_port(ctx, p, &pa) == 0 && pa.state == IBV_PORT_ACTIVE) return true;
-  }
-  return false;
 }
 
 }  // namespace
@@ -59,34 +52,45 @@ Device::~Device() {
   if (ctx_) ibv_close_device(ctx_);
 }
 
+Result<std::vector<DeviceId>> Device::list() {
+  int n = 0;
+  ibv_device** list = ibv_get_device_list(&n);
+  if (list == nullptr) return verbs_error(errno, "listing RDMA devices");
+  std::vector<DeviceId> out;
+  for (int i = 0; i < n; ++i) {
+    out.push_back({ibv_get_device_name(list[i]), be64toh(ibv_get_device_guid(list[i]))});
+  }
+  ibv_free_device_list(list);
+  return out;
+}
+
 Result<std::shared_ptr<Device>> Device::open(const std::string& name) {
   int n = 0;
   ibv_device** list = ibv_get_device_list(&n);
   if (list == nullptr) return verbs_error(errno, "listing RDMA devices");
   std::shared_ptr<Device> dev(new Device());
   for (int i = 0; i < n && dev->ctx_ == nullptr; ++i) {
-    const std::string this_name = ibv_get_device_name(list[i]);
-    if (!name.empty() && this_name != name) continue;
+    if (name != ibv_get_device_name(list[i])) continue;
     ibv_context* ctx = ibv_open_device(list[i]);
     if (ctx == nullptr) {
-      if (!name.empty()) {
-        const int err = errno;
-        ibv_free_device_list(list);
-        return verbs_error(err, "opening RDMA device " + name);
-      }
-      continue;
-    }
-    if (name.empty() && !has_active_port(ctx)) {
-      ibv_close_device(ctx);
-      continue;
+      const int err = errno;
+      ibv_free_device_list(list);
+      return verbs_error(err, "opening RDMA device " + name);
     }
     dev->ctx_ = ctx;
-    dev->name_ = this_name;
+    dev->name_ = name;
+    dev->guid_ = be64toh(ibv_get_device_guid(list[i]));
   }
   ibv_free_device_list(list);
-  if (dev->ctx_ == nullptr) {
-    return Error{ENODEV, name.empty() ? std::string("no RDMA device with an active port")
-                                      : "no RDMA device named " + name};
+  if (dev->ctx_ == nullptr) return Error{ENODEV, "no RDMA device named " + name};
+  ibv_device_attr dattr{};
+  if (int rc = ibv_query_device(dev->ctx_, &dattr); rc != 0) {
+    return verbs_error(rc, "querying " + name);
+  }
+  dev->port_count_ = dattr.phys_port_cnt;
+  const int flags = ::fcntl(dev->ctx_->async_fd, F_GETFL);
+  if (flags < 0 || ::fcntl(dev->ctx_->async_fd, F_SETFL, flags | O_NONBLOCK) != 0) {
+    return verbs_error(errno, name + ": making the async event descriptor non-blocking");
   }
   dev->pd_ = ibv_alloc_pd(dev->ctx_);
   if (dev->pd_ == nullptr) return verbs_error(errno, dev->name_ + ": allocating a PD");
@@ -111,6 +115,46 @@ Result<std::shared_ptr<Device>> Device::open(const std::string& name) {
     if (!dev->raw_clock()) dev->core_clock_khz_ = 0;
   }
   return dev;
+}
+
+bool Device::port_active(uint8_t port) const {
+  ibv_port_attr pa{};
+  return ibv_query_port(ctx_, port, &pa) == 0 && pa.state == IBV_PORT_ACTIVE;
+}
+
+bool Device::port_ethernet(uint8_t port) const {
+  ibv_port_attr pa{};
+  return ibv_query_port(ctx_, port, &pa) == 0 && pa.link_layer == IBV_LINK_LAYER_ETHERNET;
+}
+
+int Device::async_fd() const {
+  return ctx_->async_fd;
+}
+
+std::vector<DeviceEvent> Device::take_events() {
+  std::vector<DeviceEvent> out;
+  ibv_async_event event{};
+  while (ibv_get_async_event(ctx_, &event) == 0) {
+    switch (event.event_type) {
+      case IBV_EVENT_DEVICE_FATAL:
+        out.push_back(DeviceEvent::fatal);
+        break;
+      case IBV_EVENT_PORT_ACTIVE:
+      case IBV_EVENT_PORT_ERR:
+      case IBV_EVENT_LID_CHANGE:
+      case IBV_EVENT_GID_CHANGE:
+      case IBV_EVENT_PKEY_CHANGE:
+      case IBV_EVENT_SM_CHANGE:
+      case IBV_EVENT_CLIENT_REREGISTER:
+        out.push_back(DeviceEvent::ports);
+        break;
+      default:
+        out.push_back(DeviceEvent::other);
+        break;
+    }
+    ibv_ack_async_event(&event);
+  }
+  return out;
 }
 
 std::optional<uint64_t> Device::raw_clock() const {

@@ -7,6 +7,7 @@
 #include <memory>
 #include <optional>
 #include <string>
+#include <vector>
 
 #include "common/result.hpp"
 
@@ -23,6 +24,21 @@ struct PortInfo {
   uint32_t active_mtu = 1024;  // bytes
 };
 
+// A device as the kernel lists it: its name and node GUID (host order).
+struct DeviceId {
+  std::string name;
+  uint64_t guid = 0;
+
+  bool operator==(const DeviceId&) const = default;
+};
+
+// What the probe does on an asynchronous event of its device.
+enum class DeviceEvent {
+  other,  // nothing
+  ports,  // a port's state, address or GIDs changed: look at the ports again
+  fatal,  // the device is gone or broken: release it
+};
+
 // An opened device and the protection domain every probe object lives in.
 // When the device supports them, queue pairs and completion queues are made
 // in a parent domain over a thread domain of their own: dedicated, lock-free
@@ -33,10 +49,21 @@ class Device {
   Device(const Device&) = delete;
   Device& operator=(const Device&) = delete;
 
-  // `name` empty: the first device with an active port.
+  // The RDMA devices the kernel has now.
+  static Result<std::vector<DeviceId>> list();
   static Result<std::shared_ptr<Device>> open(const std::string& name);
 
   const std::string& name() const { return name_; }
+  uint64_t guid() const { return guid_; }
+  uint8_t port_count() const { return port_count_; }
+  bool port_active(uint8_t port) const;
+  // The port's link layer: true for Ethernet (RoCE), false for InfiniBand
+  // (and when the port cannot be queried).
+  bool port_ethernet(uint8_t port) const;
+  // The descriptor asynchronous events arrive on (non-blocking; the device
+  // owns it), and the events that arrived, each acknowledged.
+  int async_fd() const;
+  std::vector<DeviceEvent> take_events();
   ibv_context* context() const { return ctx_; }
   ibv_pd* pd() const { return pd_; }
   // Where queue pairs and completion queues are made.
@@ -54,6 +81,8 @@ class Device {
  private:
   Device() = default;
   std::string name_;
+  uint64_t guid_ = 0;
+  uint8_t port_count_ = 0;
   ibv_context* ctx_ = nullptr;
   ibv_pd* pd_ = nullptr;
   ibv_td* td_ = nullptr;

@@ -1,0 +1,23 @@
+#pragma once
+
+#include <memory>
+#include <string>
+
+#include "collectors/probe/protocol.hpp"
+#include "collectors/probe/verbs_device.hpp"
+
+namespace rdma_exporter::probe {
+
+// A port of this host the probe uses: it probes from it and answers on it.
+struct LocalPort {
+  std::shared_ptr<Device> device;
+  PortInfo info;  // with the port's default GID
+  std::string rail;
+
+  // "mlx5_0/1"
+  std::string name() const { return device->name() + "/" + std::to_string(info.port); }
+  // How a hello lists it.
+  wire::PortAd ad() const { return {device->name(), info.port, info.ethernet, info.gid, rail}; }
+};
+
+}  // namespace rdma_exporter::probe
