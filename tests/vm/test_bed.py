@@ -6,7 +6,8 @@ kernels and tools report:
 - every VM's ready announcement matches its kernel (addresses, MACs, rxe
   devices on the right NICs, ACTIVE ports, the GIDs in sysfs);
 - every VM pings every other one on both rails, and its neighbour table
-  holds the other VMs' MACs (ARP across the hub);
+  holds the other VMs' MACs (ARP across the hub); asked on one rail, no VM
+  answers for an address of the other rail (separate segments);
 - perftest's ib_write_lat runs between vm0 and vm1 on rail 0 and between
   vm0 and vm2 on rail 1, each side in its own VM, with the other VM's GID as
   the remote address; both ends' rxe hw_counters (sent_pkts, rcvd_pkts) on
@@ -221,6 +222,20 @@ class BedTest(unittest.TestCase):
             self.assertRegex(res.out, r"\b3 packets transmitted, 3 received\b",
                              f"{vm} -> {other} rail {r}")
             self.assertRegex(res.out, rf"bytes from {re.escape(bed.ip(other, r))}:")
+        # The rails are separate segments: asked on one rail, nobody answers
+        # for an address of the other rail.
+        cmds = []
+        for vm in bed.names:
+            for r in range(bed.rails):
+                other = bed.names[(bed.names.index(vm) + 1) % len(bed.names)]
+                cmds.append((vm, r, other, bed.spawn(
+                    vm, f"arping -c 2 -w 3 -I rail{r} {bed.ip(other, 1 - r)}", timeout=30)))
+        for vm, r, other, cmd in cmds:
+            res = cmd.wait(45)
+            self.assertRegex(res.out, r"Received 0 response",
+                             f"{vm}: rail{r} reaches {other}'s rail{1 - r} address: "
+                             + res.describe())
+            self.assertNotEqual(res.rc, 0, res.describe())
         # ARP went across the hubs: each VM knows the others' MACs per rail.
         for vm, res in bed.run_all("ip -j neigh show", timeout=30).items():
             self.assertEqual(res.rc, 0, res.describe())
