@@ -67,7 +67,8 @@ Running:
     Command.wait(timeout) -> Result, Command.done(), Command.kill() (SIGTERM
                          to the command's process group in the guest)
     pause(vm), resume(vm)  SIGSTOP/SIGCONT of the VM's QEMU
-    kill(vm)             SIGKILL of the VM's QEMU (run-in-vm then exits 125)
+    kill(vm)             SIGKILL of the VM's QEMU, a crashed host (run-in-vm
+                         then exits 124, as for a VM that timed out)
     cut_rail(r), heal_rail(r)  the rail's hub drops every frame / forwards again
     hostport(vm), url(vm, path), scrape(vm, path="/metrics")
     ip(vm, rail), mac(vm, rail), names, alive(vm)
@@ -515,6 +516,9 @@ class Bed:
     def spawn(self, name, script, timeout=600):
         """Hands SCRIPT (bash) to the VM's agent; returns a Command at once."""
         vm = self.vm(name)
+        if not self.alive(vm.name):
+            raise BedError(f"{vm.name} is not running (exit {vm.exit_code}); "
+                           f"cannot run: {script.strip()[:200]}")
         n = self._next[vm.name]
         self._next[vm.name] += 1
         base = os.path.join(self.share, "cmd", vm.name, str(n))
@@ -550,7 +554,8 @@ class Bed:
         self.say(f"{name} resumed")
 
     def kill(self, name, timeout=30):
-        """Kills the VM's QEMU at once (a host crash); waits for run-in-vm."""
+        """Kills the VM's QEMU at once (a host crash); waits for run-in-vm,
+        which exits 124 (it cannot tell this from a timed-out VM)."""
         vm = self.vm(name)
         pid = self.qemu_pid(name)
         vm.killed = True
