@@ -32,7 +32,10 @@ Using it from a suite::
             bed.spawn(vm, "exec $BED_STAGE/rdma_exporter --config ...")
         text = bed.scrape("vm2")            # GET http://127.0.0.1:<port>/metrics
         bed.pause("vm1"); ...; bed.resume("vm1")   # SIGSTOP / SIGCONT of QEMU
-        bed.run("vm2", "rdma link delete rxe1")  # then "rdma link add ..."
+        # rxe's delete blocks while a process holds the device: spawn it
+        gone = bed.spawn("vm2", "rdma link delete rxe1")
+        ...; gone.wait(60).check()
+        bed.run("vm2", "rdma link add rxe1 type rxe netdev rail1 && ./bed-up")
         bed.cut_rail(1); ...; bed.heal_rail(1)     # the hub drops every frame
         codes = bed.stop()                  # {vm: run-in-vm exit code}
 
@@ -81,6 +84,15 @@ Running:
                          VM exited non-zero without being killed, or
                          RDMA_VM_KEEP=1
     evidence()           a text report: exit codes, consoles' and logs' tails
+
+Command channel (share/cmd/<vm>/, guest side: bed-agent): the host writes
+<n>.sh atomically (n = 1, 2, ...; first line "#bed timeout=SECS"); the agent
+starts it at once, concurrently with the others, in a session of its own, and
+writes <n>.pid, <n>.out, <n>.err and last <n>.rc. <n>.kill asks for SIGTERM
+to the command's process group; share/stop (stop()) or cmd/<vm>/stop ends the
+agent, and the VM powers off. A suite's own guest script can prepare what it
+needs, write flag files (guest-lib.sh: bed_flag, bed_wait_file,
+bed_wait_ready) and end with `exec ./bed-agent --no-up` to take commands too.
 
 Files under dir: guest/ (staged scripts and binaries), share/ (the shared
 directory: <vm>/ready, <vm>/agent, cmd/<vm>/<n>.{sh,pid,out,err,rc}),
