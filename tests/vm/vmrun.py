@@ -88,6 +88,41 @@ class Exposition:
 
 
 
+def remove_stale_stages():
+    """Removes staging directories that failed runs left behind a day ago."""
+    now = time.time()
+    for path in glob.glob(os.path.join(STAGE_ROOT, "stage-*")):
+        try:
+            if now - os.path.getmtime(path) > STALE_STAGE_SECS:
+                shutil.rmtree(path, ignore_errors=True)
+        except OSError:
+            pass
+
+
+def new_stage(prefix=None):
+    """A new staging directory under STAGE_ROOT (which the guest can read)."""
+    os.makedirs(STAGE_ROOT, exist_ok=True)
+    remove_stale_stages()
+    stage = tempfile.mkdtemp(prefix=prefix or f"stage-{os.getpid()}-", dir=STAGE_ROOT)
+    os.chmod(stage, 0o755)
+    return stage
+
+
+def stage_files(stage, binaries=None, files=()):
+    """Copies BINARIES ({staged name: host path}) and FILES (names in this
+    directory, or paths) into STAGE; returns the staged binaries' paths."""
+    staged = []
+    for name, path in (binaries or {}).items():
+        if not os.access(path, os.X_OK):
+            raise RuntimeError(f"{name}: {path} not found or not executable")
+    for name, path in (binaries or {}).items():
+        shutil.copy2(path, os.path.join(stage, name))
+        staged.append(os.path.join(stage, name))
+    for name in files:
+        shutil.copy2(os.path.join(HERE, name), os.path.join(stage, os.path.basename(name)))
+    return staged
+
+
 class VmTestCase(unittest.TestCase):
     """Boots the VM once for the class and runs GUEST_SCRIPT in it with the
     staged BINARIES ({staged name: host path}) as arguments, then rxe-up.
@@ -108,16 +143,8 @@ class VmTestCase(unittest.TestCase):
         for name, path in cls.BINARIES.items():
             if not os.access(path, os.X_OK):
                 raise RuntimeError(f"{name}: {path} not found or not executable")
-        os.makedirs(STAGE_ROOT, exist_ok=True)
-        cls._remove_stale_stages()
-        cls.stage = tempfile.mkdtemp(prefix=f"stage-{os.getpid()}-", dir=STAGE_ROOT)
-        os.chmod(cls.stage, 0o755)
-        args = []
-        for name, path in cls.BINARIES.items():
-            shutil.copy2(path, os.path.join(cls.stage, name))
-            args.append(os.path.join(cls.stage, name))
-        for name in (cls.GUEST_SCRIPT, *cls.GUEST_FILES):
-            shutil.copy2(os.path.join(HERE, name), os.path.join(cls.stage, name))
+        cls.stage = new_stage()
+        args = stage_files(cls.stage, cls.BINARIES, (cls.GUEST_SCRIPT, *cls.GUEST_FILES))
         args.append(os.path.join(cls.stage, "rxe-up"))
         cls.results = os.path.join(cls.stage, "results")
         return args
@@ -161,16 +188,6 @@ class VmTestCase(unittest.TestCase):
             print(f"\nVM results kept in {cls.results}", file=sys.stderr)
         else:
             shutil.rmtree(cls.stage, ignore_errors=True)
-
-    @staticmethod
-    def _remove_stale_stages():
-        now = time.time()
-        for path in glob.glob(os.path.join(STAGE_ROOT, "stage-*")):
-            try:
-                if now - os.path.getmtime(path) > STALE_STAGE_SECS:
-                    shutil.rmtree(path, ignore_errors=True)
-            except OSError:
-                pass
 
     def run(self, result=None):
         # Keep the evidence of a run in which any test failed.
