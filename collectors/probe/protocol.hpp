@@ -20,7 +20,9 @@ namespace rdma_exporter::probe::wire {
 
 inline constexpr uint8_t kVersion = 2;
 inline constexpr std::size_t kHeaderSize = 8;
-inline constexpr std::size_t kMaxPayload = 4096;
+// A hello of kMaxPorts ports with names and rails of kMaxNameSize bytes
+// takes 4,754 bytes.
+inline constexpr std::size_t kMaxPayload = 8192;
 inline constexpr std::size_t kNonceSize = 16;
 inline constexpr std::size_t kMacSize = 32;
 inline constexpr std::size_t kMaxReasonSize = 200;

@@ -175,9 +175,6 @@ void ProbeService::update(ProbeOptions options) {
     options_.backoff_max = options.backoff_max;
     options_.discovery_interval = options.discovery_interval;
     options_.cross_rail = options.cross_rail;
-    const bool ports_changed = options.device != options_.device || options.port != options_.port ||
-                               options.link_layer != options_.link_layer ||
-                               options.rails != options_.rails;
     options_.device = std::move(options.device);
     options_.port = options.port;
     options_.link_layer = std::move(options.link_layer);
@@ -189,9 +186,11 @@ void ProbeService::update(ProbeOptions options) {
       health_.forget_file_sd();
     }
     options_.file_sd_refresh = options.file_sd_refresh;
+    // A reload forgets the devices that left and did not come back.
+    std::erase_if(states_, [](const auto& kv) { return kv.second == device_state::gone; });
     // Settings a running prober or discovery was made with: start anew.
     stop_all();
-    if (ports_changed) scan();
+    scan();
     files_timer_.cancel();
     refresh_files();
   });
