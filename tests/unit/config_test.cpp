@@ -75,9 +75,13 @@ void expect_documented_defaults(const Config& c) {
 
   const auto& p = c.probe;
   EXPECT_FALSE(p.enabled);
-  EXPECT_EQ(p.device, "");
-  EXPECT_EQ(p.port, 1);
+  EXPECT_EQ(p.device, "");          // every device
+  EXPECT_EQ(p.port, std::nullopt);  // every port
+  EXPECT_EQ(p.link_layer, "");      // both
   EXPECT_EQ(p.gid_index, -1);
+  EXPECT_TRUE(p.rails.empty());  // rails from GID subnets
+  EXPECT_FALSE(p.cross_rail);
+  EXPECT_EQ(p.discovery_interval, seconds(30));
   EXPECT_EQ(p.listen_address, ":10911");
   EXPECT_TRUE(p.classes.empty());  // in use: one class "default"
   EXPECT_TRUE(p.targets.empty());
@@ -88,8 +92,8 @@ void expect_documented_defaults(const Config& c) {
   EXPECT_EQ(p.backoff_initial, milliseconds(500));
   EXPECT_EQ(p.backoff_max, seconds(30));
   EXPECT_EQ(p.secret_file, "");
-  EXPECT_EQ(p.max_sessions, 256);
-  EXPECT_EQ(p.max_sessions_per_source, 32);
+  EXPECT_EQ(p.max_sessions, 1024);
+  EXPECT_EQ(p.max_sessions_per_source, 128);
   EXPECT_EQ(p.setups_per_minute_per_source, 120);
   EXPECT_EQ(p.max_message_size, 1048576U);
   EXPECT_EQ(p.idle_timeout, seconds(60));
