@@ -1,0 +1,416 @@
+"""vm.bed_probe: the probe on every RNIC, rail by rail, across real hosts.
+
+Three VMs (tests/vm/bed.py: 1 vCPU each, two rails, rxe0 on rail 0 and rxe1
+on rail 1 in every VM) each run rdma_exporter with the probe on and the
+other two VMs as targets (their rail-0 addresses; a target is a host, its
+ports are discovered). The host scrapes every exporter through its port
+forward and checks, in this order:
+- every VM probes every other on both rails, from rxe0 to rxe0 and rxe1 to
+  rxe1, and never across rails; every pair succeeds;
+- perftest's ib_write_lat between vm0 and vm1 on rail 0 in the same run, and
+  the same pair probed at 1,000 probes/s (a reload adds the class): the
+  ratios of the medians are printed and recorded;
+- the exporters' rxe port counters on both ends agree with the probes both
+  sides sent (one request and one acknowledgement per 64-byte write);
+- a paused VM (SIGSTOP of its QEMU) makes exactly its pairs lose probes, and
+  they recover after SIGCONT;
+- a killed responder (the exporter in vm2) likewise, until it is started again;
+- `rdma link delete rxe1` in vm1 completes within seconds while the probe
+  runs, vm1's rail 0 keeps probing, and after `rdma link add` rail 1 probes
+  again with no restart.
+Results (latencies, ratios, counter deltas, timings) are printed and kept in
+the bed's directory (bed-probe-results.json) when RDMA_VM_KEEP=1 or a test
+fails.
+"""
+import json
+import os
+import signal
+import sys
+import time
+import unittest
+
+from bed import Bed
+from vmrun import BIN, Exposition
+
+RACKS = ("rack1", "rack1", "rack2")
+CONTROL_PORT = 10911
+READY_TIMEOUT = 300
+# Probes: a 64-byte write ten times a second per NIC pair; the fast class
+# asks for one every millisecond, which makes it back-to-back (one probe is in
+# flight at a time, and a round trip between the bed's VMs takes milliseconds).
+INTERVAL_MS = 100
+FAST_INTERVAL_MS = 1
+PERFTEST_ITERS = 1000
+PERFTEST_PORT = 18515
+# ib_write_lat prints half the round trip; the probe measures the whole one.
+PERFTEST_RTT_FACTOR = 2.0
+RAILS = {0: "192.168.100.0/24", 1: "192.168.101.0/24"}
+
+
+def config(bed, vm, fast=False):
+    """The exporter configuration of VM: the other VMs as targets."""
+    targets = []
+    for peer in bed.names:
+        if peer == vm:
+            continue
+        classes = '["w", "fast"]' if fast and vm == "vm0" and peer == "vm1" else '["w"]'
+        targets.append(f'    - {{address: "{bed.ip(peer, 0)}:{CONTROL_PORT}", '
+                       f'labels: {{peer: {peer}, rack: {RACKS[bed.names.index(peer)]}}}, '
+                       f'classes: {classes}}}')
+    fast_class = (f"    - {{name: fast, op: write, size: 64, tclass: 4, "
+                  f"interval: {FAST_INTERVAL_MS}ms, timeout: 1s}}\n")
+    return ("probe:\n"
+            "  enabled: true\n"
+            f"  listen_address: \":{CONTROL_PORT}\"\n"
+            "  discovery_interval: 3s\n"
+            "  backoff_initial: 200ms\n"
+            "  backoff_max: 2s\n"
+            "  classes:\n"
+            f"    - {{name: w, op: write, size: 64, interval: {INTERVAL_MS}ms, timeout: 1s}}\n"
+            + fast_class +
+            "  targets:\n" + "\n".join(targets) + "\n")
+
+
+def histogram(prom, **labels):
+    """[(upper bound, cumulative count)] of one latency histogram."""
+    out = []
+    for lab, value in prom.series("rdma_probe_latency_seconds_bucket", **labels):
+        le = lab["le"]
+        out.append((float("inf") if le == "+Inf" else float(le), value))
+    return sorted(out)
+
+
+def quantile(buckets, q):
+    """Prometheus' histogram_quantile: linear inside the bucket."""
+    total = buckets[-1][1] if buckets else 0
+    if total == 0:
+        return None
+    rank = q * total
+    lower, below = 0.0, 0.0
+    for bound, count in buckets:
+        if count >= rank:
+            if bound == float("inf"):
+                return lower
+            return lower + (bound - lower) * (rank - below) / max(count - below, 1e-12)
+        lower, below = bound, count
+    return lower
+
+
+def delta_buckets(after, before):
+    b = dict(before)
+    return [(bound, count - b.get(bound, 0.0)) for bound, count in after]
+
+
+def perftest_typical_us(text):
+    for line in text.splitlines():
+        fields = line.split()
+        if len(fields) >= 5 and fields[0].isdigit() and fields[1].isdigit():
+            return float(fields[4])
+    raise AssertionError("no result row in ib_write_lat's output")
+
+
+class BedProbeTest(unittest.TestCase):
+    bed = None
+    record = {}
+
+    @classmethod
+    def setUpClass(cls):
+        signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))
+        cls.started = time.monotonic()
+        cls.bed = Bed(vms=3, rails=2, racks=RACKS, binaries={"rdma_exporter": BIN},
+                      timeout=1500, name="bed-probe")
+        cls.bed.start()
+        try:
+            cls.ready = cls.bed.wait_ready(READY_TIMEOUT)
+            cls.exporters = {}
+            for vm in cls.bed.names:
+                cls.start_exporter(vm)
+        except BaseException:
+            cls.bed.keep = True
+            cls.bed.close()
+            raise
+        cls.record = {"ready_s": cls.bed.timings.get("all_ready_s")}
+
+    @classmethod
+    def start_exporter(cls, vm, fast=False):
+        with open(cls.bed.share_path(f"{vm}.yml"), "w") as f:
+            f.write(config(cls.bed, vm, fast))
+        cls.exporters[vm] = cls.bed.spawn(
+            vm, f"exec \"$BED_STAGE/rdma_exporter\" --config.file=\"$BED_SHARE/{vm}.yml\" "
+            f"--web.listen-address=\"0.0.0.0:$BED_PORT\" --log.level=info "
+            f">\"$BED_SHARE/{vm}-exporter.log\" 2>&1", timeout=1400)
+
+    @classmethod
+    def tearDownClass(cls):
+        if cls.bed is None:
+            return
+        try:
+            if cls.bed.exit_codes == {}:
+                cls.bed.stop()
+        finally:
+            cls.record["timings"] = cls.bed.timings
+            cls.record["wall_s"] = round(time.monotonic() - cls.started, 1)
+            text = json.dumps(cls.record, indent=1, sort_keys=True)
+            print(f"\nvm.bed_probe results:\n{text}", file=sys.stderr)
+            if cls.bed.dir:
+                with open(os.path.join(cls.bed.dir, "bed-probe-results.json"), "w") as f:
+                    f.write(text + "\n")
+            cls.bed.close()
+
+    def run(self, result=None):
+        if result is None:
+            return super().run(result)
+        before = len(result.failures) + len(result.errors)
+        out = super().run(result)
+        if len(result.failures) + len(result.errors) > before and self.bed:
+            self.bed.keep = True
+        return out
+
+    # ------------------------------------------------------------ helpers
+
+    def scrape(self, vm):
+        return Exposition(self.bed.scrape(vm), f"{vm} /metrics")
+
+    def scrape_all(self, vms=None):
+        return {vm: self.scrape(vm) for vm in (vms or self.bed.names)}
+
+    def wait_until(self, what, fn, timeout=90):
+        """Polls FN (which may raise while the exporters start) until truthy."""
+        deadline = time.monotonic() + timeout
+        last = None
+        while time.monotonic() < deadline:
+            try:
+                got = fn()
+                if got:
+                    return got
+                last = got
+            except (OSError, ValueError, AssertionError) as e:
+                last = e
+            time.sleep(0.5)
+        self.fail(f"timed out after {timeout} s waiting for {what}: last {last!r}\n"
+                  + self.bed.evidence())
+
+    def pair(self, prom, vm, peer, rail, cls="w"):
+        """The labels every series of VM probing PEER on RAIL carries."""
+        return {"peer": peer, "device": f"rxe{rail}", "remote_device": f"rxe{rail}",
+                "op": "write", "tclass": "4" if cls == "fast" else "0"}
+
+    def up(self, prom, vm, peer, rail):
+        return prom.value("rdma_probe_up", **self.pair(prom, vm, peer, rail))
+
+    def sent(self, prom, vm, peer, rail):
+        return prom.value("rdma_probe_sent_total", **self.pair(prom, vm, peer, rail)) or 0.0
+
+    def lost(self, prom, vm, peer, rail):
+        """Timeouts and errors of one pair."""
+        labels = self.pair(prom, vm, peer, rail)
+        n = prom.value("rdma_probe_timeouts_total", **labels) or 0.0
+        n += sum(v for _, v in prom.series("rdma_probe_errors_total", **labels))
+        return n
+
+    def all_up(self, vms=None):
+        proms = self.scrape_all(vms)
+        for vm, prom in proms.items():
+            for peer in self.bed.names:
+                if peer != vm and any(self.up(prom, vm, peer, r) != 1 for r in (0, 1)):
+                    return None
+        return proms
+
+    def peers(self, vm):
+        return [p for p in self.bed.names if p != vm]
+
+    # ------------------------------------------------------------ tests
+
+    def test_a_every_vm_probes_every_other_on_both_rails_only_on_its_rail(self):
+        started = time.monotonic()
+        proms = self.wait_until("every NIC pair up", self.all_up, timeout=180)
+        self.record["all_pairs_up_s"] = round(time.monotonic() - started, 1)
+        for vm, prom in proms.items():
+            pairs = set()
+            for labels, _ in prom.series("rdma_probe_sent_total"):
+                pairs.add((labels["peer"], labels["device"], labels["port"],
+                           labels["remote_device"], labels["remote_port"], labels["rail"]))
+            want = {(peer, f"rxe{r}", "1", f"rxe{r}", "1", RAILS[r])
+                    for peer in self.peers(vm) for r in (0, 1)}
+            self.assertEqual(pairs, want, f"{vm}: the NIC pairs it probes")
+            for peer in self.peers(vm):
+                target = f"{self.bed.ip(peer, 0)}:{CONTROL_PORT}"
+                self.assertEqual(prom.value("rdma_probe_target_up", target=target), 1, vm)
+                self.assertEqual(prom.value("rdma_probe_target_ports", target=target), 2, vm)
+            for r in (0, 1):
+                self.assertEqual(prom.value("rdma_probe_device_state", device=f"rxe{r}",
+                                            state="in_use"), 1, vm)
+                self.assertEqual(prom.value("rdma_probe_port_state", device=f"rxe{r}", port="1",
+                                            state="probing"), 1, vm)
+                self.assertEqual(prom.value("rdma_probe_port_rail_info", device=f"rxe{r}",
+                                            port="1", rail=RAILS[r]), 1, vm)
+            # Each VM answers two peers on two rails (and, for a moment, a
+            # peer's discovery connection).
+            self.assertIn(prom.value("rdma_probe_responder_sessions"), (4, 5, 6), vm)
+
+    def test_b_counters_on_both_ends_agree_with_the_probes(self):
+        self.wait_until("every NIC pair up", self.all_up, timeout=120)
+        before = self.scrape_all()
+        time.sleep(20)
+        after = self.scrape_all()
+        record = {}
+        for vm in self.bed.names:
+            for r in (0, 1):
+                dev = f"rxe{r}"
+                out_probes = sum(self.sent(after[vm], vm, p, r) - self.sent(before[vm], vm, p, r)
+                                 for p in self.peers(vm))
+                in_probes = sum(self.sent(after[p], p, vm, r) - self.sent(before[p], p, vm, r)
+                                for p in self.peers(vm))
+                hw = {}
+                for c in ("sent_pkts", "rcvd_pkts"):
+                    name = f"rdma_port_hw_{c}_total"
+                    hw[c] = (after[vm].value(name, device=dev, port="1")
+                             - before[vm].value(name, device=dev, port="1"))
+                # A 64-byte write is one request packet and one acknowledgement:
+                # a device sends one packet per probe it makes and one per probe
+                # it answers, and receives as many.
+                want = out_probes + in_probes
+                record[f"{vm}/{dev}"] = {"probes_out": out_probes, "probes_in": in_probes, **hw}
+                self.assertGreater(out_probes, 100, f"{vm} {dev}")
+                self.assertGreater(in_probes, 100, f"{vm} {dev}")
+                # The six scrapes are not simultaneous: at ten probes a second
+                # per pair, a few dozen probes fall between them.
+                for c in ("sent_pkts", "rcvd_pkts"):
+                    self.assertLess(abs(hw[c] - want), 0.1 * want + 20,
+                                    f"{vm} {dev} {c}: {hw[c]} packets, {want} probes")
+        self.record["counters"] = record
+
+    def test_c_probe_against_perftest_between_two_vms(self):
+        bed = self.bed
+        self.wait_until("every NIC pair up", self.all_up, timeout=120)
+        gid = {vm: self.ready[vm]["rails"][0]["gid_index"] for vm in ("vm0", "vm1")}
+        common = f"ib_write_lat -d rxe0 -i 1 -n {PERFTEST_ITERS} -F -p {PERFTEST_PORT}"
+        srv = bed.spawn("vm1", f"exec {common} -x {gid['vm1']}", timeout=180)
+        bed.run("vm1", f"wait_listen {PERFTEST_PORT} 90", timeout=100).check()
+        before = self.scrape("vm0")
+        cli = bed.run("vm0", f"{common} -x {gid['vm0']} {bed.ip('vm1', 0)}", timeout=180)
+        after = self.scrape("vm0")
+        srv.wait(60)
+        cli.check()
+        perftest_rtt = perftest_typical_us(cli.out) * PERFTEST_RTT_FACTOR
+        labels = self.pair(before, "vm0", "vm1", 0)
+        slow = quantile(delta_buckets(histogram(after, **labels), histogram(before, **labels)), 0.5)
+        self.assertIsNotNone(slow, "no probes of vm1 on rail 0 while perftest ran")
+
+        # The same pair at 1,000 probes a second: a reload adds the class.
+        with open(bed.share_path("vm0.yml"), "w") as f:
+            f.write(config(bed, "vm0", fast=True))
+        bed.run("vm0", "kill -HUP $(pidof rdma_exporter)").check()
+        fast_labels = self.pair(before, "vm0", "vm1", 0, "fast")
+        first = self.wait_until("the fast class probing", lambda: (
+            lambda p: p if (p.value("rdma_probe_sent_total", **fast_labels) or 0) > 50 else None)(
+                self.scrape("vm0")))
+        time.sleep(5)
+        last = self.scrape("vm0")
+        fast = quantile(delta_buckets(histogram(last, **fast_labels),
+                                      histogram(first, **fast_labels)), 0.5)
+        fast_rate = ((last.value("rdma_probe_sent_total", **fast_labels)
+                      - first.value("rdma_probe_sent_total", **fast_labels)) / 5.0)
+        with open(bed.share_path("vm0.yml"), "w") as f:
+            f.write(config(bed, "vm0"))
+        bed.run("vm0", "kill -HUP $(pidof rdma_exporter)").check()
+        self.assertIsNotNone(fast)
+        self.record["latency"] = {
+            "perftest_write_rtt_us": round(perftest_rtt, 1),
+            "probe_10_per_s_median_us": round(slow * 1e6, 1),
+            "probe_fast_median_us": round(fast * 1e6, 1),
+            "probe_fast_rate_per_s": round(fast_rate),
+            "ratio_10_per_s_to_perftest": round(slow * 1e6 / perftest_rtt, 2),
+            "ratio_fast_to_perftest": round(fast * 1e6 / perftest_rtt, 2),
+        }
+        # Both are real round trips across VMs: not below perftest's own.
+        self.assertGreater(slow * 1e6, perftest_rtt * 0.5)
+        self.assertGreater(fast * 1e6, perftest_rtt * 0.5)
+
+    def check_outage(self, victim, stop, restore, what):
+        """STOP the victim; its pairs (and only they) lose probes; RESTORE;
+        they recover."""
+        others = [vm for vm in self.bed.names if vm != victim]
+        self.wait_until("every NIC pair up", self.all_up, timeout=120)
+        before = self.scrape_all(others)
+        stop()
+        try:
+            time.sleep(8)
+            during = self.scrape_all(others)
+        finally:
+            restore()
+        for vm in others:
+            for peer in self.peers(vm):
+                for r in (0, 1):
+                    lost = self.lost(during[vm], vm, peer, r) - self.lost(before[vm], vm, peer, r)
+                    sent = self.sent(during[vm], vm, peer, r) - self.sent(before[vm], vm, peer, r)
+                    if peer == victim:
+                        self.assertGreater(lost, 0, f"{what}: {vm} -> {peer} rail {r}")
+                        self.assertEqual(self.up(during[vm], vm, peer, r), 0,
+                                         f"{what}: {vm} -> {peer} rail {r}")
+                    else:
+                        self.assertEqual(lost, 0, f"{what}: {vm} -> {peer} rail {r}")
+                        self.assertGreater(sent, 40, f"{what}: {vm} -> {peer} rail {r}")
+                        self.assertEqual(self.up(during[vm], vm, peer, r), 1)
+        started = time.monotonic()
+        self.wait_until(f"recovery after {what}", self.all_up, timeout=120)
+        return round(time.monotonic() - started, 1)
+
+    def test_d_a_paused_vm_loses_exactly_its_pairs(self):
+        self.record["pause_recovery_s"] = self.check_outage(
+            "vm2", lambda: self.bed.pause("vm2"), lambda: self.bed.resume("vm2"), "pause")
+
+    def test_e_a_killed_responder_loses_exactly_its_pairs(self):
+        def kill():
+            self.exporters["vm2"].kill()
+            self.exporters["vm2"].wait(60)
+
+        def restart():
+            self.start_exporter("vm2")
+
+        self.record["restart_recovery_s"] = self.check_outage("vm2", kill, restart, "kill")
+        target = f"{self.bed.ip('vm2', 0)}:{CONTROL_PORT}"
+        prom = self.scrape("vm0")
+        self.assertGreater(sum(v for _, v in prom.series("rdma_probe_discovery_errors_total",
+                                                         target=target)), 0)
+
+    def test_f_a_deleted_device_is_released_and_picked_up_again(self):
+        bed = self.bed
+        self.wait_until("every NIC pair up", self.all_up, timeout=120)
+        pid_before = bed.run("vm1", "pidof rdma_exporter").check().out.strip()
+        before = self.scrape("vm1")
+        res = bed.run("vm1", "s=$(date +%s%N); timeout 60 rdma link delete rxe1; rc=$?; "
+                      "e=$(date +%s%N); echo \"$rc $(( (e - s) / 1000000 ))\"", timeout=90)
+        rc, ms = (int(x) for x in res.check().out.split())
+        self.record["link_delete_ms"] = ms
+        self.assertEqual(rc, 0, "rdma link delete rxe1 failed or hung")
+        self.assertLess(ms, 15000, "rdma link delete rxe1 waited on the exporter")
+        gone = self.wait_until("vm1 reporting rxe1 gone", lambda: (
+            lambda p: p if p.value("rdma_probe_device_state", device="rxe1",
+                                   state="gone") == 1 else None)(self.scrape("vm1")), timeout=30)
+        self.assertEqual(gone.value("rdma_probe_device_releases_total", device="rxe1",
+                                    reason="removed"), 1)
+        self.assertIsNone(gone.value("rdma_probe_sent_total", device="rxe1", peer="vm0"))
+        time.sleep(5)
+        later = self.scrape("vm1")
+        for peer in ("vm0", "vm2"):
+            grown = self.sent(later, "vm1", peer, 0) - self.sent(before, "vm1", peer, 0)
+            self.assertGreater(grown, 40, f"vm1 rail 0 to {peer} kept probing")
+            self.assertEqual(self.up(later, "vm1", peer, 0), 1)
+        # The peers drop vm1's rail 1 once vm1's hello no longer lists it.
+        self.wait_until("vm0 seeing one port of vm1", lambda: self.scrape("vm0").value(
+            "rdma_probe_target_ports", target=f"{bed.ip('vm1', 0)}:{CONTROL_PORT}") == 1,
+            timeout=30)
+
+        started = time.monotonic()
+        bed.run("vm1", "timeout 60 rdma link add rxe1 type rxe netdev rail1").check()
+        self.wait_until("every NIC pair up again", self.all_up, timeout=120)
+        self.record["link_add_recovery_s"] = round(time.monotonic() - started, 1)
+        self.assertEqual(bed.run("vm1", "pidof rdma_exporter").check().out.strip(), pid_before,
+                         "the exporter was restarted")
+        back = self.scrape("vm1")
+        self.assertEqual(back.value("rdma_probe_device_state", device="rxe1", state="in_use"), 1)
+
+
+if __name__ == "__main__":
+    unittest.main(verbosity=2)
