@@ -21,6 +21,8 @@ namespace {
 
 // How often the device list and the ports are looked at.
 constexpr std::chrono::seconds kScanInterval{2};
+// Ports are looked at on every port event and at least every 15 scans (30 s).
+constexpr unsigned kPortRefreshScans = 15;
 constexpr const char* kLoopback = "loopback";
 // A target file larger than this is refused rather than read into memory.
 constexpr std::size_t kMaxFileSdBytes = 16u << 20;
@@ -190,6 +192,7 @@ void ProbeService::update(ProbeOptions options) {
     std::erase_if(states_, [](const auto& kv) { return kv.second == device_state::gone; });
     // Settings a running prober or discovery was made with: start anew.
     stop_all();
+    ports_dirty_ = true;
     scan();
     files_timer_.cancel();
     refresh_files();
@@ -197,6 +200,7 @@ void ProbeService::update(ProbeOptions options) {
 }
 
 void ProbeService::scan_soon() {
+  ports_dirty_ = true;
   if (scan_queued_) return;
   scan_queued_ = true;
   boost::asio::post(io_, [this] {
@@ -210,6 +214,18 @@ void ProbeService::scan() {
   scan_timer_.async_wait([this](const boost::system::error_code& ec) {
     if (!ec) scan();
   });
+  // Nothing changed since the last look (the same uverbs devices, no port
+  // event, no device waiting to be opened): the device list and the ports
+  // are looked at again only every kPortRefreshScans scans, for a change
+  // that raised no event.
+  auto entries = Device::uverbs_entries();
+  if (entries == last_entries_ && !ports_dirty_ && failed_.empty() &&
+      ++quiet_scans_ < kPortRefreshScans) {
+    return;
+  }
+  quiet_scans_ = 0;
+  ports_dirty_ = false;
+  last_entries_ = std::move(entries);
   auto list = Device::list();
   if (!list) {
     health_.set_device_problem(list.error().message);

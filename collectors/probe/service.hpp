@@ -35,8 +35,9 @@ class Responder;
 // same rail, and every class, on an event loop and thread of their own so
 // that rendering a scrape never delays the timing of a probe.
 //
-// Devices come and go: the device list is looked at every few seconds (and
-// at once on a port or fatal event, or when verbs fail with EIO or ENODEV);
+// Devices come and go: the device list is looked at every 2 s (and at once
+// on a port or fatal event, or when verbs fail with EIO or ENODEV), the
+// ports on every event and at least every 30 s;
 // a device that left is released at once (its sessions torn down, its
 // context closed, so the kernel can finish removing it), and one that comes
 // back with the same name is used again.
@@ -120,6 +121,9 @@ class ProbeService {
   std::map<std::string, FileState> files_;
   std::map<std::string, std::shared_ptr<Prober>> probers_;  // by target, ports, class, labels
   bool scan_queued_ = false;
+  std::vector<std::string> last_entries_;  // uverbs devices at the last full scan
+  bool ports_dirty_ = true;                // a port event or a reload: look at the ports
+  unsigned quiet_scans_ = 0;               // scans since the last full one
   unsigned short port_ = 0;
   std::thread thread_;
 };

@@ -5,6 +5,7 @@
 
 #include <algorithm>
 #include <cstring>
+#include <filesystem>
 #include <vector>
 
 #include "collectors/probe/verbs_error.hpp"
@@ -61,6 +62,16 @@ Result<std::vector<DeviceId>> Device::list() {
     out.push_back({ibv_get_device_name(list[i]), be64toh(ibv_get_device_guid(list[i]))});
   }
   ibv_free_device_list(list);
+  return out;
+}
+
+std::vector<std::string> Device::uverbs_entries() {
+  std::vector<std::string> out;
+  std::error_code ec;
+  for (const auto& e : std::filesystem::directory_iterator("/sys/class/infiniband_verbs", ec)) {
+    out.push_back(e.path().filename().string());
+  }
+  std::sort(out.begin(), out.end());
   return out;
 }
 

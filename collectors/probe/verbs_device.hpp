@@ -51,6 +51,10 @@ class Device {
 
   // The RDMA devices the kernel has now.
   static Result<std::vector<DeviceId>> list();
+  // The entries of /sys/class/infiniband_verbs, sorted: a cheap sign of the
+  // device list changing (a device's entry goes as soon as its removal
+  // starts, before the kernel waits for users to close it).
+  static std::vector<std::string> uverbs_entries();
   static Result<std::shared_ptr<Device>> open(const std::string& name);
 
   const std::string& name() const { return name_; }
