@@ -41,6 +41,12 @@ def value(text, name, **labels):
     return None
 
 
+# What the probe says on a host without RDMA: the device list cannot be
+# read (no verbs kernel interface), or no port can be probed from.
+NO_PORT_PROBLEM = (r"collector probe failed: (listing RDMA devices: Function not implemented"
+                   r"|no RDMA port to probe from)")
+
+
 def wait_for(fn, timeout=10):
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
@@ -85,9 +91,12 @@ probe:
             self.assertEqual(value(text, "rdma_probe_targets", source="static"), 1)
             self.assertEqual(value(text, "rdma_probe_targets", source="loopback"), 1)
             self.assertEqual(value(text, "rdma_probe_file_sd_last_read_successful"), 1)
-            # Without a device there is nothing to say about one.
+            # Without a device there is nothing to say about one, and the
+            # probe says why it cannot probe.
             self.assertIsNone(value(text, "rdma_probe_device_info"))
-            self.assertIn("probe:", e.log())
+            self.assertIsNone(value(text, "rdma_probe_port_state"))
+            self.assertEqual(value(text, "rdma_exporter_collector_success", collector="probe"), 0)
+            self.assertRegex(e.log(), NO_PORT_PROBLEM)
             # A changed file is picked up.
             self.write_peers("- targets: [a:1, b:1, c:1]\n  labels: {zone: z}\n")
             self.assertEqual(wait_for(lambda: value(metrics(e), "rdma_probe_targets",
@@ -135,8 +144,11 @@ probe:
         self.write_peers("[]")
         with Exporter(config=self.config()) as e:
             answer = raw_request(self.probe_port, b"GET / HTTP/1.1\r\nHost: x\r\n\r\n")
-            self.assertTrue(answer.startswith(b"RXP\x01\x01"), answer[:16])
-            self.assertIn(b"RXP\x01\x04", answer)
+            # A version 2 hello with 18 bytes of payload (no ports), then a
+            # reject.
+            self.assertTrue(answer.startswith(b"RXP\x02\x01\x00\x00\x12"), answer[:16])
+            self.assertEqual(answer[8 + 17], 0, answer[:32])
+            self.assertEqual(answer[26:31], b"RXP\x02\x04", answer)
             self.assertIn(b"bad magic", answer)
             text = wait_for(lambda: (lambda t: t if value(
                 t, "rdma_probe_responder_rejected_total", reason="protocol") else None)(
@@ -153,40 +165,118 @@ probe:
         os.chmod(path, 0o600)
         self.write_peers("[]")
 
-        def setup_with(key):
+        def setup_with(key, device=b"mlx5_0", port=1, rail=b"", sent_port=None):
             with socket.create_connection(("127.0.0.1", self.probe_port), timeout=10) as s:
+                # A version 2 hello: nonce, flags, and a count of no ports.
                 hello = b""
-                while len(hello) < 8 + 17:
-                    chunk = s.recv(8 + 17 - len(hello))
+                while len(hello) < 8 + 18:
+                    chunk = s.recv(8 + 18 - len(hello))
                     self.assertTrue(chunk, "no hello")
                     hello += chunk
-                self.assertEqual(hello[:6], b"RXP\x01\x01\x00")
-                nonce, auth_required = hello[8:24], hello[24]
+                self.assertEqual(hello[:8], b"RXP\x02\x01\x00\x00\x12")
+                nonce, auth_required, ports = hello[8:24], hello[24], hello[25]
                 self.assertEqual(auth_required, 1)
+                self.assertEqual(ports, 0)
                 # write, 64 B, tclass 0, sl 0, MTU 1024, QPN 17, PSN 0, LID 0,
-                # GID 0, rkey 0, address 0.
+                # GID 0, rkey 0, address 0; the responder's device and port
+                # (or its rail), each name a length byte and its bytes; the
+                # MAC over the nonce and all of that, last.
                 fields = (struct.pack(">BIBBH", 2, 64, 0, 0, 1024) +
-                          struct.pack(">IIH", 17, 0, 0) + bytes(16) + struct.pack(">IQ", 0, 0))
+                          struct.pack(">IIH", 17, 0, 0) + bytes(16) + struct.pack(">IQ", 0, 0) +
+                          bytes([len(device)]) + device + bytes([port]) +
+                          bytes([len(rail)]) + rail)
                 mac = hmac.new(key, nonce + fields, hashlib.sha256).digest() if key else bytes(32)
+                if sent_port is not None:  # another port than the MAC is for
+                    at = 47 + 1 + len(device)
+                    fields = fields[:at] + bytes([sent_port]) + fields[at + 1:]
                 payload = fields + mac
-                s.sendall(b"RXP\x01\x02\x00" + struct.pack(">H", len(payload)) + payload)
+                s.sendall(b"RXP\x02\x02\x00" + struct.pack(">H", len(payload)) + payload)
                 answer = s.recv(512)
-            self.assertEqual(answer[:5], b"RXP\x01\x04", answer)
-            return answer[8]  # the reject code
+            self.assertEqual(answer[:5], b"RXP\x02\x04", answer)
+            return answer[8], answer[9:]  # the reject code and reason
 
         with Exporter(config=self.config(f"  secret_file: {path}\n")) as e:
-            self.assertEqual(setup_with(b"the-wrong-secret-of-some-length"), 2)  # auth
-            self.assertEqual(setup_with(None), 2)
+            self.assertEqual(setup_with(b"the-wrong-secret-of-some-length"),
+                             (2, b"authentication failed"))
+            self.assertEqual(setup_with(None), (2, b"authentication failed"))
+            # The MAC covers the port asked for: sent for another, it fails.
+            self.assertEqual(setup_with(secret, sent_port=2), (2, b"authentication failed"))
             # The right secret passes authentication; without a device the
-            # set-up is then refused for want of resources (code 6).
-            self.assertEqual(setup_with(secret), 6)
+            # set-up is then refused for want of resources (code 6), whether
+            # it names a device or a rail.
+            self.assertEqual(setup_with(secret), (6, b"no RDMA device"))
+            self.assertEqual(setup_with(secret, device=b"", rail=b"192.168.100.0/24"),
+                             (6, b"no RDMA device"))
+            # Naming neither is malformed (code 7).
+            self.assertEqual(setup_with(secret, device=b""),
+                             (7, b"setup: names neither a device nor a rail"))
             text = wait_for(lambda: (lambda t: t if value(
-                t, "rdma_probe_responder_rejected_total", reason="resources") else None)(
+                t, "rdma_probe_responder_rejected_total", reason="resources") == 2 else None)(
                     metrics(e)))
-            self.assertEqual(value(text, "rdma_probe_responder_rejected_total", reason="auth"), 2)
+            self.assertEqual(value(text, "rdma_probe_responder_rejected_total", reason="auth"), 3)
+            self.assertEqual(value(text, "rdma_probe_responder_rejected_total",
+                                   reason="protocol"), 1)
             self.assertNotIn(secret.decode(), e.log())
             self.assertNotIn(secret.decode(), text)
             self.assertEqual(e.stop(), 0)
+
+    def test_targets_are_asked_for_their_ports(self):
+        """A second exporter's probe port answers discovery even without RDMA
+        (a hello with no ports); a port nothing listens on is refused."""
+        other_port = free_port()
+        unused = free_port()
+        other_config = f"""
+probe:
+  enabled: true
+  listen_address: 127.0.0.1:{other_port}
+"""
+        config = f"""
+probe:
+  enabled: true
+  listen_address: 127.0.0.1:{self.probe_port}
+  discovery_interval: 200ms
+  backoff_initial: 50ms
+  backoff_max: 100ms
+  targets:
+    - address: 127.0.0.1:{other_port}
+      labels: {{rack: r1}}
+    - address: 127.0.0.1:{unused}
+"""
+        with Exporter(config=other_config) as other, Exporter(config=config) as e:
+            answering = f"127.0.0.1:{other_port}"
+            refused = f"127.0.0.1:{unused}"
+
+            def discovered():
+                t = metrics(e)
+                if (value(t, "rdma_probe_target_up", target=answering) == 1 and
+                        (value(t, "rdma_probe_discovery_errors_total", target=refused,
+                               reason="refused") or 0) >= 2):
+                    return t
+                return None
+
+            text = wait_for(discovered)
+            self.assertIsNotNone(text, metrics(e))
+            self.assertEqual(value(text, "rdma_probe_target_up", target=answering, rack="r1"), 1)
+            self.assertEqual(value(text, "rdma_probe_target_ports", target=answering), 0)
+            self.assertIsNone(value(text, "rdma_probe_discovery_errors_total", target=answering))
+            self.assertEqual(value(text, "rdma_probe_target_up", target=refused), 0)
+            self.assertEqual(value(text, "rdma_probe_target_ports", target=refused), 0)
+            self.assertEqual(value(text, "rdma_probe_targets", source="static"), 2)
+            # Nothing to probe from or to: no probe series.
+            self.assertIsNone(value(text, "rdma_probe_sent_total"))
+            # Targets that do not answer are not a problem of the probe; the
+            # missing RDMA port is.
+            self.assertEqual(value(text, "rdma_exporter_collector_success", collector="probe"), 0)
+            self.assertRegex(e.log(), NO_PORT_PROBLEM)
+            # Asked again after the interval: the other exporter's responder
+            # sees connections that read the hello and leave, and rejects none.
+            self.assertTrue(wait_for(lambda: value(
+                metrics(e), "rdma_probe_discovery_errors_total", target=refused,
+                reason="refused") >= 3))
+            other_text = metrics(other)
+            self.assertIsNone(value(other_text, "rdma_probe_responder_rejected_total"))
+            self.assertEqual(e.stop(), 0)
+            self.assertEqual(other.stop(), 0)
 
     def start_failure(self, config):
         r = subprocess.run([BIN, "--web.listen-address", "127.0.0.1:0", "--config.file",

@@ -8,6 +8,7 @@
 namespace rdma_exporter::probe {
 namespace {
 
+// A setup for port 2 of mlx5_1 (no rail).
 wire::Setup sample_setup() {
   wire::Setup s;
   s.op = Op::read;
@@ -21,8 +22,61 @@ wire::Setup sample_setup() {
   for (std::size_t i = 0; i < 16; ++i) s.peer.gid[i] = static_cast<uint8_t>(i * 3);
   s.peer.rkey = 0xdeadbeef;
   s.peer.addr = 0x00007f0011223344ull;
+  s.device = "mlx5_1";
+  s.port = 2;
   s.mac.fill(0x5a);
   return s;
+}
+
+// Offsets in a setup's payload: op 0, size 1-4, tclass 5, sl 6, mtu 7-8,
+// the peer 9-46 (qpn 9, psn 13, lid 17, gid 19, rkey 35, addr 39), then the
+// device's length byte at 47.
+constexpr std::size_t kSetupDevice = 47;
+
+// A RoCE port with an IPv4-mapped GID (::ffff:192.168.100.7) and an
+// InfiniBand port (fe80::2:c903:12:3456).
+wire::Hello sample_hello() {
+  wire::Hello h;
+  for (std::size_t i = 0; i < 16; ++i) h.nonce[i] = static_cast<uint8_t>(i);
+  wire::PortAd roce;
+  roce.device = "mlx5_0";
+  roce.port = 1;
+  roce.ethernet = true;
+  roce.gid = {0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0xff, 0xff, 192, 168, 100, 7};
+  roce.rail = "192.168.100.0/24";
+  wire::PortAd ib;
+  ib.device = "mlx5_2";
+  ib.port = 2;
+  ib.ethernet = false;
+  ib.gid = {0xfe, 0x80, 0, 0, 0, 0, 0, 0, 0x00, 0x02, 0xc9, 0x03, 0x00, 0x12, 0x34, 0x56};
+  ib.rail = "fe80::/64";
+  h.ports = {roce, ib};
+  return h;
+}
+
+// A message of `type` with `payload`, its header written here.
+std::vector<uint8_t> frame(wire::Type type, const std::vector<uint8_t>& payload) {
+  std::vector<uint8_t> out;
+  out.reserve(wire::kHeaderSize + payload.size());
+  for (uint8_t b :
+       {uint8_t{'R'}, uint8_t{'X'}, uint8_t{'P'}, uint8_t{2}, static_cast<uint8_t>(type),
+        uint8_t{0}, static_cast<uint8_t>(payload.size() >> 8),
+        static_cast<uint8_t>(payload.size() & 0xff)}) {
+    out.push_back(b);
+  }
+  for (uint8_t b : payload) out.push_back(b);
+  return out;
+}
+
+std::vector<uint8_t> payload_of(const wire::Message& m) {
+  const auto bytes = wire::encode(m);
+  return {bytes.begin() + wire::kHeaderSize, bytes.end()};
+}
+
+// The decoder's complaint about `bytes`, "" when it accepts them.
+std::string refusal(const std::vector<uint8_t>& bytes) {
+  auto m = wire::decode(bytes);
+  return m ? "" : m.error().message;
 }
 
 TEST(ProbeQpParams, OneSetOfDefaultsForClassSetupAndEndpoint) {
@@ -42,12 +96,21 @@ TEST(ProbeQpParams, OneSetOfDefaultsForClassSetupAndEndpoint) {
 }
 
 TEST(ProbeProtocol, EveryMessageRoundTrips) {
-  wire::Hello hello;
-  hello.nonce.fill(9);
+  wire::Hello hello = sample_hello();
   hello.auth_required = true;
+  wire::Setup by_rail = sample_setup();
+  by_rail.device = "";
+  by_rail.rail = "10.1.0.0/16";
+  wire::Setup both = sample_setup();
+  both.rail = "rail 7";
   wire::Accept accept;
   accept.peer = sample_setup().peer;
-  const std::vector<wire::Message> messages = {hello, sample_setup(), accept,
+  const std::vector<wire::Message> messages = {wire::Hello{},
+                                               hello,
+                                               sample_setup(),
+                                               by_rail,
+                                               both,
+                                               accept,
                                                wire::Reject{wire::RejectCode::rate, "slow down"},
                                                wire::Keepalive{}};
   for (const auto& m : messages) {
@@ -59,12 +122,13 @@ TEST(ProbeProtocol, EveryMessageRoundTrips) {
 }
 
 TEST(ProbeProtocol, HeaderIsMagicVersionTypeAndBigEndianLength) {
+  EXPECT_EQ(wire::kVersion, 2);
   const auto bytes = wire::encode(wire::Reject{wire::RejectCode::auth, "no"});
   ASSERT_EQ(bytes.size(), wire::kHeaderSize + 3);
   EXPECT_EQ(bytes[0], 'R');
   EXPECT_EQ(bytes[1], 'X');
   EXPECT_EQ(bytes[2], 'P');
-  EXPECT_EQ(bytes[3], wire::kVersion);
+  EXPECT_EQ(bytes[3], 2);
   EXPECT_EQ(bytes[4], static_cast<uint8_t>(wire::Type::reject));
   EXPECT_EQ(bytes[5], 0);
   EXPECT_EQ(bytes[6], 0);
@@ -83,7 +147,7 @@ TEST(ProbeProtocol, SetupFieldsAreBigEndian) {
 
 TEST(ProbeProtocol, SetupEncodesToTheseBytes) {
   const std::vector<uint8_t> want = {
-      'R',  'X',  'P',  1,    2,    0,    0x00, 79,  // header: setup, 79 bytes
+      'R',  'X',  'P',  2,    2,    0,    0x00, 88,  // header: v2, setup, 88 bytes
       3,                                             // op: read
       0x00, 0x00, 0x10, 0x00,                        // size 4096
       106,                                           // tclass
@@ -96,11 +160,241 @@ TEST(ProbeProtocol, SetupEncodesToTheseBytes) {
       33,   36,   39,   42,   45,                      // gid
       0xde, 0xad, 0xbe, 0xef,                          // rkey
       0x00, 0x00, 0x7f, 0x00, 0x11, 0x22, 0x33, 0x44,  // addr
+      6,    'm',  'l',  'x',  '5',  '_',  '1',         // device "mlx5_1"
+      2,                                               // port
+      0,                                               // rail: none
       0x5a, 0x5a, 0x5a, 0x5a, 0x5a, 0x5a, 0x5a, 0x5a, 0x5a, 0x5a, 0x5a,
       0x5a, 0x5a, 0x5a, 0x5a, 0x5a, 0x5a, 0x5a, 0x5a, 0x5a, 0x5a, 0x5a,
-      0x5a, 0x5a, 0x5a, 0x5a, 0x5a, 0x5a, 0x5a, 0x5a, 0x5a, 0x5a,  // mac
+      0x5a, 0x5a, 0x5a, 0x5a, 0x5a, 0x5a, 0x5a, 0x5a, 0x5a, 0x5a,  // mac, last
   };
   EXPECT_EQ(wire::encode(sample_setup()), want);
+}
+
+TEST(ProbeProtocol, SetupForARailEncodesAnEmptyDeviceAndTheRail) {
+  wire::Setup s = sample_setup();
+  s.device = "";
+  s.port = 1;
+  s.rail = "10.1.0.0/16";
+  const auto bytes = wire::encode(s);
+  // 47 bytes of fields and peer, 1 (no device), 1 (port), 12 (rail), 32.
+  ASSERT_EQ(bytes.size(), wire::kHeaderSize + 93);
+  EXPECT_EQ(bytes[7], 93);
+  const std::vector<uint8_t> tail(bytes.begin() + wire::kHeaderSize + kSetupDevice,
+                                  bytes.end() - wire::kMacSize);
+  EXPECT_EQ(tail, (std::vector<uint8_t>{0, 1, 11, '1', '0', '.', '1', '.', '0', '.', '0', '/', '1',
+                                        '6'}));
+}
+
+TEST(ProbeProtocol, HelloEncodesToTheseBytes) {
+  const std::vector<uint8_t> want = {
+      'R',  'X',  'P',  2,    1,    0,    0x00, 95,  // header: v2, hello, 95 bytes
+      0,    1,    2,    3,    4,    5,    6,    7,   8,    9,
+      10,   11,   12,   13,   14,   15,         // nonce
+      0,                                        // no authentication
+      2,                                        // two ports
+      6,    'm',  'l',  'x',  '5',  '_',  '0',  // device
+      1,                                        // port
+      1,                                        // ethernet
+      0,    0,    0,    0,    0,    0,    0,    0,   0,    0,
+      0xff, 0xff, 192,  168,  100,  7,  // gid
+      16,   '1',  '9',  '2',  '.',  '1',  '6',  '8', '.',  '1',
+      '0',  '0',  '.',  '0',  '/',  '2',  '4',  // rail
+      6,    'm',  'l',  'x',  '5',  '_',  '2',  // device
+      2,                                        // port
+      2,                                        // infiniband
+      0xfe, 0x80, 0,    0,    0,    0,    0,    0,   0x00, 0x02,
+      0xc9, 0x03, 0x00, 0x12, 0x34, 0x56,                        // gid
+      9,    'f',  'e',  '8',  '0',  ':',  ':',  '/', '6',  '4',  // rail
+  };
+  EXPECT_EQ(wire::encode(sample_hello()), want);
+  // The bytes above, read back.
+  auto back = wire::decode(want);
+  ASSERT_TRUE(back) << back.error().message;
+  const auto& hello = std::get<wire::Hello>(back.value());
+  ASSERT_EQ(hello.ports.size(), 2u);
+  EXPECT_EQ(hello.ports[0].device, "mlx5_0");
+  EXPECT_TRUE(hello.ports[0].ethernet);
+  EXPECT_EQ(hello.ports[0].rail, "192.168.100.0/24");
+  EXPECT_EQ(hello.ports[1].port, 2);
+  EXPECT_FALSE(hello.ports[1].ethernet);
+  EXPECT_EQ(hello.ports[1].rail, "fe80::/64");
+}
+
+TEST(ProbeProtocol, HelloListsAtMost32Ports) {
+  wire::Hello h;
+  for (int i = 0; i < 33; ++i) {
+    wire::PortAd p;
+    p.device = "mlx5_" + std::to_string(i);
+    p.rail = "r";
+    h.ports.push_back(p);
+  }
+  // The encoder sends the first 32.
+  const auto bytes = wire::encode(h);
+  EXPECT_EQ(bytes[wire::kHeaderSize + 17], 32);
+  auto back = wire::decode(bytes);
+  ASSERT_TRUE(back) << back.error().message;
+  const auto& got = std::get<wire::Hello>(back.value()).ports;
+  ASSERT_EQ(got.size(), 32u);
+  EXPECT_EQ(got.back().device, "mlx5_31");
+  // A peer that says 33 is refused before anything else is read.
+  auto payload = payload_of(h);
+  payload[17] = 33;
+  EXPECT_EQ(refusal(frame(wire::Type::hello, payload)), "hello: more than 32 ports");
+}
+
+TEST(ProbeProtocol, MalformedHellosAreRefused) {
+  // One port: the device's length byte is at 18, the device 19-24
+  // ("mlx5_0"), port 25, link layer 26, gid 27-42, the rail's length 43.
+  wire::Hello one;
+  one.ports = {sample_hello().ports[0]};
+  const auto good = payload_of(one);
+  ASSERT_EQ(good.size(), 60u);
+  ASSERT_EQ(refusal(frame(wire::Type::hello, good)), "");
+  auto with = [&](std::size_t at, uint8_t v) {
+    auto p = good;
+    p.at(at) = v;
+    return refusal(frame(wire::Type::hello, p));
+  };
+  EXPECT_EQ(with(16, 2), "hello: unknown flags");
+  EXPECT_EQ(with(17, 2), "hello: port 1: bad device name");  // ports run out
+  EXPECT_EQ(with(18, 0), "hello: port 0: bad device name");  // empty
+  EXPECT_EQ(with(19, 0x1f), "hello: port 0: bad device name");
+  EXPECT_EQ(with(24, 0x7f), "hello: port 0: bad device name");
+  EXPECT_EQ(with(25, 0), "hello: port 0: port number 0");
+  EXPECT_EQ(with(26, 0), "hello: port 0: unknown link layer 0");
+  EXPECT_EQ(with(26, 3), "hello: port 0: unknown link layer 3");
+  EXPECT_EQ(with(44, '\n'), "hello: port 0: bad rail");
+  EXPECT_EQ(with(43, 65), "hello: port 0: bad rail");  // longer than 64
+  // An empty rail, nothing after it.
+  auto empty_rail = good;
+  empty_rail.resize(44);
+  empty_rail[43] = 0;
+  EXPECT_EQ(refusal(frame(wire::Type::hello, empty_rail)), "hello: port 0: bad rail");
+  // A byte after the last port.
+  auto longer = good;
+  longer.push_back('x');
+  EXPECT_EQ(refusal(frame(wire::Type::hello, longer)), "hello: bytes after the last port");
+  // Ending inside the port.
+  auto cut = good;
+  cut.resize(30);
+  EXPECT_EQ(refusal(frame(wire::Type::hello, cut)), "hello: port 0: truncated");
+  cut.resize(17);
+  EXPECT_EQ(refusal(frame(wire::Type::hello, cut)), "hello: truncated");
+}
+
+TEST(ProbeProtocol, NamesAreOneTo64PrintableBytes) {
+  // 64 bytes, with the lowest and highest printable ones.
+  const std::string longest = "~" + std::string(62, 'n') + " ";
+  ASSERT_EQ(longest.size(), 64u);
+  wire::Hello h;
+  h.ports = {sample_hello().ports[0]};
+  h.ports[0].device = longest;
+  h.ports[0].rail = longest;
+  auto back = wire::decode(wire::encode(h));
+  ASSERT_TRUE(back) << back.error().message;
+  EXPECT_EQ(std::get<wire::Hello>(back.value()), h);
+  wire::Setup s = sample_setup();
+  s.device = longest;
+  s.rail = longest;
+  back = wire::decode(wire::encode(s));
+  ASSERT_TRUE(back) << back.error().message;
+  EXPECT_EQ(std::get<wire::Setup>(back.value()), s);
+
+  // 65 bytes: the encoder sends the first 64 ...
+  wire::Setup over = sample_setup();
+  over.device = longest + "X";
+  const auto bytes = wire::encode(over);
+  EXPECT_EQ(bytes[wire::kHeaderSize + kSetupDevice], 64);
+  back = wire::decode(bytes);
+  ASSERT_TRUE(back) << back.error().message;
+  EXPECT_EQ(std::get<wire::Setup>(back.value()).device, longest);
+  // ... and a peer that sends 65 is refused.
+  std::vector<uint8_t> payload = payload_of(sample_setup());
+  payload.erase(payload.begin() + kSetupDevice, payload.begin() + kSetupDevice + 7);
+  std::vector<uint8_t> name(1, 65);
+  name.insert(name.end(), 65, 'a');
+  payload.insert(payload.begin() + kSetupDevice, name.begin(), name.end());
+  EXPECT_EQ(refusal(frame(wire::Type::setup, payload)), "setup: bad device name");
+}
+
+// The encoder never sends a hello the decoder would refuse: 32 ports with
+// 64-byte device names and rails, 18 + 32 * (65 + 1 + 1 + 16 + 65) = 4754
+// bytes of payload.
+TEST(ProbeProtocol, LargestHelloIsDecodable) {
+  wire::Hello h;
+  for (int i = 0; i < 32; ++i) {
+    wire::PortAd p;
+    p.device = std::string(62, 'd') + std::to_string(10 + i);
+    p.rail = std::string(64, 'r');
+    h.ports.push_back(p);
+  }
+  const auto bytes = wire::encode(h);
+  ASSERT_EQ(bytes.size(), wire::kHeaderSize + 4754);
+  EXPECT_EQ(bytes[6], 0x12);  // 4754 = 0x1292
+  EXPECT_EQ(bytes[7], 0x92);
+  auto back = wire::decode(bytes);
+  ASSERT_TRUE(back) << back.error().message;
+  EXPECT_EQ(std::get<wire::Hello>(back.value()), h);
+}
+
+TEST(ProbeProtocol, MalformedSetupsAreRefused) {
+  // sample_setup's payload: device length 47, "mlx5_1" 48-53, port 54,
+  // rail length 55, the MAC 56-87.
+  const auto good = payload_of(sample_setup());
+  ASSERT_EQ(good.size(), 88u);
+  auto with = [&](std::size_t at, uint8_t v) {
+    auto p = good;
+    p.at(at) = v;
+    return refusal(frame(wire::Type::setup, p));
+  };
+  EXPECT_EQ(with(48, 0x09), "setup: bad device name");
+  EXPECT_EQ(with(53, 0x80), "setup: bad device name");
+  EXPECT_EQ(with(54, 0), "setup: port number 0");
+  // A rail length that runs into the MAC, whose bytes (0x5a, 'Z') are
+  // printable: the MAC is then short.
+  EXPECT_EQ(with(55, 3), "setup: truncated");
+  // Neither a device nor a rail.
+  auto neither = good;
+  neither.erase(neither.begin() + 48, neither.begin() + 54);
+  neither[47] = 0;
+  EXPECT_EQ(refusal(frame(wire::Type::setup, neither)), "setup: names neither a device nor a rail");
+  // A rail that is not printable.
+  wire::Setup by_rail = sample_setup();
+  by_rail.device = "";
+  by_rail.rail = "ab";
+  auto rail = payload_of(by_rail);
+  ASSERT_EQ(rail[49], 2);
+  rail[51] = 0x00;
+  EXPECT_EQ(refusal(frame(wire::Type::setup, rail)), "setup: bad rail");
+  // A byte after the MAC.
+  auto longer = good;
+  longer.push_back(0);
+  EXPECT_EQ(refusal(frame(wire::Type::setup, longer)), "setup: bytes after the MAC");
+  // Ending inside the MAC, before the rail, before the port, inside the peer.
+  auto cut = good;
+  cut.resize(87);
+  EXPECT_EQ(refusal(frame(wire::Type::setup, cut)), "setup: truncated");
+  cut.resize(55);
+  EXPECT_NE(refusal(frame(wire::Type::setup, cut)), "");
+  cut.resize(54);
+  EXPECT_EQ(refusal(frame(wire::Type::setup, cut)), "setup: truncated");
+  cut.resize(46);
+  EXPECT_EQ(refusal(frame(wire::Type::setup, cut)), "setup: truncated");
+}
+
+TEST(ProbeProtocol, SetupMacCoversEverythingButTheMac) {
+  for (const wire::Setup& s : {sample_setup(), [] {
+                                 wire::Setup r = sample_setup();
+                                 r.device = "";
+                                 r.rail = "10.1.0.0/16";
+                                 return r;
+                               }()}) {
+    auto payload = payload_of(s);
+    payload.resize(payload.size() - wire::kMacSize);
+    EXPECT_EQ(wire::setup_mac_input(s), payload);
+  }
+  // 47 + 7 (device) + 1 (port) + 1 (no rail).
+  EXPECT_EQ(wire::setup_mac_input(sample_setup()).size(), 56u);
 }
 
 // Sets byte `at` of an encoded setup and expects the decoder to refuse it
@@ -115,21 +409,28 @@ void expect_rejected(std::size_t at, uint8_t value, const std::string& want) {
 
 TEST(ProbeProtocol, MalformedHeadersAreRefused) {
   expect_rejected(0, 'G', "bad magic");
-  expect_rejected(3, 2, "version 2");
+  expect_rejected(3, 1, "protocol version 1 not spoken (this is 2)");
+  expect_rejected(3, 3, "protocol version 3 not spoken (this is 2)");
   expect_rejected(4, 0, "unknown message type 0");
   expect_rejected(4, 99, "unknown message type 99");
   expect_rejected(5, 1, "reserved");
-  auto bytes = wire::encode(sample_setup());
-  bytes[6] = 0x10;  // 4096 bytes of payload claimed
-  auto m = wire::decode(bytes);
-  ASSERT_FALSE(m);
-  EXPECT_NE(m.error().message.find("exceeds"), std::string::npos);
   EXPECT_EQ(wire::decode_header(std::vector<uint8_t>{'R', 'X'}).error().message,
             "truncated header");
   EXPECT_EQ(wire::decode_header(wire::encode(sample_setup())).value().type, wire::Type::setup);
-  const auto version = wire::decode(std::vector<uint8_t>{'R', 'X', 'P', 9, 5, 0, 0, 0});
+  const auto version = wire::decode(std::vector<uint8_t>{'R', 'X', 'P', 1, 5, 0, 0, 0});
   ASSERT_FALSE(version);
   EXPECT_EQ(version.error().code, EPROTONOSUPPORT);
+}
+
+// 8192 bytes: room for the largest hello (LargestHelloIsDecodable).
+TEST(ProbeProtocol, PayloadsAreAtMost8192Bytes) {
+  EXPECT_EQ(wire::kMaxPayload, 8192u);
+  const auto most = wire::decode_header(std::vector<uint8_t>{'R', 'X', 'P', 2, 1, 0, 0x20, 0x00});
+  ASSERT_TRUE(most) << most.error().message;
+  EXPECT_EQ(most->length, 8192);
+  const auto over = wire::decode_header(std::vector<uint8_t>{'R', 'X', 'P', 2, 1, 0, 0x20, 0x01});
+  ASSERT_FALSE(over);
+  EXPECT_EQ(over.error().message, "payload of 8193 bytes exceeds 8192");
 }
 
 TEST(ProbeProtocol, MalformedSetupFieldsAreRefused) {
@@ -157,8 +458,8 @@ TEST(ProbeProtocol, MalformedSetupFieldsAreRefused) {
 }
 
 TEST(ProbeProtocol, WrongPayloadLengthsAreRefused) {
-  for (const wire::Message& m : {wire::Message{wire::Hello{}}, wire::Message{sample_setup()},
-                                 wire::Message{wire::Keepalive{}}}) {
+  for (const wire::Message& m : {wire::Message{wire::Hello{}}, wire::Message{sample_hello()},
+                                 wire::Message{sample_setup()}, wire::Message{wire::Keepalive{}}}) {
     auto bytes = wire::encode(m);
     // One byte more, with the header saying so.
     bytes.push_back(0);
@@ -208,7 +509,7 @@ TEST(ProbeProtocol, RejectReasonIsAtMost200Bytes) {
   EXPECT_EQ(std::get<wire::Reject>(back.value()).reason, longest);
 
   // A peer that sends 201 bytes of reason (a 202-byte payload) is refused.
-  std::vector<uint8_t> over = {'R', 'X', 'P', 1, 4, 0, 0, 202, 3};
+  std::vector<uint8_t> over = {'R', 'X', 'P', 2, 4, 0, 0, 202, 3};
   over.insert(over.end(), 201, 'r');
   const auto refused = wire::decode(over);
   ASSERT_FALSE(refused);
@@ -216,19 +517,40 @@ TEST(ProbeProtocol, RejectReasonIsAtMost200Bytes) {
 }
 
 TEST(ProbeProtocol, HelloFlagsAreChecked) {
+  // nonce (16 bytes), flags, port count
   auto bytes = wire::encode(wire::Hello{});
-  bytes.back() = 2;
-  EXPECT_FALSE(wire::decode(bytes));
+  ASSERT_EQ(bytes.size(), wire::kHeaderSize + 18);
+  bytes[wire::kHeaderSize + 16] = 2;
+  EXPECT_EQ(refusal(bytes), "hello: unknown flags");
+  bytes[wire::kHeaderSize + 16] = 1;
+  auto back = wire::decode(bytes);
+  ASSERT_TRUE(back) << back.error().message;
+  EXPECT_TRUE(std::get<wire::Hello>(back.value()).auth_required);
 }
 
 TEST(ProbeProtocol, EveryTruncationOfEveryMessageIsAnError) {
-  const std::vector<wire::Message> messages = {wire::Hello{}, sample_setup(),
+  wire::Setup by_rail = sample_setup();
+  by_rail.device = "";
+  by_rail.rail = "10.1.0.0/16";
+  const std::vector<wire::Message> messages = {wire::Hello{},
+                                               sample_hello(),
+                                               sample_setup(),
+                                               by_rail,
                                                wire::Accept{sample_setup().peer},
                                                wire::Reject{wire::RejectCode::auth, "x"}};
   for (const auto& m : messages) {
     const auto bytes = wire::encode(m);
     for (std::size_t n = 0; n < bytes.size(); ++n) {
       EXPECT_FALSE(wire::decode(std::span<const uint8_t>(bytes.data(), n))) << n;
+    }
+    // The payload cut short, with a header that says so (a reject's reason
+    // may be cut anywhere).
+    std::vector<uint8_t> payload(bytes.begin() + wire::kHeaderSize, bytes.end());
+    const auto type = static_cast<wire::Type>(bytes[4]);
+    if (type == wire::Type::reject) continue;
+    for (std::size_t n = 0; n < payload.size(); ++n) {
+      EXPECT_FALSE(wire::decode_payload(type, std::span<const uint8_t>(payload.data(), n)))
+          << static_cast<int>(type) << " cut at " << n;
     }
   }
 }
@@ -249,7 +571,30 @@ TEST(ProbeAuth, MacDependsOnSecretNonceAndEveryField) {
   changed = s;
   changed.peer.rkey ^= 1;
   EXPECT_FALSE(setup_mac_valid(secret, nonce, changed));
+  // Which port the setup asks for is covered too.
+  changed = s;
+  changed.device = "mlx5_2";
+  EXPECT_FALSE(setup_mac_valid(secret, nonce, changed));
+  changed = s;
+  changed.port = 1;
+  EXPECT_FALSE(setup_mac_valid(secret, nonce, changed));
+  changed = s;
+  changed.rail = "r";
+  EXPECT_FALSE(setup_mac_valid(secret, nonce, changed));
   EXPECT_NE(random_nonce(), random_nonce());
+}
+
+// HMAC-SHA256(secret, nonce || the setup's payload without its MAC), with a
+// digest computed independently of the code under test (Python's hmac over
+// the bytes of SetupEncodesToTheseBytes without the MAC, and a nonce of
+// 0x00..0x0f).
+TEST(ProbeAuth, MacIsHmacSha256OfNonceAndPayload) {
+  Nonce nonce{};
+  for (std::size_t i = 0; i < nonce.size(); ++i) nonce[i] = static_cast<uint8_t>(i);
+  const Mac want = {0xfd, 0x92, 0x9d, 0x51, 0x64, 0x19, 0x00, 0xba, 0xd9, 0xf6, 0xea,
+                    0xed, 0x62, 0xcf, 0xa8, 0x93, 0xf6, 0xce, 0xe1, 0xa5, 0x77, 0x5e,
+                    0x46, 0xf9, 0x8d, 0xeb, 0x43, 0x93, 0xbb, 0x00, 0xd3, 0xf0};
+  EXPECT_EQ(setup_mac("0123456789abcdef-secret", nonce, sample_setup()), want);
 }
 
 TEST(ProbeAuth, SecretFileNeedsSixteenBytes) {
