@@ -56,7 +56,19 @@ std::vector<std::string> validate_probe_options(const ProbeOptions& o) {
       errors.push_back(key + ": a rail is 1 to 64 printable ASCII characters");
     }
   };
-  for (const auto& [port, rail] : o.rails) rail_problem(rail, "probe.rails." + port);
+  for (const auto& [port, rail] : o.rails) {
+    rail_problem(rail, "probe.rails." + port);
+    // "device" or "device/port", port 1 to 255.
+    const auto slash = port.find('/');
+    int number = 0;
+    const char* end = port.data() + port.size();
+    if (port.empty() || slash == 0 ||
+        (slash != std::string::npos &&
+         (std::from_chars(port.data() + slash + 1, end, number).ptr != end || number < 1 ||
+          number > 255))) {
+      errors.push_back("probe.rails." + port + ": expected a device name or device/port");
+    }
+  }
   if (o.backoff_max < o.backoff_initial) {
     errors.push_back("probe.backoff_max: must not be below probe.backoff_initial");
   }
