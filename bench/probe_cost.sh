@@ -18,27 +18,7 @@ SECS=${BENCH_SECS:-20}
 SIZE=${BENCH_SIZE:-64}
 : "${RESULTS:?run this through tests/vm/run-in-vm}"
 R=$RESULTS
-t() {
-	local secs=$1
-	shift
-	timeout --kill-after=5 "$secs" "$@"
-}
-wait_listen() {
-	local deadline=$((SECONDS + 30))
-	until t 5 ss -Hltn "sport = :$1" | grep -q .; do
-		((SECONDS < deadline)) || return 1
-		sleep 0.1
-	done
-}
-# CPU time of every thread of PID in nanoseconds, from the scheduler's own
-# accounting (se.sum_exec_runtime in /proc/PID/task/*/sched, milliseconds
-# with six decimals): tick-sampled utime/stime are coarse for a process that
-# wakes often and briefly. It includes the kernel's work in the process's
-# context, which on rxe is the whole RDMA transport.
-cpu_ns() {
-	cat /proc/"$1"/task/*/sched |
-		awk '/se.sum_exec_runtime/ {s += $3} END {printf "%.0f", s * 1000000}'
-}
+. "$(dirname -- "${BASH_SOURCE[0]}")/vm-lib.sh"
 
 gid=$(t 120 "$RXE_UP" --print-gid-index 2>"$R/rxe-up.log")
 out=$R/probe-cost.txt

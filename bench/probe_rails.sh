@@ -20,24 +20,7 @@ SECS=${BENCH_SECS:-30}
 RAILS=${BENCH_RAILS:-8}
 : "${RESULTS:?run this through tests/vm/run-in-vm}"
 R=$RESULTS
-t() {
-	local secs=$1
-	shift
-	timeout --kill-after=5 "$secs" "$@"
-}
-wait_listen() {
-	local deadline=$((SECONDS + 30))
-	until t 5 ss -Hltn "sport = :$1" | grep -q .; do
-		((SECONDS < deadline)) || return 1
-		sleep 0.1
-	done
-}
-# CPU time of every thread of PID in nanoseconds (se.sum_exec_runtime; see
-# bench/probe_cost.sh).
-cpu_ns() {
-	cat /proc/"$1"/task/*/sched |
-		awk '/se.sum_exec_runtime/ {s += $3} END {printf "%.0f", s * 1000000}'
-}
+. "$(dirname -- "${BASH_SOURCE[0]}")/vm-lib.sh"
 scrape() {
 	t 10 curl -sS "http://127.0.0.1:10910/metrics" >"$R/$1"
 }

@@ -115,6 +115,7 @@ import socket
 import subprocess
 import sys
 import time
+import unittest
 import urllib.request
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
@@ -731,6 +732,65 @@ def _close_live_beds():
 
 
 # ---------------------------------------------------------------- CLI
+
+
+class BedTestCase(unittest.TestCase):
+    """A suite on one bed for the whole class: boots it in setUpClass (BED
+    holds the Bed arguments), keeps its evidence when a test fails, and at
+    the end prints RECORD (what the tests measured) and writes it to
+    RESULTS_FILE in the bed's directory."""
+    BED = {}
+    READY_TIMEOUT = 300
+    RESULTS_FILE = "bed-results.json"
+    bed = None
+    record = {}
+
+    @classmethod
+    def setUpClass(cls):
+        # A terminated test run still stops its VMs (Bed.close at exit).
+        signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))
+        cls.started = time.monotonic()
+        cls.bed = Bed(**cls.BED)
+        cls.bed.start()
+        try:
+            cls.ready = cls.bed.wait_ready(cls.READY_TIMEOUT)
+            cls.record = {"ready_s": cls.bed.timings.get("all_ready_s")}
+            cls.set_up_bed()
+        except BaseException:
+            cls.bed.keep = True
+            cls.bed.close()
+            raise
+
+    @classmethod
+    def set_up_bed(cls):
+        """What the suite starts once every VM is ready."""
+
+    @classmethod
+    def tearDownClass(cls):
+        if cls.bed is None:
+            return
+        try:
+            if cls.bed.exit_codes == {}:
+                cls.bed.stop()
+        finally:
+            cls.record["timings"] = cls.bed.timings
+            cls.record["wall_s"] = round(time.monotonic() - cls.started, 1)
+            text = json.dumps(cls.record, indent=1, sort_keys=True)
+            print(f"\n{cls.__name__} results:\n{text}", file=sys.stderr)
+            if cls.bed.dir:
+                with open(os.path.join(cls.bed.dir, cls.RESULTS_FILE), "w") as f:
+                    f.write(text + "\n")
+            cls.bed.close()
+
+    def run(self, result=None):
+        # Keep the bed's evidence when any test fails.
+        if result is None:
+            return super().run(result)
+        before = len(result.failures) + len(result.errors)
+        out = super().run(result)
+        if len(result.failures) + len(result.errors) > before and self.bed:
+            self.bed.keep = True
+        return out
 
 def main(argv=None):
     ap = argparse.ArgumentParser(description="Boot the multi-VM bed and show it working.")

@@ -20,14 +20,11 @@ in the bed's directory (bed-results.json) when RDMA_VM_KEEP=1 or a test fails.
 import ipaddress
 import json
 import math
-import os
 import re
-import signal
 import sys
-import time
 import unittest
 
-from bed import Bed
+from bed import BedTestCase
 
 ITERS = 1000
 # Far less than the pair's traffic: what the device of the other rail, or a
@@ -85,51 +82,13 @@ def perftest_row(text):
     raise AssertionError("no result row in ib_write_lat's output")
 
 
-class BedTest(unittest.TestCase):
-    bed = None
-    record = {}
+class BedTest(BedTestCase):
+    BED = {"vms": 3, "rails": 2, "racks": RACKS}
+    READY_TIMEOUT = READY_TIMEOUT
 
     @classmethod
-    def setUpClass(cls):
-        # A terminated test run still stops its VMs (Bed.close at exit).
-        signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))
-        cls.started = time.monotonic()
-        cls.bed = Bed(vms=3, rails=2, racks=RACKS)
-        cls.bed.start()
-        try:
-            cls.ready = cls.bed.wait_ready(READY_TIMEOUT)
-        except BaseException:
-            cls.bed.keep = True
-            cls.bed.close()
-            raise
-        cls.record = {"ready_s": cls.bed.timings["all_ready_s"], "pairs": {}}
-
-    @classmethod
-    def tearDownClass(cls):
-        if cls.bed is None:
-            return
-        try:
-            if cls.bed.exit_codes == {}:
-                cls.bed.stop()
-        finally:
-            cls.record["timings"] = cls.bed.timings
-            cls.record["wall_s"] = round(time.monotonic() - cls.started, 1)
-            text = json.dumps(cls.record, indent=1, sort_keys=True)
-            print(f"\nvm.bed results:\n{text}", file=sys.stderr)
-            if cls.bed.dir:
-                with open(os.path.join(cls.bed.dir, "bed-results.json"), "w") as f:
-                    f.write(text + "\n")
-            cls.bed.close()
-
-    def run(self, result=None):
-        # Keep the bed's evidence when any test fails.
-        if result is None:
-            return super().run(result)
-        before = len(result.failures) + len(result.errors)
-        out = super().run(result)
-        if len(result.failures) + len(result.errors) > before and self.bed:
-            self.bed.keep = True
-        return out
+    def set_up_bed(cls):
+        cls.record["pairs"] = {}
 
     # ------------------------------------------------------------ helpers
 

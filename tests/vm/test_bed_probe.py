@@ -22,15 +22,11 @@ Results (latencies, ratios, counter deltas, timings) are printed and kept in
 the bed's directory (bed-probe-results.json) when RDMA_VM_KEEP=1 or a test
 fails.
 """
-import json
-import os
-import signal
-import sys
 import time
 import unittest
 
-from bed import Bed
-from vmrun import BIN, Exposition
+from bed import BedTestCase
+from vmrun import BIN, Exposition, perftest_typical_us, quantile
 
 RACKS = ("rack1", "rack1", "rack2")
 CONTROL_PORT = 10911
@@ -71,65 +67,22 @@ def config(bed, vm, fast=False):
             "  targets:\n" + "\n".join(targets) + "\n")
 
 
-def histogram(prom, **labels):
-    """[(upper bound, cumulative count)] of one latency histogram."""
-    out = []
-    for lab, value in prom.series("rdma_probe_latency_seconds_bucket", **labels):
-        le = lab["le"]
-        out.append((float("inf") if le == "+Inf" else float(le), value))
-    return sorted(out)
-
-
-def quantile(buckets, q):
-    """Prometheus' histogram_quantile: linear inside the bucket."""
-    total = buckets[-1][1] if buckets else 0
-    if total == 0:
-        return None
-    rank = q * total
-    lower, below = 0.0, 0.0
-    for bound, count in buckets:
-        if count >= rank:
-            if bound == float("inf"):
-                return lower
-            return lower + (bound - lower) * (rank - below) / max(count - below, 1e-12)
-        lower, below = bound, count
-    return lower
-
-
 def delta_buckets(after, before):
     b = dict(before)
     return [(bound, count - b.get(bound, 0.0)) for bound, count in after]
 
 
-def perftest_typical_us(text):
-    for line in text.splitlines():
-        fields = line.split()
-        if len(fields) >= 5 and fields[0].isdigit() and fields[1].isdigit():
-            return float(fields[4])
-    raise AssertionError("no result row in ib_write_lat's output")
-
-
-class BedProbeTest(unittest.TestCase):
-    bed = None
-    record = {}
+class BedProbeTest(BedTestCase):
+    BED = {"vms": 3, "rails": 2, "racks": RACKS, "binaries": {"rdma_exporter": BIN},
+           "timeout": 1500, "name": "bed-probe"}
+    READY_TIMEOUT = READY_TIMEOUT
+    RESULTS_FILE = "bed-probe-results.json"
 
     @classmethod
-    def setUpClass(cls):
-        signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))
-        cls.started = time.monotonic()
-        cls.bed = Bed(vms=3, rails=2, racks=RACKS, binaries={"rdma_exporter": BIN},
-                      timeout=1500, name="bed-probe")
-        cls.bed.start()
-        try:
-            cls.ready = cls.bed.wait_ready(READY_TIMEOUT)
-            cls.exporters = {}
-            for vm in cls.bed.names:
-                cls.start_exporter(vm)
-        except BaseException:
-            cls.bed.keep = True
-            cls.bed.close()
-            raise
-        cls.record = {"ready_s": cls.bed.timings.get("all_ready_s")}
+    def set_up_bed(cls):
+        cls.exporters = {}
+        for vm in cls.bed.names:
+            cls.start_exporter(vm)
 
     @classmethod
     def start_exporter(cls, vm, fast=False):
@@ -139,32 +92,6 @@ class BedProbeTest(unittest.TestCase):
             vm, f"exec \"$BED_STAGE/rdma_exporter\" --config.file=\"$BED_SHARE/{vm}.yml\" "
             f"--web.listen-address=\"0.0.0.0:$BED_PORT\" --log.level=info "
             f">\"$BED_SHARE/{vm}-exporter.log\" 2>&1", timeout=1400)
-
-    @classmethod
-    def tearDownClass(cls):
-        if cls.bed is None:
-            return
-        try:
-            if cls.bed.exit_codes == {}:
-                cls.bed.stop()
-        finally:
-            cls.record["timings"] = cls.bed.timings
-            cls.record["wall_s"] = round(time.monotonic() - cls.started, 1)
-            text = json.dumps(cls.record, indent=1, sort_keys=True)
-            print(f"\nvm.bed_probe results:\n{text}", file=sys.stderr)
-            if cls.bed.dir:
-                with open(os.path.join(cls.bed.dir, "bed-probe-results.json"), "w") as f:
-                    f.write(text + "\n")
-            cls.bed.close()
-
-    def run(self, result=None):
-        if result is None:
-            return super().run(result)
-        before = len(result.failures) + len(result.errors)
-        out = super().run(result)
-        if len(result.failures) + len(result.errors) > before and self.bed:
-            self.bed.keep = True
-        return out
 
     # ------------------------------------------------------------ helpers
 
@@ -294,7 +221,9 @@ class BedProbeTest(unittest.TestCase):
         cli.check()
         perftest_rtt = perftest_typical_us(cli.out) * PERFTEST_RTT_FACTOR
         labels = self.pair(before, "vm0", "vm1", 0)
-        slow = quantile(delta_buckets(histogram(after, **labels), histogram(before, **labels)), 0.5)
+        latency = "rdma_probe_latency_seconds"
+        slow = quantile(delta_buckets(after.buckets(latency, **labels),
+                                      before.buckets(latency, **labels)), 0.5)
         self.assertIsNotNone(slow, "no probes of vm1 on rail 0 while perftest ran")
 
         # The same pair at 1,000 probes a second: a reload adds the class.
@@ -307,8 +236,8 @@ class BedProbeTest(unittest.TestCase):
                 self.scrape("vm0")))
         time.sleep(5)
         last = self.scrape("vm0")
-        fast = quantile(delta_buckets(histogram(last, **fast_labels),
-                                      histogram(first, **fast_labels)), 0.5)
+        fast = quantile(delta_buckets(last.buckets(latency, **fast_labels),
+                                      first.buckets(latency, **fast_labels)), 0.5)
         fast_rate = ((last.value("rdma_probe_sent_total", **fast_labels)
                       - first.value("rdma_probe_sent_total", **fast_labels)) / 5.0)
         with open(bed.share_path("vm0.yml"), "w") as f:
@@ -323,9 +252,15 @@ class BedProbeTest(unittest.TestCase):
             "ratio_10_per_s_to_perftest": round(slow * 1e6 / perftest_rtt, 2),
             "ratio_fast_to_perftest": round(fast * 1e6 / perftest_rtt, 2),
         }
-        # Both are real round trips across VMs: not below perftest's own.
-        self.assertGreater(slow * 1e6, perftest_rtt * 0.5)
-        self.assertGreater(fast * 1e6, perftest_rtt * 0.5)
+        # Round trips through two emulated guests and the hub: far above
+        # 10 us and below the class's 1 s timeout. The ratios to perftest are
+        # reported, not asserted: on emulated CPUs they vary by a factor of
+        # two between runs (docs/benchmarks.md).
+        for median in (slow, fast):
+            self.assertGreater(median, 10e-6)
+            self.assertLess(median, 1.0)
+        # The fast class runs back-to-back, far above the 10/s of the other.
+        self.assertGreater(fast_rate, 50)
 
     def check_outage(self, victim, stop, restore, what):
         """STOP the victim; its pairs (and only they) lose probes; RESTORE;

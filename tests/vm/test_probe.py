@@ -10,13 +10,12 @@ Environment: see vmrun.py; RDMA_EXPORTER_ASAN_BIN names the AddressSanitizer
 build (default ../../build-asan/rdma_exporter from this file).
 """
 import os
-import re
 import shutil
 import subprocess
 import sys
 import unittest
 
-from vmrun import BIN, HERE, VmTestCase
+from vmrun import BIN, HERE, VmTestCase, perftest_typical_us, quantile
 
 ASAN_BIN = os.path.abspath(os.environ.get(
     "RDMA_EXPORTER_ASAN_BIN", os.path.join(HERE, "..", "..", "build-asan", "rdma_exporter")))
@@ -26,40 +25,6 @@ PERFTEST = {"send": "ib_send_lat", "write": "ib_write_lat", "read": "ib_read_lat
 # read; the probe always measures the round trip its operation takes.
 PERFTEST_RTT_FACTOR = {"send": 2.0, "write": 2.0, "read": 1.0}
 PEER = "127.0.0.1:10921"
-
-
-def histogram(prom, op):
-    """[(upper bound, cumulative count)] of the probe's latency histogram."""
-    out = []
-    for labels, value in prom.series("rdma_probe_latency_seconds_bucket", target=PEER, op=op):
-        le = labels["le"]
-        out.append((float("inf") if le == "+Inf" else float(le), value))
-    return sorted(out)
-
-
-def quantile(buckets, q):
-    """Prometheus' histogram_quantile: linear inside the bucket."""
-    total = buckets[-1][1]
-    if total == 0:
-        return None
-    rank = q * total
-    lower, below = 0.0, 0.0
-    for bound, count in buckets:
-        if count >= rank:
-            if bound == float("inf"):
-                return lower
-            return lower + (bound - lower) * (rank - below) / max(count - below, 1e-12)
-        lower, below = bound, count
-    return lower
-
-
-def perftest_typical_us(text):
-    """t_typical (the median) from perftest's latency table."""
-    for line in text.splitlines():
-        fields = line.split()
-        if len(fields) >= 5 and fields[0].isdigit() and re.match(r"^\d+$", fields[1]):
-            return float(fields[4])
-    raise AssertionError("no result line in perftest's output")
 
 
 class ProbeTest(VmTestCase):
@@ -95,7 +60,7 @@ class ProbeTest(VmTestCase):
         prom = self.prom("a-steady.prom")
         rows = []
         for op in OPS:
-            buckets = histogram(prom, op)
+            buckets = prom.buckets("rdma_probe_latency_seconds", target=PEER, op=op)
             probe_median = quantile(buckets, 0.5)
             count = self.value(prom, "rdma_probe_latency_seconds_count", op)
             mean = self.value(prom, "rdma_probe_latency_seconds_sum", op) / count

@@ -86,6 +86,40 @@ class Exposition:
     def devices(self):
         return {l.get("device") for _, l, _ in self.samples if "device" in l}
 
+    def buckets(self, name, **labels):
+        """[(upper bound, cumulative count)] of one histogram NAME with LABELS."""
+        out = []
+        for lab, value in self.series(name + "_bucket", **labels):
+            le = lab["le"]
+            out.append((float("inf") if le == "+Inf" else float(le), value))
+        return sorted(out)
+
+
+def quantile(buckets, q):
+    """Prometheus' histogram_quantile over BUCKETS: linear inside the bucket;
+    None without observations."""
+    total = buckets[-1][1] if buckets else 0
+    if total == 0:
+        return None
+    rank = q * total
+    lower, below = 0.0, 0.0
+    for bound, count in buckets:
+        if count >= rank:
+            if bound == float("inf"):
+                return lower
+            return lower + (bound - lower) * (rank - below) / max(count - below, 1e-12)
+        lower, below = bound, count
+    return lower
+
+
+def perftest_typical_us(text):
+    """t_typical (the median) from perftest's latency table."""
+    for line in text.splitlines():
+        fields = line.split()
+        if len(fields) >= 5 and fields[0].isdigit() and re.match(r"^\d+$", fields[1]):
+            return float(fields[4])
+    raise AssertionError("no result line in perftest's output")
+
 
 
 def remove_stale_stages():
