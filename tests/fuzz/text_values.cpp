@@ -30,7 +30,12 @@ struct ScratchTree {
   fs::path root;
   fs::path device;
   ScratchTree() {
-    std::string templ = (fs::temp_directory_path() / "rdma-fuzz-sysfs-XXXXXX").string();
+    // tmpfs when there is one: rewriting a file on a disk file system may
+    // wait for its data to be written out, at every input.
+    std::error_code ec;
+    const fs::path base =
+        fs::is_directory("/dev/shm", ec) ? fs::path("/dev/shm") : fs::temp_directory_path();
+    std::string templ = (base / "rdma-fuzz-sysfs-XXXXXX").string();
     if (::mkdtemp(templ.data()) == nullptr) ::abort();
     root = templ;
     device = root / "class" / "infiniband" / "mlx5_0";
