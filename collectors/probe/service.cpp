@@ -511,7 +511,7 @@ void ProbeService::apply() {
       for (const auto& [k, v] : w.target.labels) l.emplace_back(k, v);
       w.stats = stats_->target(l);
       Discovery::Handlers handlers;
-      handlers.ports = [this, key](std::vector<wire::PortAd> ports) {
+      handlers.ports = [this, key = key](std::vector<wire::PortAd> ports) {
         auto found = watched_.find(key);
         if (found == watched_.end()) return;
         Watched& target = found->second;
@@ -523,7 +523,7 @@ void ProbeService::apply() {
           apply();
         }
       };
-      handlers.failed = [this, key](const char* why, const std::string& detail) {
+      handlers.failed = [this, key = key](const char* why, const std::string& detail) {
         auto found = watched_.find(key);
         if (found == watched_.end()) return;
         Watched& target = found->second;

@@ -314,8 +314,8 @@ OtlpEncodeContext otlp_context(const OtlpOptions& options) {
            {"service.version", exporter_version()},
            {"host.name", host_name()}};
   for (const auto& [key, value] : options.resource_attributes) {
-    auto it =
-        std::find_if(attrs.begin(), attrs.end(), [&](const auto& a) { return a.first == key; });
+    auto it = std::find_if(attrs.begin(), attrs.end(),
+                           [&key = key](const auto& a) { return a.first == key; });
     if (it != attrs.end()) {
       it->second = value;
     } else {

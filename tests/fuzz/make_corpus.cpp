@@ -1,0 +1,274 @@
+// Writes the fuzz harnesses' seed corpora: real requests answered by the
+// fake kernel in the kernel's wire format, the ethtool answers it builds,
+// probe messages from the protocol's encoder, the shipped configuration
+// files and a few texts. Usage: fuzz_make_corpus <source dir> <corpus dir>.
+
+#include <rdma/rdma_netlink.h>
+
+#include <cerrno>
+#include <filesystem>
+#include <fstream>
+#include <iostream>
+#include <iterator>
+#include <string>
+#include <vector>
+
+#include "collectors/kernel/ethtool/codec.hpp"
+#include "collectors/kernel/nldev/codec.hpp"
+#include "collectors/kernel/nldev/counter_codec.hpp"
+#include "collectors/kernel/nldev/optional_counter_codec.hpp"
+#include "collectors/kernel/rtnetlink/dcb_codec.hpp"
+#include "collectors/probe/protocol.hpp"
+#include "tests/fake_kernel/fake_dcb.hpp"
+#include "tests/fake_kernel/fake_ethtool.hpp"
+#include "tests/fake_kernel/fake_nldev.hpp"
+#include "tests/fake_kernel/nl_message.hpp"
+#include "tests/fuzz/fuzz_input.hpp"
+
+using namespace rdma_exporter;
+using namespace rdma_exporter::testing;
+namespace fs = std::filesystem;
+
+namespace {
+
+fs::path out_dir;
+
+void write(const std::string& harness, const std::string& name, const std::vector<uint8_t>& bytes) {
+  const fs::path dir = out_dir / harness;
+  fs::create_directories(dir);
+  std::ofstream(dir / name, std::ios::binary)
+      .write(reinterpret_cast<const char*>(bytes.data()),
+             static_cast<std::streamsize>(bytes.size()));
+}
+
+std::vector<uint8_t> with_selector(uint8_t selector, const std::vector<uint8_t>& bytes) {
+  std::vector<uint8_t> out{selector};
+  out.insert(out.end(), bytes.begin(), bytes.end());
+  return out;
+}
+
+std::vector<uint8_t> text_bytes(const std::string& text) {
+  return {text.begin(), text.end()};
+}
+
+std::string read_text(const fs::path& file) {
+  std::ifstream in(file, std::ios::binary);
+  if (!in) {
+    std::cerr << "cannot read " << file << "\n";
+    std::exit(1);
+  }
+  return {std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>()};
+}
+
+void reply(const std::string& harness, const std::string& name, netlink::Transport& kernel,
+           const std::vector<uint8_t>& request, uint8_t selector = 0, bool selected = false) {
+  auto r = kernel.exchange(request);
+  if (!r) {
+    std::cerr << name << ": " << r.error().message << "\n";
+    std::exit(1);
+  }
+  const auto bytes = fuzz::reply_bytes(*r);
+  write(harness, name, selected ? with_selector(selector, bytes) : bytes);
+}
+
+FakeNldev fake_nldev() {
+  FakeNldev k;
+  k.messages_per_datagram = 2;
+  FakeDevice dev;
+  dev.index = 3;
+  dev.name = "mlx5_0";
+  dev.fw_version = "20.31.1014";
+  dev.node_guid = 0x0c42a10300aabbccULL;
+  dev.sys_image_guid = 0x0c42a10300aabbccULL;
+  dev.resources = {{"qp", 12}, {"cq", 20}, {"mr", 4}, {"pd", 3}};
+  FakePort port;
+  port.index = 1;
+  port.netdev = "ens1f0np0";
+  port.netdev_index = 4;
+  port.counters = {{"rx_write_requests", 1234}, {"out_of_sequence", 2}, {"np_cnp_sent", 77}};
+  port.optional_counters = mlx5_optional_counters();
+  if (!port.optional_counters.empty()) port.optional_counters.front().enabled = true;
+  port.counter_mode = RDMA_COUNTER_MODE_AUTO;
+  port.auto_mask = RDMA_COUNTER_MASK_QP_TYPE;
+  dev.ports.push_back(port);
+  FakePort ib;
+  ib.index = 2;
+  ib.lid = 7;
+  ib.sm_lid = 1;
+  ib.lmc = 0;
+  ib.counters = {{"rx_write_requests", 5}};
+  dev.ports.push_back(ib);
+  k.devices.push_back(dev);
+  k.create_qp(3, 1, 2, 4242);
+  k.create_qp(3, 1, 4, std::nullopt, "ib_core");
+  return k;
+}
+
+void nldev_corpus() {
+  FakeNldev k = fake_nldev();
+  reply("nldev", "devices", k, nldev::build_device_dump());
+  reply("nldev", "ports", k, nldev::build_port_dump(3));
+  reply("nldev", "port_counters", k, nldev::build_port_counters_get(3, 1));
+  reply("nldev", "resources", k, nldev::build_resource_summary_dump());
+  reply("nldev", "counter_mode", k, nldev::build_counter_mode_get(3, 1));
+  reply("nldev", "counter_sets", k, nldev::build_counter_sets_dump(3));
+  reply("nldev", "qps", k, nldev::build_qp_dump(3));
+  reply("nldev", "counter_status", k, nldev::build_counter_status_get(3, 1));
+  reply("nldev", "set_optional", k, nldev::build_set_optional_counters(3, 1, {3, 4}));
+  reply("nldev", "set_auto_mode", k, nldev::build_set_auto_mode(3, 1, 0));
+  reply("nldev", "bind_qp_refused", k, nldev::build_bind_qp(3, 1, 100, std::nullopt));
+  k.devices[0].qps.clear();
+  k.devices[0].counter_sets.clear();
+  const uint32_t lqpn = k.create_qp(3, 1, 2, 99);
+  reply("nldev", "bind_qp", k, nldev::build_bind_qp(3, 1, lqpn, std::nullopt));
+  const uint32_t counter = k.devices[0].qps.back().counter_id.value_or(1);
+  reply("nldev", "unbind_qp", k, nldev::build_unbind_qp(3, 1, counter, lqpn));
+  k.interrupt_next_dumps = 1;
+  reply("nldev", "devices_interrupted", k, nldev::build_device_dump());
+  k.devices[0].ports[0].stat_error = EOPNOTSUPP;
+  reply("nldev", "port_counters_error", k, nldev::build_port_counters_get(3, 1));
+  netlink::Reply err;
+  err.datagrams.push_back(error_message(-EINVAL, "Invalid attribute", 0, nldev::build_qp_dump(3),
+                                        /*capped=*/false));
+  write("nldev", "error_extack", fuzz::reply_bytes(err));
+}
+
+void kernel_codecs_corpus() {
+  FakeDcb dcb;
+  dcb.netdevs["ens1f0np0"] = mlx5_dcb();
+  FakeDcbNetdev veth;
+  veth.dcb = false;
+  dcb.netdevs["veth0"] = veth;
+  reply("kernel_codecs", "dcb_mlx5", dcb, dcb::build_ieee_get("ens1f0np0"), 0, true);
+  reply("kernel_codecs", "dcb_none", dcb, dcb::build_ieee_get("veth0"), 0, true);
+
+  const auto veth_stats = veth_netdev();
+  std::vector<std::string> names;
+  std::vector<uint64_t> values;
+  for (const auto& [name, value] : veth_stats.stats) {
+    names.push_back(name);
+    values.push_back(value);
+  }
+  write("kernel_codecs", "ethtool_drvinfo", with_selector(1, drvinfo_answer("mlx5_core", 3)));
+  write("kernel_codecs", "ethtool_count", with_selector(1, stats_count_answer(names.size())));
+  write("kernel_codecs", "ethtool_no_count", with_selector(1, stats_count_answer(std::nullopt)));
+  write("kernel_codecs", "ethtool_names",
+        with_selector(1, stat_names_answer(names, ethtool::room_for(names.size()))));
+  write("kernel_codecs", "ethtool_values",
+        with_selector(1, stat_values_answer(values, ethtool::room_for(values.size()))));
+}
+
+void text_values_corpus() {
+  const std::vector<std::pair<std::string, std::string>> texts{
+      {"counter", "18446744073709551615\n"},
+      {"rate_edr", "100 Gb/sec (4X EDR)\n"},
+      {"rate_sdr", "2.5 Gb/sec (1X SDR)\n"},
+      {"not_available", "N/A (no PMA)\n"},
+      {"duration", "1m30s"},
+      {"duration_ms", "500ms"},
+      {"listen_v6", "[::1]:10910"},
+      {"listen_any", ":10910"},
+      {"pattern_device", "^mlx5_[0-9]+$"},
+      {"pattern_stat", "(rx|tx)_vport_rdma_(unicast|multicast)_(packets|bytes)"},
+      {"pattern_class", "[[:alpha:]]+_\\d{1,3}(?:x|y)*"},
+  };
+  for (const auto& [name, text] : texts) write("text_values", name, text_bytes(text));
+}
+
+void probe_corpus() {
+  using namespace probe::wire;
+  Hello hello;
+  hello.nonce = {1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16};
+  hello.auth_required = true;
+  PortAd a;
+  a.device = "mlx5_0";
+  a.port = 1;
+  a.gid = {0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0xff, 0xff, 10, 0, 0, 1};
+  a.rail = "rail0";
+  PortAd b = a;
+  b.device = "mlx5_1";
+  b.rail = "rail1";
+  b.ethernet = false;
+  hello.ports = {a, b};
+  write("probe_protocol", "hello", encode(hello));
+  Hello empty;
+  write("probe_protocol", "hello_no_ports", encode(empty));
+  Setup setup;
+  setup.op = probe::Op::read;
+  setup.size = 4096;
+  setup.tclass = 106;
+  setup.sl = 3;
+  setup.mtu = 4096;
+  setup.peer = {0x1234, 0x777, 0, a.gid, 0xabcd, 0x7f0000001000ULL};
+  setup.device = "mlx5_0";
+  setup.rail = "rail0";
+  setup.mac.fill(0x5a);
+  write("probe_protocol", "setup", encode(setup));
+  Setup by_rail = setup;
+  by_rail.device.clear();
+  write("probe_protocol", "setup_by_rail", encode(by_rail));
+  Accept accept;
+  accept.peer = {0x4321, 0x999, 0, a.gid, 0x1, 0x2};
+  write("probe_protocol", "accept", encode(accept));
+  Reject reject;
+  reject.code = RejectCode::capacity;
+  reject.reason = "session cap reached (64)";
+  write("probe_protocol", "reject", encode(reject));
+  write("probe_protocol", "keepalive", encode(Keepalive{}));
+}
+
+void config_corpus(const fs::path& source) {
+  write("config", "rdma_exporter_yml",
+        with_selector(0, text_bytes(read_text(source / "config" / "rdma_exporter.yml"))));
+  write("config", "minimal",
+        with_selector(0, text_bytes("web:\n  listen_address: \"[::1]:10910\"\n"
+                                    "devices:\n  include: ['^mlx5_.*']\n"
+                                    "collectors:\n  dcb: true\n  ethtool: true\n"
+                                    "probe:\n  enabled: true\n  targets: [{address: "
+                                    "'peer-a:10911', labels: {rack: r1}}]\n")));
+  write("config", "file_sd_json",
+        with_selector(
+            1, text_bytes("[{\"targets\": [\"10.0.0.2:10911\", \"[fd00::2]:10911\"],\n"
+                          "  \"labels\": {\"rack\": \"r12\", \"__rail__\": \"rail0\"}}]\n")));
+  write("config", "file_sd_yaml",
+        with_selector(1, text_bytes("- targets: [peer-a:10911, peer-b:10911]\n"
+                                    "  labels:\n    zone: a\n")));
+  write("config", "web_config_yml",
+        with_selector(2, text_bytes(read_text(source / "config" / "web-config.yml"))));
+  write("config", "web_config_users",
+        with_selector(2,
+                      text_bytes("basic_auth_users:\n  prometheus: $2y$10$" + std::string(53, 'x') +
+                                 "\nhttp_server_config:\n"
+                                 "  headers:\n    X-Frame-Options: deny\n")));
+}
+
+void http_corpus() {
+  const std::vector<std::pair<std::string, std::string>> requests{
+      {"metrics_gzip",
+       "GET /metrics HTTP/1.1\r\nHost: h:10910\r\nAccept-Encoding: gzip;q=0.5, *;q=0\r\n\r\n"},
+      {"metrics_head", "HEAD /metrics?x=1 HTTP/1.0\r\n\r\n"},
+      {"healthz_auth",
+       "GET /healthz HTTP/1.1\r\nAuthorization: Basic cHJvbWV0aGV1czpzZWNyZXQ=\r\n\r\n"},
+      {"reload", "POST /-/reload HTTP/1.1\r\nContent-Length: 0\r\n\r\n"},
+      {"not_allowed", "DELETE / HTTP/1.1\r\n\r\n"},
+      {"chunked", "PUT /-/reload HTTP/1.1\r\nTransfer-Encoding: chunked\r\n\r\n0\r\n\r\n"},
+  };
+  for (const auto& [name, text] : requests) write("http_request", name, text_bytes(text));
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  if (argc != 3) {
+    std::cerr << "usage: fuzz_make_corpus <source dir> <corpus dir>\n";
+    return 2;
+  }
+  out_dir = argv[2];
+  nldev_corpus();
+  kernel_codecs_corpus();
+  text_values_corpus();
+  probe_corpus();
+  config_corpus(argv[1]);
+  http_corpus();
+  return 0;
+}
