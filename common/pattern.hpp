@@ -11,6 +11,10 @@ namespace rdma_exporter {
 // file, or a reload, must never take the daemon down that way.
 inline constexpr std::size_t kMaxPatternBytes = 1024;
 inline constexpr std::size_t kMaxPatternNesting = 32;  // groups and classes inside each other
+// A repeat count ({n}, {n,}, {n,m}) or back-reference number (\n): std::regex
+// builds one state per repetition, and overflows a signed integer reading a
+// number of 19 digits.
+inline constexpr std::size_t kMaxPatternRepeat = 1000;
 
 // "" when `pattern` is within the limits, else what is wrong. It does not
 // compile the pattern: std::regex then says whether its syntax is valid.

@@ -473,6 +473,23 @@ TEST(Config, DeeplyNestedOrHugePatternsAreRefused) {
       << errors[0];
   errors = parse_config("devices:\n  include: ['" + nested32 + "']\n", "t.yml", c);
   EXPECT_TRUE(errors.empty()) << errors.front();
+  // Repeat counts: at most 1000, and a count of 19 digits is refused
+  // before std::regex would overflow reading it.
+  for (const char* counted : {"a{1001}", "a{2,1001}", "a{1001,}", "\\d{3333333333333333330,3}",
+                              "x{99999999999999999999999999}"}) {
+    errors = parse_config(std::string("devices:\n  include: ['") + counted + "']\n", "t.yml", c);
+    ASSERT_EQ(errors.size(), 1U) << counted;
+    EXPECT_NE(errors[0].find("a repeat count above the 1000 allowed"), std::string::npos)
+        << errors[0];
+  }
+  errors = parse_config("devices:\n  include: ['(a)\\18446744073709551600']\n", "t.yml", c);
+  ASSERT_EQ(errors.size(), 1U);
+  EXPECT_NE(errors[0].find("a back-reference above the 1000 allowed"), std::string::npos)
+      << errors[0];
+  for (const char* counted : {"a{1000}", "a{0,1000}", "a{7,}", "mlx5_{0}", "(a)\\1", "\\0123"}) {
+    errors = parse_config(std::string("devices:\n  include: ['") + counted + "']\n", "t.yml", c);
+    EXPECT_TRUE(errors.empty()) << counted << ": " << errors.front();
+  }
   // Escaped parentheses open nothing.
   std::string escaped;
   for (int k = 0; k < 40; ++k) escaped += "\\(";
