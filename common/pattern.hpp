@@ -13,7 +13,8 @@ inline constexpr std::size_t kMaxPatternBytes = 1024;
 inline constexpr std::size_t kMaxPatternNesting = 32;  // groups and classes inside each other
 // A repeat count ({n}, {n,}, {n,m}) or back-reference number (\n): std::regex
 // builds one state per repetition, and overflows a signed integer reading a
-// number of 19 digits.
+// number of 19 digits. The counts of a pattern may multiply to at most this,
+// and a quantifier may not quantify another (a+*, a{2}{3}).
 inline constexpr std::size_t kMaxPatternRepeat = 1000;
 
 // "" when `pattern` is within the limits, else what is wrong. It does not

@@ -70,8 +70,10 @@ void pattern(const std::string& text) {
   if (!pattern_limit_problem(text).empty()) return;
   try {
     const std::regex re(text, std::regex::ECMAScript);
+    // A short subject only: std::regex backtracks, and a pattern such as
+    // (a+)+b takes exponential time in the subject's length (not bounded
+    // by pattern_limit_problem; see tests/fuzz/README.md).
     (void)std::regex_match("mlx5_0", re);
-    (void)std::regex_match("rx_vport_rdma_unicast_bytes", re);
   } catch (const std::regex_error&) {
     // A pattern with bad syntax: the configuration reports it.
   }

@@ -486,7 +486,21 @@ TEST(Config, DeeplyNestedOrHugePatternsAreRefused) {
   ASSERT_EQ(errors.size(), 1U);
   EXPECT_NE(errors[0].find("a back-reference above the 1000 allowed"), std::string::npos)
       << errors[0];
-  for (const char* counted : {"a{1000}", "a{0,1000}", "a{7,}", "mlx5_{0}", "(a)\\1", "\\0123"}) {
+  // Counts multiply; a quantifier of a quantifier nests loops.
+  const std::pair<const char*, const char*> refused[] = {
+      {"(a{40}){30}", "repeat counts that multiply to more than the 1000 allowed"},
+      {"a+*", "a quantifier applied to a quantifier"},
+      {"\\d{2}{3}", "a quantifier applied to a quantifier"},
+      {"x*+++", "a quantifier applied to a quantifier"},
+      {"b?+", "a quantifier applied to a quantifier"},
+  };
+  for (const auto& [text, why] : refused) {
+    errors = parse_config(std::string("devices:\n  include: ['") + text + "']\n", "t.yml", c);
+    ASSERT_EQ(errors.size(), 1U) << text;
+    EXPECT_NE(errors[0].find(why), std::string::npos) << errors[0];
+  }
+  for (const char* counted : {"a{1000}", "a{0,1000}", "a{7,}", "mlx5_{0}", "(a)\\1", "\\0123",
+                              "[+*?{}]+", "a+?b*?", "(mlx5_[0-9]+)?", "a{2}b{3}"}) {
     errors = parse_config(std::string("devices:\n  include: ['") + counted + "']\n", "t.yml", c);
     EXPECT_TRUE(errors.empty()) << counted << ": " << errors.front();
   }
