@@ -229,6 +229,7 @@ void ProbeService::scan() {
   auto list = Device::list();
   if (!list) {
     health_.set_device_problem(list.error().message);
+    ports_dirty_ = true;  // the next scan lists again, whatever sysfs says
     return;
   }
   std::set<std::string> present;
