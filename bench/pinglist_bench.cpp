@@ -17,11 +17,15 @@
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
+#include <map>
 #include <string>
 #include <string_view>
+#include <tuple>
 #include <vector>
 
 #include "collectors/probe/pinglist.hpp"
+#include "collectors/probe/stats.hpp"
+#include "common/metric_sink.hpp"
 
 namespace rdma_exporter::probe {
 namespace {
@@ -41,7 +45,7 @@ struct Fleet {
   std::size_t hosts = 0;
   std::size_t rack_size = 32;
   std::size_t rails = 8;
-  std::size_t remote = 2;
+  std::size_t remote = 4;
   std::size_t epoch_seconds = 60;
 };
 
@@ -49,19 +53,72 @@ struct Fleet {
 struct PortPlan {
   std::size_t targets = 0;  // target ports (one per target host, on its rail)
   std::size_t groups = 0;   // distinct groups among them
+  bool own_group = false;   // some of them are in this host's group
+  bool remote = false;      // some are in other groups
 };
 
-// The number of series one host exports in the probe's fleet mode, from its
-// ports' plans for one epoch (the metric design of the fleet mode):
-// - per (local port, target pair): 3 series (sent, lost, last success);
-// - per (local port, group probed this epoch): one latency histogram of 22
-//   series;
-// - per local port: 2 delay histograms (prober, responder) = 44 series,
-//   plus 10 state series.
+// The series one host exports in the fleet mode (one UD class, bounded
+// histograms), counted by rendering the probe's own ProbeStats for the
+// host's plan: per pair its counters and last success, per local port and
+// scope (own group, remote) a latency histogram, per port the responder's
+// delay (and the prober's on devices with completion timestamps: counted
+// here), the UD queue pair's and the port's state, and the pinglist.
 std::size_t fleet_series_per_host(const std::vector<PortPlan>& ports) {
-  std::size_t series = 0;
-  for (const PortPlan& port : ports) series += 3 * port.targets + 22 * port.groups + 44 + 10;
-  return series;
+  static std::map<std::vector<std::tuple<std::size_t, bool, bool>>, std::size_t> cache;
+  std::vector<std::tuple<std::size_t, bool, bool>> key;
+  for (const PortPlan& p : ports) key.emplace_back(p.targets, p.own_group, p.remote);
+  if (auto it = cache.find(key); it != cache.end()) return it->second;
+  ProbeStats stats;
+  std::vector<DeviceReport> devices;
+  std::vector<PortReport> reports;
+  for (std::size_t i = 0; i < ports.size(); ++i) {
+    const std::string dev = "mlx5_" + std::to_string(i);
+    const std::string rail = "rail" + std::to_string(i);
+    devices.push_back({dev, device_state::in_use, true, true});
+    reports.push_back({dev, 1, port_state::probing, rail});
+    const Labels port = {{"device", dev}, {"port", "1"},   {"rail", rail},     {"op", "ud"},
+                         {"size", "64"},  {"tclass", "0"}, {"clock", "device"}};
+    for (std::size_t t = 0; t < ports[i].targets; ++t) {
+      Labels pair = {{"target", "10.0." + std::to_string(t) + ".1:10911"},
+                     {"device", dev},
+                     {"port", "1"},
+                     {"remote_device", dev},
+                     {"remote_port", "1"},
+                     {"rail", rail},
+                     {"op", "ud"},
+                     {"size", "64"},
+                     {"tclass", "0"},
+                     {"rack", "r"}};
+      auto s = stats.series(pair, SeriesShape{false, false});
+      s->sent();
+      s->success(1e-5, 1.0);
+    }
+    for (const char* scope : {"group", "remote"}) {
+      if ((scope[0] == 'g' && !ports[i].own_group) || (scope[0] == 'r' && !ports[i].remote)) {
+        continue;
+      }
+      Labels l = port;
+      l.emplace_back("scope", scope);
+      stats.histogram("rdma_probe_group_latency_seconds", "", l)->observe(1e-5);
+    }
+    stats.histogram("rdma_probe_responder_delay_seconds", "", port)->observe(1e-6);
+    stats.histogram("rdma_probe_prober_delay_seconds", "", port)->observe(1e-6);
+    auto ud = stats.ud_port({{"device", dev}, {"port", "1"}});
+    ud->answered();
+  }
+  stats.set_local(devices, reports, "host");
+  stats.set_pinglist(PinglistReport{true, "r", 1, 31, 4, 10000});
+  MetricSink sink;
+  stats.add_metrics(sink);
+  std::size_t n = 0;
+  for (const auto& f : sink.take()) {
+    for (const auto& m : f.metric) {
+      // A histogram is its buckets (with +Inf), _sum and _count.
+      n += f.type == prometheus::MetricType::Histogram ? m.histogram.bucket.size() + 2 : 1;
+    }
+  }
+  cache.emplace(std::move(key), n);
+  return n;
 }
 
 struct Result {
@@ -157,7 +214,8 @@ Result simulate(const Fleet& fleet) {
         sent[h * rail_count + r] = list.group.size() + remote.size();
         for (const std::size_t t : list.group) ++received[t * rail_count + r];
         intra_seen += list.group.size();
-        PortPlan port{list.group.size() + remote.size(), list.group.empty() ? 0u : 1u};
+        PortPlan port{list.group.size() + remote.size(), list.group.empty() ? 0u : 1u,
+                      !list.group.empty(), !remote.empty()};
         for (const std::size_t t : remote) {
           ++received[t * rail_count + r];
           ++received_remote[t * rail_count + r];

@@ -23,9 +23,9 @@ Nonce random_nonce() {
   return n;
 }
 
-Mac setup_mac(const std::string& secret, const Nonce& nonce, const wire::Setup& setup) {
+namespace {
+Mac mac_of(const std::string& secret, const Nonce& nonce, const std::vector<uint8_t>& fields) {
   std::vector<uint8_t> input(nonce.begin(), nonce.end());
-  const auto fields = wire::setup_mac_input(setup);
   input.insert(input.end(), fields.begin(), fields.end());
   Mac mac{};
   unsigned int len = 0;
@@ -33,8 +33,22 @@ Mac setup_mac(const std::string& secret, const Nonce& nonce, const wire::Setup& 
        mac.data(), &len);
   return mac;
 }
+}  // namespace
+
+Mac setup_mac(const std::string& secret, const Nonce& nonce, const wire::Setup& setup) {
+  return mac_of(secret, nonce, wire::setup_mac_input(setup));
+}
+
+Mac setup_mac(const std::string& secret, const Nonce& nonce, const wire::UdSetup& setup) {
+  return mac_of(secret, nonce, wire::setup_mac_input(setup));
+}
 
 bool setup_mac_valid(const std::string& secret, const Nonce& nonce, const wire::Setup& setup) {
+  const Mac want = setup_mac(secret, nonce, setup);
+  return CRYPTO_memcmp(want.data(), setup.mac.data(), want.size()) == 0;
+}
+
+bool setup_mac_valid(const std::string& secret, const Nonce& nonce, const wire::UdSetup& setup) {
   const Mac want = setup_mac(secret, nonce, setup);
   return CRYPTO_memcmp(want.data(), setup.mac.data(), want.size()) == 0;
 }

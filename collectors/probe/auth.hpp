@@ -17,9 +17,11 @@ using Mac = std::array<uint8_t, wire::kMacSize>;
 Nonce random_nonce();
 
 Mac setup_mac(const std::string& secret, const Nonce& nonce, const wire::Setup& setup);
+Mac setup_mac(const std::string& secret, const Nonce& nonce, const wire::UdSetup& setup);
 
 // Constant-time check of a setup's MAC.
 bool setup_mac_valid(const std::string& secret, const Nonce& nonce, const wire::Setup& setup);
+bool setup_mac_valid(const std::string& secret, const Nonce& nonce, const wire::UdSetup& setup);
 
 // Reads a secret file: its content without a trailing newline, 16 to 4096
 // bytes. The error names the file.

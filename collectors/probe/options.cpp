@@ -23,6 +23,7 @@ std::vector<ProbeClass> effective_classes(const ProbeOptions& options) {
   if (!options.classes.empty()) return options.classes;
   ProbeClass c;
   c.name = "default";
+  c.op = Op::ud;
   return {c};
 }
 
@@ -95,6 +96,18 @@ std::vector<std::string> validate_probe_options(const ProbeOptions& o) {
     }
     positive(c.interval, key + ".interval");
     positive(c.timeout, key + ".timeout");
+    if (c.op == Op::ud && (c.size < wire::kDatagramSize || c.size > c.mtu)) {
+      errors.push_back(key + ".size: a ud probe is " + std::to_string(wire::kDatagramSize) +
+                       " bytes up to its mtu (" + std::to_string(c.mtu) + ")");
+    }
+    if (c.flows < 1 || c.flows > 16) errors.push_back(key + ".flows: expected 1 to 16");
+  }
+  positive(o.pinglist.epoch, "probe.pinglist.epoch");
+  if (std::string p = target_label_problem(o.pinglist.group_label); !p.empty()) {
+    errors.push_back("probe.pinglist.group_label: " + p);
+  }
+  if (o.histograms != "group" && o.histograms != "target") {
+    errors.push_back("probe.histograms: expected group or target");
   }
   for (std::size_t i = 0; i < o.targets.size(); ++i) {
     const Target& t = o.targets[i];
@@ -156,7 +169,7 @@ void parse_probe_options(Walker& w, const YAML::Node& node, const std::string& p
               {{"name", w.string(c.name)},
                {"op", w.optional_string_into(op,
                                              [](const std::string& v) {
-                                               return one_of(v, {"send", "write", "read"});
+                                               return one_of(v, {"send", "write", "read", "ud"});
                                              })},
                {"size", int_into(c.size, 1, 1 << 30)},
                {"tclass", int_into(c.tclass, 0, 255)},
@@ -166,8 +179,9 @@ void parse_probe_options(Walker& w, const YAML::Node& node, const std::string& p
                {"mtu", int_into(c.mtu, 256, 4096)},
                {"interval", w.duration(c.interval)},
                {"timeout", w.duration(c.timeout)},
-               {"busy_poll", microseconds(c.busy_poll)}});
-    c.op = op == "send" ? Op::send : op == "read" ? Op::read : Op::write;
+               {"busy_poll", microseconds(c.busy_poll)},
+               {"flows", int_into(c.flows, 1, 16)}});
+    c.op = op == "send" ? Op::send : op == "read" ? Op::read : op == "ud" ? Op::ud : Op::write;
   };
   auto target = [&](const YAML::Node& n, const std::string& p, Target& t) {
     w.mapping(n, p,
@@ -222,6 +236,18 @@ void parse_probe_options(Walker& w, const YAML::Node& node, const std::string& p
        {"targets", w.list_of<Target>(o.targets, target)},
        {"file_sd", w.string_list(o.file_sd)},
        {"file_sd_refresh", w.duration(o.file_sd_refresh)},
+       {"pinglist",
+        [&](const YAML::Node& v, const std::string& key) {
+          w.mapping(v, key,
+                    {{"group_label", w.string(o.pinglist.group_label)},
+                     {"remote_per_rail", int_into(o.pinglist.remote_per_rail, 0, 1024)},
+                     {"epoch", w.duration(o.pinglist.epoch)},
+                     {"group", w.string(o.pinglist.group)}});
+        }},
+       {"histograms", w.optional_string_into(o.histograms,
+                                             [](const std::string& v) {
+                                               return one_of(v, {"group", "target"});
+                                             })},
        {"loopback", w.boolean(o.loopback)},
        {"connect_timeout", w.duration(o.connect_timeout)},
        {"backoff_initial", w.duration(o.backoff_initial)},

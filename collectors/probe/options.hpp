@@ -31,6 +31,9 @@ struct ProbeClass : QpParams {
   // How long to spin on the completion queue before sleeping on its
   // completion channel.
   std::chrono::microseconds busy_poll{100};
+  // UD: how many flow labels (RoCE v2: UDP source ports, so ECMP paths)
+  // successive probes cycle through.
+  uint8_t flows = 4;
 
   bool operator==(const ProbeClass&) const = default;
 };
@@ -44,6 +47,16 @@ struct Target {
   std::string rail;                  // only the target's ports on this rail (default: all)
 
   bool operator==(const Target&) const = default;
+};
+
+// Which targets this host probes in each epoch (docs/probe.md, "Pinglists").
+struct PinglistOptions {
+  std::string group_label = "rack";  // the target label that names a host's group
+  std::size_t remote_per_rail = 4;   // hosts of other groups per local rail and epoch
+  std::chrono::milliseconds epoch{std::chrono::seconds(60)};
+  std::string group;  // this host's group when the target list does not name it
+
+  bool operator==(const PinglistOptions&) const = default;
 };
 
 // The `probe` section of the configuration.
@@ -68,6 +81,10 @@ struct ProbeOptions {
   std::vector<ProbeClass> classes;
   std::vector<Target> targets;
   std::vector<std::string> file_sd;  // files in Prometheus file_sd format
+  PinglistOptions pinglist;
+  // UD classes' latency histograms: per (local port, target group) ("group"),
+  // or per pair as RC classes have them ("target"; for small fleets).
+  std::string histograms = "group";
   std::chrono::milliseconds file_sd_refresh{std::chrono::seconds(5)};
   bool loopback = false;  // probe this host through its own device
   std::chrono::milliseconds connect_timeout{std::chrono::seconds(3)};
@@ -95,7 +112,7 @@ void parse_probe_options(Walker& w, const YAML::Node& node, const std::string& p
 // One line per problem ("probe.classes[0].mtu: ..."); empty when valid.
 std::vector<std::string> validate_probe_options(const ProbeOptions& options);
 
-// The classes in use: the configured ones, or one 64-byte write.
+// The classes in use: the configured ones, or one 64-byte UD probe.
 std::vector<ProbeClass> effective_classes(const ProbeOptions& options);
 
 }  // namespace rdma_exporter::probe

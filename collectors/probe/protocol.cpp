@@ -9,6 +9,7 @@ namespace {
 
 constexpr std::size_t kPeerSize = 4 + 4 + 2 + 16 + 4 + 8;
 constexpr std::size_t kAcceptSize = kPeerSize;
+constexpr std::size_t kUdPeerSize = 4 + 4 + 2 + 16;
 constexpr uint8_t kLinkEthernet = 1;
 constexpr uint8_t kLinkInfiniband = 2;
 
@@ -41,6 +42,12 @@ class Writer {
     bytes(p.gid);
     u32(p.rkey);
     u64(p.addr);
+  }
+  void ud_peer(const UdPeer& p) {
+    u32(p.qpn);
+    u32(p.qkey);
+    u16(p.lid);
+    bytes(p.gid);
   }
   std::vector<uint8_t> take() { return std::move(out_); }
 
@@ -85,6 +92,14 @@ class Reader {
     p.addr = u64();
     return p;
   }
+  UdPeer ud_peer() {
+    UdPeer p;
+    p.qpn = u32();
+    p.qkey = u32();
+    p.lid = u16();
+    p.gid = array<16>();
+    return p;
+  }
   std::span<const uint8_t> rest() const { return b_.subspan(pos_); }
   // A length byte and that many printable ASCII bytes; false when the
   // payload ends first, the length is above kMaxNameSize or a byte is not
@@ -123,6 +138,18 @@ void write_setup_fields(Writer& w, const Setup& s) {
   w.name(s.rail);
 }
 
+void write_ud_setup_fields(Writer& w, const UdSetup& s) {
+  w.u8(static_cast<uint8_t>(Op::ud));
+  w.u32(s.size);
+  w.u8(s.tclass);
+  w.u8(s.sl);
+  w.u16(static_cast<uint16_t>(s.mtu));
+  w.ud_peer(s.peer);
+  w.name(s.device);
+  w.u8(s.port);
+  w.name(s.rail);
+}
+
 std::vector<uint8_t> payload_of(const Message& m) {
   Writer w;
   if (const auto* h = std::get_if<Hello>(&m)) {
@@ -143,6 +170,11 @@ std::vector<uint8_t> payload_of(const Message& m) {
     w.bytes(s->mac);
   } else if (const auto* a = std::get_if<Accept>(&m)) {
     w.peer(a->peer);
+  } else if (const auto* us = std::get_if<UdSetup>(&m)) {
+    write_ud_setup_fields(w, *us);
+    w.bytes(us->mac);
+  } else if (const auto* ua = std::get_if<UdAccept>(&m)) {
+    w.ud_peer(ua->peer);
   } else if (const auto* r = std::get_if<Reject>(&m)) {
     w.u8(static_cast<uint8_t>(r->code));
     const std::size_t n = std::min(r->reason.size(), kMaxReasonSize);
@@ -168,6 +200,66 @@ bool peer_valid(const Peer& p, std::string& why) {
     return false;
   }
   return true;
+}
+
+bool ud_peer_valid(const UdPeer& p, std::string& why) {
+  // QPN 1 is the GSI queue pair, which never answers probes.
+  if (p.qpn <= 1 || p.qpn > 0xffffff) {
+    why = "queue pair number out of range";
+    return false;
+  }
+  // Q_Keys with the high bit set are for privileged queue pairs.
+  if ((p.qkey & 0x80000000u) != 0) {
+    why = "controlled Q_Key (high bit set)";
+    return false;
+  }
+  return true;
+}
+
+// The class fields both setups start with: op, size, traffic class, service
+// level, MTU.
+bool read_class(Reader& r, QpParams& q, const char* what, std::string& why) {
+  const uint8_t op = r.u8();
+  if (op < static_cast<uint8_t>(Op::send) || op > static_cast<uint8_t>(Op::ud)) {
+    why = std::string(what) + ": unknown operation " + std::to_string(op);
+    return false;
+  }
+  q.op = static_cast<Op>(op);
+  q.size = r.u32();
+  if (q.size == 0) {
+    why = std::string(what) + ": message size 0";
+    return false;
+  }
+  q.tclass = r.u8();
+  q.sl = r.u8();
+  if (q.sl > 15) {
+    why = std::string(what) + ": service level above 15";
+    return false;
+  }
+  q.mtu = r.u16();
+  if (!mtu_valid(q.mtu)) {
+    why = std::string(what) + ": MTU " + std::to_string(q.mtu);
+    return false;
+  }
+  return true;
+}
+
+// The target port fields both setups end with: device, port, rail, MAC.
+template <typename S>
+Result<Message> read_target(Reader& r, S s, const char* what) {
+  const std::string w(what);
+  if (!r.name(s.device)) return protocol_error(w + ": bad device name");
+  if (!r.has(1)) return protocol_error(w + ": truncated");
+  s.port = r.u8();
+  if (!r.name(s.rail)) return protocol_error(w + ": bad rail");
+  if (s.device.empty() && s.rail.empty()) {
+    return protocol_error(w + ": names neither a device nor a rail");
+  }
+  if (!s.device.empty() && s.port == 0) return protocol_error(w + ": port number 0");
+  if (!r.has(kMacSize)) return protocol_error(w + ": truncated");
+  s.mac = r.array<kMacSize>();
+  if (!r.done()) return protocol_error(w + ": bytes after the MAC");
+  return Message{std::move(s)};
 }
 
 Result<Message> expect_size(Type type, std::size_t got, std::size_t want) {
@@ -222,6 +314,12 @@ std::vector<uint8_t> setup_mac_input(const Setup& setup) {
   return w.take();
 }
 
+std::vector<uint8_t> setup_mac_input(const UdSetup& setup) {
+  Writer w;
+  write_ud_setup_fields(w, setup);
+  return w.take();
+}
+
 Result<Header> decode_header(std::span<const uint8_t> bytes) {
   if (bytes.size() < kHeaderSize) return protocol_error("truncated header");
   if (bytes[0] != 'R' || bytes[1] != 'X' || bytes[2] != 'P') {
@@ -232,7 +330,7 @@ Result<Header> decode_header(std::span<const uint8_t> bytes) {
                                       " not spoken (this is " + std::to_string(kVersion) + ")"};
   }
   const uint8_t type = bytes[4];
-  if (type < static_cast<uint8_t>(Type::hello) || type > static_cast<uint8_t>(Type::keepalive)) {
+  if (type < static_cast<uint8_t>(Type::hello) || type > static_cast<uint8_t>(Type::ud_accept)) {
     return protocol_error("unknown message type " + std::to_string(type));
   }
   if (bytes[5] != 0) return protocol_error("reserved header byte is not zero");
@@ -279,32 +377,31 @@ Result<Message> decode_payload(Type type, std::span<const uint8_t> payload) {
     case Type::setup: {
       Setup s;
       if (!r.has(1 + 4 + 1 + 1 + 2 + kPeerSize)) return protocol_error("setup: truncated");
-      const uint8_t op = r.u8();
-      if (op < static_cast<uint8_t>(Op::send) || op > static_cast<uint8_t>(Op::read)) {
-        return protocol_error("setup: unknown operation " + std::to_string(op));
-      }
-      s.op = static_cast<Op>(op);
-      s.size = r.u32();
-      if (s.size == 0) return protocol_error("setup: message size 0");
-      s.tclass = r.u8();
-      s.sl = r.u8();
-      if (s.sl > 15) return protocol_error("setup: service level above 15");
-      s.mtu = r.u16();
-      if (!mtu_valid(s.mtu)) return protocol_error("setup: MTU " + std::to_string(s.mtu));
+      if (!read_class(r, s, "setup", why)) return protocol_error(why);
+      if (s.op == Op::ud) return protocol_error("setup: operation ud needs a ud_setup");
       s.peer = r.peer();
       if (!peer_valid(s.peer, why)) return protocol_error("setup: " + why);
-      if (!r.name(s.device)) return protocol_error("setup: bad device name");
-      if (!r.has(1)) return protocol_error("setup: truncated");
-      s.port = r.u8();
-      if (!r.name(s.rail)) return protocol_error("setup: bad rail");
-      if (s.device.empty() && s.rail.empty()) {
-        return protocol_error("setup: names neither a device nor a rail");
+      return read_target(r, std::move(s), "setup");
+    }
+    case Type::ud_setup: {
+      UdSetup s;
+      if (!r.has(1 + 4 + 1 + 1 + 2 + kUdPeerSize)) return protocol_error("ud_setup: truncated");
+      if (!read_class(r, s, "ud_setup", why)) return protocol_error(why);
+      if (s.op != Op::ud) return protocol_error("ud_setup: operation is not ud");
+      if (s.size < kDatagramSize || s.size > s.mtu) {
+        return protocol_error("ud_setup: datagram size " + std::to_string(s.size) +
+                              " outside 32 to the MTU");
       }
-      if (!s.device.empty() && s.port == 0) return protocol_error("setup: port number 0");
-      if (!r.has(kMacSize)) return protocol_error("setup: truncated");
-      s.mac = r.array<kMacSize>();
-      if (!r.done()) return protocol_error("setup: bytes after the MAC");
-      return Message{s};
+      s.peer = r.ud_peer();
+      if (!ud_peer_valid(s.peer, why)) return protocol_error("ud_setup: " + why);
+      return read_target(r, std::move(s), "ud_setup");
+    }
+    case Type::ud_accept: {
+      if (payload.size() != kUdPeerSize) return expect_size(type, payload.size(), kUdPeerSize);
+      UdAccept a;
+      a.peer = r.ud_peer();
+      if (!ud_peer_valid(a.peer, why)) return protocol_error("ud_accept: " + why);
+      return Message{a};
     }
     case Type::accept: {
       if (payload.size() != kAcceptSize) return expect_size(type, payload.size(), kAcceptSize);
@@ -345,6 +442,58 @@ Result<Message> decode(std::span<const uint8_t> bytes) {
                           std::to_string(kHeaderSize + header->length));
   }
   return decode_payload(header->type, bytes.subspan(kHeaderSize));
+}
+
+void encode_datagram(const Datagram& d, std::span<uint8_t> out) {
+  Writer w;
+  w.u8('R');
+  w.u8('X');
+  w.u8('U');
+  w.u8(kDatagramVersion);
+  w.u8(static_cast<uint8_t>(d.kind));
+  w.u8(d.flags);
+  w.u8(d.path);
+  w.u8(d.tclass);
+  w.u32(d.session);
+  w.u64(d.seq);
+  w.u64(d.responder_delay_ns);
+  w.u32(0);
+  const std::vector<uint8_t> bytes = w.take();
+  std::copy_n(bytes.begin(), std::min(bytes.size(), out.size()), out.begin());
+}
+
+Result<Datagram> decode_datagram(std::span<const uint8_t> bytes) {
+  if (bytes.size() < kDatagramSize) return protocol_error("datagram: truncated");
+  if (bytes.size() > 65536) return protocol_error("datagram: above 64 KiB");
+  Reader r(bytes.first(kDatagramSize));
+  if (r.u8() != 'R' || r.u8() != 'X' || r.u8() != 'U') {
+    return protocol_error("datagram: bad magic");
+  }
+  if (const uint8_t v = r.u8(); v != kDatagramVersion) {
+    return Error{EPROTONOSUPPORT, "datagram: version " + std::to_string(v)};
+  }
+  Datagram d;
+  const uint8_t kind = r.u8();
+  if (kind != static_cast<uint8_t>(DatagramKind::request) &&
+      kind != static_cast<uint8_t>(DatagramKind::reply)) {
+    return protocol_error("datagram: unknown kind " + std::to_string(kind));
+  }
+  d.kind = static_cast<DatagramKind>(kind);
+  d.flags = r.u8();
+  d.path = r.u8();
+  d.tclass = r.u8();
+  d.session = r.u32();
+  d.seq = r.u64();
+  d.responder_delay_ns = r.u64();
+  if (r.u32() != 0) return protocol_error("datagram: reserved bytes are not zero");
+  if ((d.flags & ~kDelayDeviceClock) != 0) return protocol_error("datagram: unknown flags");
+  if (d.kind == DatagramKind::request && (d.flags != 0 || d.responder_delay_ns != 0)) {
+    return protocol_error("datagram: a request carries a delay");
+  }
+  if (d.responder_delay_ns > kMaxResponderDelayNs) {
+    return protocol_error("datagram: responder delay above 10 s");
+  }
+  return d;
 }
 
 }  // namespace wire

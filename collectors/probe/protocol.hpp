@@ -32,7 +32,15 @@ inline constexpr std::size_t kMaxNameSize = 64;
 // Ports a hello lists at most.
 inline constexpr std::size_t kMaxPorts = 32;
 
-enum class Type : uint8_t { hello = 1, setup = 2, accept = 3, reject = 4, keepalive = 5 };
+enum class Type : uint8_t {
+  hello = 1,
+  setup = 2,
+  accept = 3,
+  reject = 4,
+  keepalive = 5,
+  ud_setup = 6,
+  ud_accept = 7,
+};
 
 // What one side of an RC connection needs to know of the other.
 struct Peer {
@@ -114,7 +122,42 @@ struct Keepalive {
   bool operator==(const Keepalive&) const = default;
 };
 
-using Message = std::variant<Hello, Setup, Accept, Reject, Keepalive>;
+// A port's UD queue pair as a peer addresses it: queue pair number, Q_Key,
+// LID and GID.
+struct UdPeer {
+  uint32_t qpn = 0;  // 24 bits
+  uint32_t qkey = 0;
+  uint16_t lid = 0;
+  std::array<uint8_t, 16> gid{};
+
+  bool operator==(const UdPeer&) const = default;
+};
+
+// Prober -> responder, instead of a setup, for the UD class (op ud): the
+// class's size, traffic class, service level and MTU, the prober port's UD
+// queue pair, and the responder port wanted (as in a setup). An accepted
+// prober is admitted: the responder's UD queue pair answers its datagrams
+// for as long as the connection stays open.
+struct UdSetup : QpParams {
+  UdPeer peer;
+  std::string device;
+  uint8_t port = 1;
+  std::string rail;
+  std::array<uint8_t, kMacSize> mac{};
+
+  UdSetup() { op = Op::ud; }
+  bool operator==(const UdSetup&) const = default;
+};
+
+// Responder -> prober: the UD queue pair of the port that answers.
+struct UdAccept {
+  UdPeer peer;
+
+  bool operator==(const UdAccept&) const = default;
+};
+
+// The variant's order is the message types' order.
+using Message = std::variant<Hello, Setup, Accept, Reject, Keepalive, UdSetup, UdAccept>;
 
 struct Header {
   Type type = Type::keepalive;
@@ -125,6 +168,7 @@ std::vector<uint8_t> encode(const Message& message);
 
 // The bytes a setup's MAC covers: the setup's payload without the MAC.
 std::vector<uint8_t> setup_mac_input(const Setup& setup);
+std::vector<uint8_t> setup_mac_input(const UdSetup& setup);
 
 Result<Header> decode_header(std::span<const uint8_t> bytes);
 Result<Message> decode_payload(Type type, std::span<const uint8_t> payload);
@@ -133,5 +177,38 @@ Result<Message> decode(std::span<const uint8_t> bytes);
 
 // Path MTU in bytes <-> the verbs enum value (1..5).
 bool mtu_valid(uint32_t bytes);
+
+// The UD probe's datagram, sent by a prober's UD queue pair and echoed by
+// the responder's, 32 bytes and then padding to the class's size:
+//   'R' 'X' 'U' version(1)  kind  flags  path  tclass
+//   session(32)  seq(64)  responder delay in ns(64)  reserved(32, zero)
+// A request has no flags and a delay of 0. A reply is the request with kind
+// reply, the responder's delay between receiving the request and posting the
+// reply (T4 - T3), and flags saying which clock measured it.
+inline constexpr uint8_t kDatagramVersion = 1;
+inline constexpr std::size_t kDatagramSize = 32;
+// The largest delay a reply may report: 10 s.
+inline constexpr uint64_t kMaxResponderDelayNs = 10'000'000'000ull;
+
+enum class DatagramKind : uint8_t { request = 1, reply = 2 };
+// Reply flags.
+inline constexpr uint8_t kDelayDeviceClock = 1;  // T3 and T4 are device clock readings
+
+struct Datagram {
+  DatagramKind kind = DatagramKind::request;
+  uint8_t flags = 0;
+  uint8_t path = 0;  // which of the prober's flow labels carried the request
+  uint8_t tclass = 0;
+  uint32_t session = 0;  // the prober's number for the pair
+  uint64_t seq = 0;
+  uint64_t responder_delay_ns = 0;
+
+  bool operator==(const Datagram&) const = default;
+};
+
+// Writes the 32-byte header into `out` (at least kDatagramSize bytes).
+void encode_datagram(const Datagram& d, std::span<uint8_t> out);
+// Reads a received datagram (header and padding, at most 64 KiB).
+Result<Datagram> decode_datagram(std::span<const uint8_t> bytes);
 
 }  // namespace rdma_exporter::probe::wire

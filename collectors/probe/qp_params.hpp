@@ -9,7 +9,9 @@
 // here once, with their defaults.
 namespace rdma_exporter::probe {
 
-enum class Op : uint8_t { send = 1, write = 2, read = 3 };
+// send, write and read use RC queue pairs, one pair per session; ud sends a
+// datagram from the port's one UD queue pair and times the responder's echo.
+enum class Op : uint8_t { send = 1, write = 2, read = 3, ud = 4 };
 
 constexpr const char* op_name(Op op) {
   switch (op) {
@@ -19,6 +21,8 @@ constexpr const char* op_name(Op op) {
       return "write";
     case Op::read:
       return "read";
+    case Op::ud:
+      return "ud";
   }
   return "unknown";
 }

@@ -6,6 +6,8 @@
 
 #include <cstring>
 
+#include "common/address.hpp"
+
 namespace rdma_exporter::probe {
 namespace {
 
@@ -47,6 +49,27 @@ std::string format(const std::array<uint8_t, 16>& a, bool ipv4, int prefix) {
 }
 
 }  // namespace
+
+bool names_this_host(const std::string& address, unsigned short port,
+                     const std::vector<InterfaceAddress>& addresses, const std::string& hostname) {
+  ListenAddress parsed;
+  if (!parse_listen_address(address, parsed) || parsed.port != port || parsed.host.empty()) {
+    return false;
+  }
+  if (!hostname.empty() && parsed.host == hostname) return true;
+  std::array<uint8_t, 16> ip{};
+  if (in_addr v4{}; ::inet_pton(AF_INET, parsed.host.c_str(), &v4) == 1) {
+    ip[10] = 0xff;
+    ip[11] = 0xff;
+    std::memcpy(ip.data() + 12, &v4, 4);
+  } else if (::inet_pton(AF_INET6, parsed.host.c_str(), ip.data()) != 1) {
+    return false;
+  }
+  for (const auto& a : addresses) {
+    if (a.address == ip) return true;
+  }
+  return false;
+}
 
 std::vector<InterfaceAddress> interface_addresses() {
   std::vector<InterfaceAddress> out;

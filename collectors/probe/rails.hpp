@@ -25,6 +25,12 @@ struct InterfaceAddress {
 // The addresses of this host's interfaces (getifaddrs).
 std::vector<InterfaceAddress> interface_addresses();
 
+// Whether a target address ("host:port") is this host's own probe: its
+// port is `port` and its host is one of `addresses` (written as an IP
+// address) or `hostname`.
+bool names_this_host(const std::string& address, unsigned short port,
+                     const std::vector<InterfaceAddress>& addresses, const std::string& hostname);
+
 // The rail a port is on by default: the subnet of its GID.
 // - RoCE with an IPv4-mapped GID: the IPv4 subnet of the interface address
 //   equal to it ("192.168.100.0/24"); "/32" when no interface has it.

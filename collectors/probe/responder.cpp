@@ -7,6 +7,7 @@
 
 #include "collectors/probe/auth.hpp"
 #include "collectors/probe/control.hpp"
+#include "collectors/probe/ud_port.hpp"
 #include "common/address.hpp"
 #include "common/log.hpp"
 
@@ -31,6 +32,7 @@ class Responder::Session : public std::enable_shared_from_this<Session> {
 
   const std::string& source() const { return source_; }
   const Device* device() const { return device_.get(); }
+  const UdPort* ud() const { return ud_.get(); }
 
   void start() {
     nonce_ = random_nonce();
@@ -60,6 +62,8 @@ class Responder::Session : public std::enable_shared_from_this<Session> {
       channel_.reset();
     }
     endpoint_.reset();
+    if (ud_) ud_->revoke(ud_peer_);
+    ud_.reset();
     device_.reset();
     owner_.closed(shared_from_this(), idle);
   }
@@ -93,6 +97,7 @@ class Responder::Session : public std::enable_shared_from_this<Session> {
       }
       return close(nullptr);
     }
+    if (const auto* ud = std::get_if<wire::UdSetup>(&m.value())) return on_ud_setup(*ud);
     const auto* setup = std::get_if<wire::Setup>(&m.value());
     if (setup == nullptr) {
       return reject(wire::RejectCode::protocol, "expected a setup", "protocol");
@@ -108,21 +113,8 @@ class Responder::Session : public std::enable_shared_from_this<Session> {
     if (owner_.ports_.empty()) {
       return reject(wire::RejectCode::resources, "no RDMA device", "resources");
     }
-    const LocalPort* local = nullptr;
-    for (const auto& p : owner_.ports_) {
-      if (setup->device.empty() ? p.rail == setup->rail
-                                : p.device->name() == setup->device && p.info.port == setup->port) {
-        local = &p;
-        break;
-      }
-    }
-    if (local == nullptr) {
-      return reject(wire::RejectCode::unsupported,
-                    setup->device.empty()
-                        ? "no port on rail " + setup->rail
-                        : "no port " + setup->device + "/" + std::to_string(setup->port),
-                    "unsupported");
-    }
+    const LocalPort* local = find_port(setup->device, setup->port, setup->rail);
+    if (local == nullptr) return;
     device_ = local->device;
     auto port = cfg.gid_index < 0 ? Result<PortInfo>(local->info)
                                   : device_->port(local->info.port, cfg.gid_index);
@@ -143,6 +135,53 @@ class Responder::Session : public std::enable_shared_from_this<Session> {
     }
     wire::Accept accept;
     accept.peer = endpoint_->local();
+    control_->write(accept, [self = shared_from_this()](Status s) {
+      if (!s) return self->close(nullptr);
+      self->listen();
+    });
+  }
+
+  // The port a set-up names (by device and port, or by rail); rejects and
+  // returns null when there is none.
+  const LocalPort* find_port(const std::string& device, uint8_t port, const std::string& rail) {
+    for (const auto& p : owner_.ports_) {
+      if (device.empty() ? p.rail == rail : p.device->name() == device && p.info.port == port) {
+        return &p;
+      }
+    }
+    reject(wire::RejectCode::unsupported,
+           device.empty() ? "no port on rail " + rail
+                          : "no port " + device + "/" + std::to_string(port),
+           "unsupported");
+    return nullptr;
+  }
+
+  // A UD set-up admits the prober's UD queue pair to the port's: no queue
+  // pair is made for the session.
+  void on_ud_setup(const wire::UdSetup& setup) {
+    const ResponderSettings& cfg = owner_.settings_;
+    if (!cfg.secret.empty() && !setup_mac_valid(cfg.secret, nonce_, setup)) {
+      return reject(wire::RejectCode::auth, "authentication failed", "auth");
+    }
+    if (owner_.ports_.empty()) {
+      return reject(wire::RejectCode::resources, "no RDMA device", "resources");
+    }
+    const LocalPort* local = find_port(setup.device, setup.port, setup.rail);
+    if (local == nullptr) return;
+    if (!local->ud || !local->ud->working()) {
+      return reject(wire::RejectCode::resources, "no UD queue pair on " + local->name(),
+                    "resources");
+    }
+    if (setup.size > local->ud->max_size()) {
+      return reject(wire::RejectCode::unsupported,
+                    "datagram size above " + std::to_string(local->ud->max_size()), "unsupported");
+    }
+    device_ = local->device;
+    ud_ = local->ud;
+    ud_peer_ = setup.peer;
+    ud_->admit(ud_peer_, setup.sl);
+    wire::UdAccept accept;
+    accept.peer = ud_->address();
     control_->write(accept, [self = shared_from_this()](Status s) {
       if (!s) return self->close(nullptr);
       self->listen();
@@ -200,6 +239,8 @@ class Responder::Session : public std::enable_shared_from_this<Session> {
   std::shared_ptr<Device> device_;
   std::unique_ptr<Endpoint> endpoint_;
   std::optional<boost::asio::posix::stream_descriptor> channel_;
+  std::shared_ptr<UdPort> ud_;  // a UD session: admitted to this port's queue pair
+  wire::UdPeer ud_peer_;
   bool closed_ = false;
 };
 
@@ -224,8 +265,10 @@ void Responder::set_ports(std::vector<LocalPort> ports) {
   std::vector<std::shared_ptr<Session>> gone;
   for (const auto& s : sessions_) {
     if (s->device() == nullptr) continue;  // still in its handshake
+    // A UD session also ends when its port's UD queue pair was made anew:
+    // the prober must learn the new one.
     const bool kept = std::any_of(ports_.begin(), ports_.end(), [&](const LocalPort& p) {
-      return p.device.get() == s->device();
+      return p.device.get() == s->device() && (s->ud() == nullptr || s->ud() == p.ud.get());
     });
     if (!kept) gone.push_back(s);
   }

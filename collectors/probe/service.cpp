@@ -7,10 +7,13 @@
 
 #include "collectors/probe/auth.hpp"
 #include "collectors/probe/discovery.hpp"
+#include "collectors/probe/pinglist.hpp"
 #include "collectors/probe/prober.hpp"
 #include "collectors/probe/rails.hpp"
 #include "collectors/probe/responder.hpp"
 #include "collectors/probe/targets.hpp"
+#include "collectors/probe/ud_port.hpp"
+#include "collectors/probe/ud_prober.hpp"
 #include "collectors/probe/verbs_device.hpp"
 #include "collectors/probe/verbs_memory.hpp"
 #include "common/file.hpp"
@@ -41,9 +44,30 @@ std::string labels_key(const Labels& labels) {
 bool same_ports(const std::vector<LocalPort>& a, const std::vector<LocalPort>& b) {
   return std::equal(a.begin(), a.end(), b.begin(), b.end(), [](const auto& x, const auto& y) {
     return x.device == y.device && x.info.port == y.info.port && x.info.gid == y.info.gid &&
-           x.rail == y.rail;
+           x.rail == y.rail && x.ud == y.ud;
   });
 }
+
+std::string host_name() {
+  std::array<char, 256> name{};
+  if (::gethostname(name.data(), name.size() - 1) != 0) return "";
+  return name.data();
+}
+
+// UD datagrams per port: room for this many in flight each way.
+constexpr uint32_t kUdQueueDepth = 256;
+
+constexpr const char* kGroupLatencyHelp =
+    "Network round trip of UD probes per local port, class and scope (group: targets in this "
+    "host's own group of probe.pinglist.group_label, remote: the others): the probe's round "
+    "trip less the responder's delay, timed with device completion timestamps "
+    "(clock=\"device\") or the host clock (clock=\"host\").";
+constexpr const char* kProberDelayHelp =
+    "Time a UD probe spent in this host's software and PCIe path: host round trip less device "
+    "round trip (only with device completion timestamps).";
+constexpr const char* kResponderDelayHelp =
+    "Responders' delay between receiving a UD probe and answering it, as their replies report "
+    "it.";
 
 }  // namespace
 
@@ -121,6 +145,7 @@ void ProbeService::stop() {
   boost::asio::post(io_, [this] {
     scan_timer_.cancel();
     files_timer_.cancel();
+    epoch_timer_.cancel();
     stop_all();
     if (responder_) responder_->stop();
     for (auto& [name, held] : devices_) {
@@ -181,6 +206,8 @@ void ProbeService::update(ProbeOptions options) {
     options_.port = options.port;
     options_.link_layer = std::move(options.link_layer);
     options_.rails = std::move(options.rails);
+    options_.pinglist = std::move(options.pinglist);
+    options_.histograms = std::move(options.histograms);
     device_pattern_.emplace(options_.device.empty() ? ".*" : options_.device);
     if (options.file_sd != options_.file_sd) {
       options_.file_sd = std::move(options.file_sd);
@@ -358,7 +385,42 @@ void ProbeService::scan() {
   } else {
     health_.set_device_problem("");
   }
+  attach_ud(ports);
   if (!same_ports(ports, ports_)) set_ports(std::move(ports));
+}
+
+void ProbeService::attach_ud(std::vector<LocalPort>& ports) {
+  std::vector<std::shared_ptr<UdPortStats>> keep;
+  for (LocalPort& p : ports) {
+    for (const auto& old : ports_) {
+      if (old.device == p.device && old.info.port == p.info.port && old.info.gid == p.info.gid &&
+          old.ud && old.ud->working()) {
+        p.ud = old.ud;
+      }
+    }
+    auto stats =
+        stats_->ud_port({{"device", p.device->name()}, {"port", std::to_string(p.info.port)}});
+    keep.push_back(stats);
+    if (p.ud) continue;
+    UdPortSettings us;
+    us.max_size = std::min<uint32_t>(p.info.active_mtu, 4096);
+    us.recv_depth = kUdQueueDepth;
+    us.send_depth = kUdQueueDepth;
+    us.memory = options_.memory;
+    us.gid_index = options_.gid_index;
+    auto ud = UdPort::create(io_, p, us, stats);
+    if (!ud) {
+      if (ud_failed_[p.name()] != ud.error().message) {
+        log::warn("probe " + p.name() + ": no UD queue pair: " + ud.error().message +
+                  "; UD probes from and to it fail with reason \"setup\"");
+      }
+      ud_failed_[p.name()] = ud.error().message;
+      continue;
+    }
+    ud_failed_.erase(p.name());
+    p.ud = std::shared_ptr<UdPort>(std::move(ud.value()));
+  }
+  stats_->retain_ud_ports(keep);
 }
 
 void ProbeService::set_ports(std::vector<LocalPort> ports) {
@@ -480,12 +542,58 @@ void ProbeService::apply() {
   for (const auto& [path, f] : files_) {
     for (const auto& t : f.targets) add("file_sd", t.address, t);
   }
+
+  // This epoch's pinglist: every host of this host's group, and a few of
+  // other groups per local rail (docs/probe.md, "Pinglists").
+  const auto addresses = interface_addresses();
+  const std::string hostname = host_name();
+  std::vector<FleetMember> members;
+  std::string self_id;
+  std::string self_group = options_.pinglist.group;
+  for (const auto& [key, nt] : wanted) {
+    const Target& t = nt.second;
+    const auto g = t.labels.find(options_.pinglist.group_label);
+    const std::string group = g == t.labels.end() ? "" : g->second;
+    members.push_back({t.address, group});
+    if (self_id.empty() && names_this_host(t.address, port_, addresses, hostname)) {
+      self_id = t.address;
+      self_group = group;
+    }
+  }
+  const bool listed = !self_id.empty();
+  if (!listed) self_id = hostname + ":" + std::to_string(port_);
+  std::vector<std::string> rails;
+  for (const auto& p : ports_) rails.push_back(p.rail);
+  std::sort(rails.begin(), rails.end());
+  rails.erase(std::unique(rails.begin(), rails.end()), rails.end());
+  // Without a port in use the picks are still made (on no rail), so that
+  // targets are discovered and reported meanwhile.
+  if (rails.empty()) rails.emplace_back();
+  const uint64_t epoch = pinglist_epoch(std::chrono::system_clock::now(), options_.pinglist.epoch);
+  const Pinglist pinglist =
+      compute_pinglist(members, self_id, self_group, rails,
+                       PinglistSettings{options_.pinglist.remote_per_rail, epoch});
+  std::map<std::string, std::set<std::string>> chosen;  // address -> local rails (none: all)
+  for (std::size_t i : pinglist.group) chosen[members[i].id];
+  std::set<std::string> remote_hosts;
+  for (const auto& [rail, hosts] : pinglist.remote) {
+    for (std::size_t i : hosts) {
+      chosen[members[i].id].insert(rail);
+      remote_hosts.insert(members[i].id);
+    }
+  }
+  std::set<std::string> fleet;
+  for (const auto& m : members) fleet.insert(m.id);
+  stats_->set_pinglist(PinglistReport{listed, self_group, epoch, pinglist.group.size(),
+                                      remote_hosts.size(), fleet.size()});
+  std::erase_if(wanted, [&](const auto& kv) { return !chosen.contains(kv.second.second.address); });
   if (options_.loopback) {
     Target self;
     self.address = "127.0.0.1:" + std::to_string(port_);
     add(kLoopback, kLoopback, self);
   }
   stats_->set_targets(by_source);
+  schedule_epoch();
 
   DiscoverySettings ds;
   ds.connect_timeout = options_.connect_timeout;
@@ -538,6 +646,8 @@ void ProbeService::apply() {
       w.discovery = std::make_shared<Discovery>(io_, w.address, ds, std::move(handlers));
       w.discovery->start();
     }
+    const auto c = chosen.find(w.address);
+    w.rails = c == chosen.end() ? std::set<std::string>{} : c->second;
     keep_targets.push_back(w.stats);
   }
   stats_->retain_targets(keep_targets);
@@ -554,11 +664,19 @@ void ProbeService::apply() {
   const std::vector<ProbeClass> classes = effective_classes(options_);
   std::vector<RailPort> rail_ports;
   for (const auto& p : ports_) rail_ports.push_back({p.device->name(), p.info.port, p.rail});
-  std::map<std::string, std::shared_ptr<Prober>> next;
+  std::map<std::string, std::shared_ptr<ControlClient>> next;
   std::vector<std::shared_ptr<SeriesStats>> keep;
+  std::vector<std::shared_ptr<HistogramStats>> keep_histograms;
   for (const auto& [key, w] : watched_) {
+    const auto group_label = w.target.labels.find(options_.pinglist.group_label);
+    const std::string group = group_label == w.target.labels.end() ? "" : group_label->second;
+    // Latency histograms of UD classes are kept per scope: this host's own
+    // group, or another (which rotate every epoch: their own histograms
+    // would be new series every epoch).
+    const char* scope = w.name == kLoopback || group == self_group ? "group" : "remote";
     for (const auto& [l, r] : rail_pairs(rail_ports, w.ports, options_.cross_rail, w.target.rail)) {
       const LocalPort& local = ports_[l];
+      if (!w.rails.empty() && !w.rails.contains(local.rail)) continue;
       const wire::PortAd& remote = w.ports[r];
       for (const auto& cls : classes) {
         if (!w.target.classes.empty() && std::find(w.target.classes.begin(), w.target.classes.end(),
@@ -566,11 +684,42 @@ void ProbeService::apply() {
           continue;
         }
         if (cls.port && *cls.port != local.info.port) continue;
+        if (cls.op == Op::ud && !local.ud) continue;  // no UD queue pair: said in the log
         const Labels labels = series_labels(w.name, rail_ports[l], remote, cls, w.target.labels);
         std::string prober_key = w.address + '\n' + cls.name + labels_key(labels) + '\n';
-        // A port whose GID changed is probed anew.
+        // A port whose GID changed, or whose UD queue pair was made anew, is
+        // probed anew.
         prober_key.append(local.info.gid.begin(), local.info.gid.end());
-        auto series = stats_->series(labels);
+        if (local.ud)
+          prober_key += std::to_string(reinterpret_cast<std::uintptr_t>(local.ud.get()));
+        std::shared_ptr<SeriesStats> series;
+        UdProberStats ud_stats;
+        if (cls.op == Op::ud) {
+          series = stats_->series(labels, SeriesShape{options_.histograms == "target", false});
+          Labels port_labels = {{"device", rail_ports[l].device},
+                                {"port", std::to_string(local.info.port)},
+                                {"rail", local.rail},
+                                {"op", op_name(cls.op)},
+                                {"size", std::to_string(cls.size)},
+                                {"tclass", std::to_string(cls.tclass)},
+                                {"clock", local.ud->timestamps() ? "device" : "host"}};
+          ud_stats.responder_delay = stats_->histogram("rdma_probe_responder_delay_seconds",
+                                                       kResponderDelayHelp, port_labels);
+          keep_histograms.push_back(ud_stats.responder_delay);
+          if (local.ud->timestamps()) {
+            ud_stats.prober_delay =
+                stats_->histogram("rdma_probe_prober_delay_seconds", kProberDelayHelp, port_labels);
+            keep_histograms.push_back(ud_stats.prober_delay);
+          }
+          Labels group_labels = port_labels;
+          group_labels.emplace_back("scope", scope);
+          ud_stats.latency = stats_->histogram("rdma_probe_group_latency_seconds",
+                                               kGroupLatencyHelp, group_labels);
+          keep_histograms.push_back(ud_stats.latency);
+          ud_stats.pair = series;
+        } else {
+          series = stats_->series(labels);
+        }
         keep.push_back(series);
         if (next.contains(prober_key)) continue;  // the same target twice
         if (auto it = probers_.find(prober_key); it != probers_.end()) {
@@ -578,7 +727,12 @@ void ProbeService::apply() {
           probers_.erase(it);
           continue;
         }
-        auto p = std::make_shared<Prober>(io_, local, w.address, remote, cls, ps, series);
+        std::shared_ptr<ControlClient> p;
+        if (cls.op == Op::ud) {
+          p = std::make_shared<UdProber>(io_, local.ud, w.address, remote, cls, ps, ud_stats);
+        } else {
+          p = std::make_shared<Prober>(io_, local, w.address, remote, cls, ps, series);
+        }
         p->start();
         next[prober_key] = std::move(p);
       }
@@ -587,6 +741,18 @@ void ProbeService::apply() {
   for (auto& [key, p] : probers_) p->stop();
   probers_ = std::move(next);
   stats_->retain(keep);
+  stats_->retain_histograms(keep_histograms);
+}
+
+void ProbeService::schedule_epoch() {
+  const auto length = options_.pinglist.epoch;
+  const auto now = std::chrono::system_clock::now();
+  const auto since = std::chrono::duration_cast<std::chrono::milliseconds>(now.time_since_epoch());
+  const auto wait = length - since % length;
+  epoch_timer_.expires_after(wait);
+  epoch_timer_.async_wait([this](const boost::system::error_code& ec) {
+    if (!ec) apply();
+  });
 }
 
 }  // namespace rdma_exporter::probe

@@ -26,8 +26,8 @@
 
 namespace rdma_exporter::probe {
 
+class ControlClient;
 class Discovery;
-class Prober;
 class Responder;
 
 // The embedded latency probe: a responder for peers on every local port,
@@ -92,6 +92,9 @@ class ProbeService {
     std::shared_ptr<TargetStats> stats;
     std::vector<wire::PortAd> ports;  // its last answer
     bool failing = false;             // warned about; an answer says so again
+    // Local rails it is probed from in this epoch (empty: every rail; a
+    // host of another group is probed on the rails that picked it).
+    std::set<std::string> rails;
   };
 
   void scan();
@@ -102,6 +105,10 @@ class ProbeService {
   void refresh_files();
   void apply();
   void stop_all();
+  // Gives each port its UD queue pair: the one it had, or a new one.
+  void attach_ud(std::vector<LocalPort>& ports);
+  // Runs apply() at the start of the next pinglist epoch.
+  void schedule_epoch();
 
   ProbeOptions options_;
   std::optional<std::regex> device_pattern_;  // from options_.device
@@ -112,6 +119,8 @@ class ProbeService {
   boost::asio::io_context io_;
   boost::asio::steady_timer scan_timer_{io_};
   boost::asio::steady_timer files_timer_{io_};
+  boost::asio::steady_timer epoch_timer_{io_};
+  std::map<std::string, std::string> ud_failed_;  // why a port has no UD queue pair, by port
   std::unique_ptr<Responder> responder_;
   std::map<std::string, Held> devices_;        // by name
   std::map<std::string, std::string> states_;  // device_state of every device seen, by name
@@ -119,7 +128,8 @@ class ProbeService {
   std::vector<LocalPort> ports_;               // in use, by device and port
   std::map<std::string, Watched> watched_;     // by address, labels and rail
   std::map<std::string, FileState> files_;
-  std::map<std::string, std::shared_ptr<Prober>> probers_;  // by target, ports, class, labels
+  // RC and UD probers, by target, ports, class and labels.
+  std::map<std::string, std::shared_ptr<ControlClient>> probers_;
   bool scan_queued_ = false;
   std::vector<std::string> last_entries_;  // uverbs devices at the last full scan
   bool ports_dirty_ = true;                // a port event or a reload: look at the ports

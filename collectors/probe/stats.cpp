@@ -10,7 +10,8 @@ std::vector<double> latency_buckets() {
           2.5e-3, 5e-3,   1e-2, 2.5e-2, 5e-2,   0.1,  0.25, 0.5,    1.0};
 }
 
-SeriesStats::SeriesStats(Labels labels) : labels_(std::move(labels)), latency_(latency_buckets()) {}
+SeriesStats::SeriesStats(Labels labels, SeriesShape shape)
+    : labels_(std::move(labels)), shape_(shape), latency_(latency_buckets()) {}
 
 void SeriesStats::sent() {
   const std::lock_guard lock(mutex_);
@@ -18,7 +19,7 @@ void SeriesStats::sent() {
 }
 
 void SeriesStats::success(double seconds, double unix_now) {
-  latency_.Observe(seconds);
+  if (shape_.histogram) latency_.Observe(seconds);
   const std::lock_guard lock(mutex_);
   up_ = true;
   last_success_ = unix_now;
@@ -30,21 +31,40 @@ void SeriesStats::timeout() {
   up_ = false;
 }
 
+void SeriesStats::lost(uint8_t path) {
+  const std::lock_guard lock(mutex_);
+  ++timeouts_;
+  ++path_lost_[path];
+  up_ = false;
+}
+
 void SeriesStats::error(const std::string& why) {
   const std::lock_guard lock(mutex_);
   ++errors_[why];
   up_ = false;
 }
 
-void SeriesStats::add_metrics(MetricSink& sink) const {
+namespace {
+void add_histogram(MetricSink& sink, const std::string& name, const std::string& help,
+                   const Labels& labels, const prometheus::Histogram& histogram) {
   prometheus::MetricFamily hist;
-  hist.name = "rdma_probe_latency_seconds";
-  hist.help = "Round-trip time of successful probes (see docs/probe.md for perftest's numbers).";
+  hist.name = name;
+  hist.help = help;
   hist.type = prometheus::MetricType::Histogram;
-  prometheus::ClientMetric m = latency_.Collect();
-  for (const auto& [k, v] : labels_) m.label.push_back({k, v});
+  prometheus::ClientMetric m = histogram.Collect();
+  for (const auto& [k, v] : labels) m.label.push_back({k, v});
   hist.metric.push_back(std::move(m));
   sink.family(std::move(hist));
+}
+}  // namespace
+
+void SeriesStats::add_metrics(MetricSink& sink) const {
+  if (shape_.histogram) {
+    add_histogram(sink, "rdma_probe_latency_seconds",
+                  "Round-trip time of successful probes (UD: the network round trip, see "
+                  "docs/probe.md; compare with perftest's numbers there).",
+                  labels_, latency_);
+  }
 
   const std::lock_guard lock(mutex_);
   sink.counter("rdma_probe_sent_total", "Probes posted.", labels_, static_cast<double>(sent_));
@@ -60,19 +80,107 @@ void SeriesStats::add_metrics(MetricSink& sink) const {
                  "queue pair errors).",
                  std::move(l), static_cast<double>(n));
   }
-  sink.gauge("rdma_probe_up", "1 when the target's last probe of this class succeeded.", labels_,
-             up_ ? 1.0 : 0.0);
+  for (const auto& [path, n] : path_lost_) {
+    Labels l = labels_;
+    l.emplace_back("path", std::to_string(path));
+    sink.counter("rdma_probe_path_timeouts_total",
+                 "UD probes without a reply, by path (the flow label the request was sent with), "
+                 "for paths that lost at least one.",
+                 std::move(l), static_cast<double>(n));
+  }
+  if (shape_.up) {
+    sink.gauge("rdma_probe_up", "1 when the target's last probe of this class succeeded.", labels_,
+               up_ ? 1.0 : 0.0);
+  }
   if (last_success_ > 0) {
     sink.gauge("rdma_probe_last_success_timestamp_seconds",
                "Unix time of the last successful probe.", labels_, last_success_);
   }
 }
 
-std::shared_ptr<SeriesStats> ProbeStats::series(const Labels& labels) {
+std::shared_ptr<SeriesStats> ProbeStats::series(const Labels& labels, SeriesShape shape) {
   const std::lock_guard lock(mutex_);
-  auto& slot = series_[labels];
-  if (!slot) slot = std::make_shared<SeriesStats>(labels);
+  auto& slot = series_[{labels, shape}];
+  if (!slot) slot = std::make_shared<SeriesStats>(labels, shape);
   return slot;
+}
+
+HistogramStats::HistogramStats(std::string name, std::string help, Labels labels)
+    : name_(std::move(name)),
+      help_(std::move(help)),
+      labels_(std::move(labels)),
+      histogram_(latency_buckets()) {}
+
+void HistogramStats::add_metrics(MetricSink& sink) const {
+  add_histogram(sink, name_, help_, labels_, histogram_);
+}
+
+std::shared_ptr<HistogramStats> ProbeStats::histogram(const std::string& name,
+                                                      const std::string& help,
+                                                      const Labels& labels) {
+  const std::lock_guard lock(mutex_);
+  auto& slot = histograms_[{name, labels}];
+  if (!slot) slot = std::make_shared<HistogramStats>(name, help, labels);
+  return slot;
+}
+
+void ProbeStats::retain_histograms(const std::vector<std::shared_ptr<HistogramStats>>& keep) {
+  std::set<const HistogramStats*> wanted;
+  for (const auto& k : keep) wanted.insert(k.get());
+  const std::lock_guard lock(mutex_);
+  std::erase_if(histograms_, [&](const auto& kv) { return !wanted.contains(kv.second.get()); });
+}
+
+void UdPortStats::dropped(const char* why) {
+  const std::lock_guard lock(mutex_);
+  ++dropped_[why];
+}
+
+void UdPortStats::answered() {
+  const std::lock_guard lock(mutex_);
+  ++answered_;
+}
+
+void UdPortStats::set_peers(std::size_t n) {
+  const std::lock_guard lock(mutex_);
+  peers_ = n;
+}
+
+void UdPortStats::add_metrics(MetricSink& sink) const {
+  const std::lock_guard lock(mutex_);
+  sink.gauge("rdma_probe_ud_peers",
+             "Probers admitted to the port's UD queue pair (one per open UD session's queue "
+             "pair).",
+             labels_, static_cast<double>(peers_));
+  sink.counter("rdma_probe_ud_answered_total", "UD probe requests the port answered.", labels_,
+               static_cast<double>(answered_));
+  for (const auto& [why, n] : dropped_) {
+    Labels l = labels_;
+    l.emplace_back("reason", why);
+    sink.counter("rdma_probe_ud_dropped_total",
+                 "Datagrams the port's UD queue pair dropped or could not send, by reason "
+                 "(not_admitted: a request from a prober without an open session).",
+                 std::move(l), static_cast<double>(n));
+  }
+}
+
+std::shared_ptr<UdPortStats> ProbeStats::ud_port(const Labels& labels) {
+  const std::lock_guard lock(mutex_);
+  auto& slot = ud_ports_[labels];
+  if (!slot) slot = std::make_shared<UdPortStats>(labels);
+  return slot;
+}
+
+void ProbeStats::retain_ud_ports(const std::vector<std::shared_ptr<UdPortStats>>& keep) {
+  std::set<const UdPortStats*> wanted;
+  for (const auto& k : keep) wanted.insert(k.get());
+  const std::lock_guard lock(mutex_);
+  std::erase_if(ud_ports_, [&](const auto& kv) { return !wanted.contains(kv.second.get()); });
+}
+
+void ProbeStats::set_pinglist(const PinglistReport& report) {
+  const std::lock_guard lock(mutex_);
+  pinglist_ = report;
 }
 
 void ProbeStats::retain(const std::vector<std::shared_ptr<SeriesStats>>& keep) {
@@ -173,6 +281,8 @@ void ProbeStats::responder_rejected(const std::string& why) {
 void ProbeStats::add_metrics(MetricSink& sink) const {
   std::vector<std::shared_ptr<SeriesStats>> series;
   std::vector<std::shared_ptr<TargetStats>> targets;
+  std::vector<std::shared_ptr<HistogramStats>> histograms;
+  std::vector<std::shared_ptr<UdPortStats>> ud_ports;
   {
     const std::lock_guard lock(mutex_);
     static constexpr const char* kDeviceStates[] = {device_state::in_use, device_state::excluded,
@@ -238,11 +348,33 @@ void ProbeStats::add_metrics(MetricSink& sink) const {
                    "Control connections the responder refused or closed, by reason.",
                    {{"reason", why}}, static_cast<double>(n));
     }
+    if (pinglist_) {
+      const PinglistReport& p = *pinglist_;
+      sink.gauge("rdma_probe_pinglist_hosts",
+                 "Target hosts probed in the current epoch: every host of this host's group, and "
+                 "the hosts of other groups the pinglist picked.",
+                 {{"scope", "group"}}, static_cast<double>(p.group_hosts));
+      sink.gauge("rdma_probe_pinglist_hosts", "", {{"scope", "remote"}},
+                 static_cast<double>(p.remote_hosts));
+      sink.gauge("rdma_probe_pinglist_fleet_hosts", "Hosts in the target list.", {},
+                 static_cast<double>(p.fleet_hosts));
+      sink.gauge("rdma_probe_pinglist_epoch",
+                 "The pinglist's epoch: Unix time divided by probe.pinglist.epoch.", {},
+                 static_cast<double>(p.epoch));
+      sink.info("rdma_probe_pinglist_info",
+                "This host's group in the pinglist, and whether it found itself in the target "
+                "list (listed=\"false\": the group is probe.pinglist.group).",
+                {{"group", p.group}, {"listed", p.self_listed ? "true" : "false"}});
+    }
     for (const auto& [labels, s] : series_) series.push_back(s);
     for (const auto& [labels, t] : targets_by_labels_) targets.push_back(t);
+    for (const auto& [key, h] : histograms_) histograms.push_back(h);
+    for (const auto& [labels, u] : ud_ports_) ud_ports.push_back(u);
   }
   for (const auto& t : targets) t->add_metrics(sink);
   for (const auto& s : series) s->add_metrics(sink);
+  for (const auto& h : histograms) h->add_metrics(sink);
+  for (const auto& u : ud_ports) u->add_metrics(sink);
 }
 
 }  // namespace rdma_exporter::probe

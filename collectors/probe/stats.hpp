@@ -2,10 +2,12 @@
 
 #include <prometheus/histogram.h>
 
+#include <compare>
 #include <cstdint>
 #include <map>
 #include <memory>
 #include <mutex>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -33,14 +35,27 @@ inline constexpr const char* remote_error = "remote_error";
 inline constexpr const char* disconnected = "disconnected";
 }  // namespace reason
 
-// One target probed with one class.
+// What a pair's series include. RC classes have them all; UD classes in the
+// fleet's bounded shape (probe.histograms: group) only the counters and the
+// last success, their latencies going to histograms per group (HistogramStats).
+struct SeriesShape {
+  bool histogram = true;  // rdma_probe_latency_seconds per pair
+  bool up = true;         // rdma_probe_up per pair
+
+  auto operator<=>(const SeriesShape&) const = default;
+};
+
+// One pair of ports probed with one class.
 class SeriesStats {
  public:
-  explicit SeriesStats(Labels labels);
+  explicit SeriesStats(Labels labels, SeriesShape shape = {});
 
   void sent();
   void success(double seconds, double unix_now);
   void timeout();
+  // A UD probe that got no reply in time, on path (flow label) `path`:
+  // counted as a timeout, and by path once a path has lost one.
+  void lost(uint8_t path);
   void error(const std::string& why);
 
   void add_metrics(MetricSink& sink) const;
@@ -48,13 +63,70 @@ class SeriesStats {
 
  private:
   const Labels labels_;
+  const SeriesShape shape_;
   prometheus::Histogram latency_;
   mutable std::mutex mutex_;
   uint64_t sent_ = 0;
   uint64_t timeouts_ = 0;
+  std::map<uint8_t, uint64_t> path_lost_;
   std::map<std::string, uint64_t> errors_;
   bool up_ = false;
   double last_success_ = 0;
+};
+
+// A histogram of latencies with fixed labels, shared by every prober that
+// observes into it: the UD classes' latency per (local port, class, target
+// group) and their prober and responder delays per (local port, class).
+class HistogramStats {
+ public:
+  HistogramStats(std::string name, std::string help, Labels labels);
+  void observe(double seconds) { histogram_.Observe(seconds); }
+  void add_metrics(MetricSink& sink) const;
+
+ private:
+  const std::string name_;
+  const std::string help_;
+  const Labels labels_;
+  prometheus::Histogram histogram_;
+};
+
+// Why a port's UD queue pair dropped a datagram (rdma_probe_ud_dropped_total).
+namespace ud_drop {
+inline constexpr const char* not_admitted = "not_admitted";  // a request from no admitted prober
+inline constexpr const char* unexpected = "unexpected";      // a reply no session waits for
+inline constexpr const char* malformed = "malformed";        // not a probe datagram
+inline constexpr const char* send_queue_full = "send_queue_full";
+inline constexpr const char* send_error = "send_error";
+inline constexpr const char* queue_pair_failed = "queue_pair_failed";
+}  // namespace ud_drop
+
+// One local port's UD queue pair.
+class UdPortStats {
+ public:
+  explicit UdPortStats(Labels labels) : labels_(std::move(labels)) {}
+  void dropped(const char* why);
+  void answered();
+  void set_peers(std::size_t n);
+  void add_metrics(MetricSink& sink) const;
+
+ private:
+  const Labels labels_;
+  mutable std::mutex mutex_;
+  std::map<std::string, uint64_t> dropped_;
+  uint64_t answered_ = 0;
+  std::size_t peers_ = 0;
+};
+
+// This host's pinglist in the current epoch.
+struct PinglistReport {
+  bool self_listed = false;  // this host was found in the target list
+  std::string group;         // its group
+  uint64_t epoch = 0;
+  std::size_t group_hosts = 0;   // hosts of its own group it probes
+  std::size_t remote_hosts = 0;  // hosts of other groups it probes this epoch
+  std::size_t fleet_hosts = 0;   // hosts in the target list
+
+  bool operator==(const PinglistReport&) const = default;
 };
 
 // What the probe says of this host's RDMA devices and ports: which it uses,
@@ -113,9 +185,20 @@ class ProbeStats {
  public:
   // The series of a target and class, made on first use. Its labels are
   // fixed by its key: a target whose labels change gets a new series.
-  std::shared_ptr<SeriesStats> series(const Labels& labels);
+  std::shared_ptr<SeriesStats> series(const Labels& labels, SeriesShape shape = {});
   // Series not in `keep` stop being exported.
   void retain(const std::vector<std::shared_ptr<SeriesStats>>& keep);
+
+  // A shared histogram, made on first use; those not in `keep` go.
+  std::shared_ptr<HistogramStats> histogram(const std::string& name, const std::string& help,
+                                            const Labels& labels);
+  void retain_histograms(const std::vector<std::shared_ptr<HistogramStats>>& keep);
+
+  // A local port's UD queue pair, made on first use; those not in `keep` go.
+  std::shared_ptr<UdPortStats> ud_port(const Labels& labels);
+  void retain_ud_ports(const std::vector<std::shared_ptr<UdPortStats>>& keep);
+
+  void set_pinglist(const PinglistReport& report);
 
   // The target's own series, made on first use.
   std::shared_ptr<TargetStats> target(const Labels& labels);
@@ -135,7 +218,10 @@ class ProbeStats {
 
  private:
   mutable std::mutex mutex_;
-  std::map<Labels, std::shared_ptr<SeriesStats>> series_;
+  std::map<std::pair<Labels, SeriesShape>, std::shared_ptr<SeriesStats>> series_;
+  std::map<std::pair<std::string, Labels>, std::shared_ptr<HistogramStats>> histograms_;
+  std::map<Labels, std::shared_ptr<UdPortStats>> ud_ports_;
+  std::optional<PinglistReport> pinglist_;
   std::map<Labels, std::shared_ptr<TargetStats>> targets_by_labels_;
   std::vector<DeviceReport> devices_;
   std::vector<PortReport> ports_;

@@ -23,7 +23,7 @@ std::string target_label_problem(const std::string& name) {
     return "\"" + name + "\" is not a valid label name";
   }
   for (const char* reserved : {"target", "device", "port", "remote_device", "remote_port", "rail",
-                               "op", "size", "tclass", "reason", "le"}) {
+                               "op", "size", "tclass", "reason", "le", "path"}) {
     if (name == reserved) return "the label \"" + name + "\" is set by the probe itself";
   }
   return "";

@@ -192,6 +192,7 @@ Status Endpoint::post_as(Op op, uint64_t wr_id, const wire::Peer& remote) {
   wr.send_flags = IBV_SEND_SIGNALED;
   switch (op) {
     case Op::send:
+    case Op::ud:  // not an RC operation: sessions of ud use a UdPort
       wr.opcode = IBV_WR_SEND;
       break;
     case Op::write:

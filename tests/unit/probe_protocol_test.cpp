@@ -1,5 +1,7 @@
 #include <gtest/gtest.h>
 
+#include <algorithm>
+
 #include "collectors/probe/auth.hpp"
 #include "collectors/probe/options.hpp"
 #include "collectors/probe/protocol.hpp"
@@ -93,6 +95,7 @@ TEST(ProbeQpParams, OneSetOfDefaultsForClassSetupAndEndpoint) {
   EXPECT_STREQ(op_name(Op::send), "send");
   EXPECT_STREQ(op_name(Op::write), "write");
   EXPECT_STREQ(op_name(Op::read), "read");
+  EXPECT_STREQ(op_name(Op::ud), "ud");
 }
 
 TEST(ProbeProtocol, EveryMessageRoundTrips) {
@@ -436,7 +439,8 @@ TEST(ProbeProtocol, PayloadsAreAtMost8192Bytes) {
 TEST(ProbeProtocol, MalformedSetupFieldsAreRefused) {
   const std::size_t p = wire::kHeaderSize;
   expect_rejected(p + 0, 0, "unknown operation");
-  expect_rejected(p + 0, 4, "unknown operation");
+  expect_rejected(p + 0, 4, "operation ud needs a ud_setup");
+  expect_rejected(p + 0, 5, "unknown operation");
   expect_rejected(p + 6, 16, "service level");
   expect_rejected(p + 7, 0x03, "MTU");  // 0x0300 = 768
   // qpn = 0
@@ -595,6 +599,181 @@ TEST(ProbeAuth, MacIsHmacSha256OfNonceAndPayload) {
                     0xed, 0x62, 0xcf, 0xa8, 0x93, 0xf6, 0xce, 0xe1, 0xa5, 0x77, 0x5e,
                     0x46, 0xf9, 0x8d, 0xeb, 0x43, 0x93, 0xbb, 0x00, 0xd3, 0xf0};
   EXPECT_EQ(setup_mac("0123456789abcdef-secret", nonce, sample_setup()), want);
+}
+
+// A UD set-up for port 1 of rxe0: 64-byte datagrams on traffic class 106.
+wire::UdSetup sample_ud_setup() {
+  wire::UdSetup s;
+  s.size = 64;
+  s.tclass = 106;
+  s.sl = 0;
+  s.mtu = 1024;
+  s.peer.qpn = 0x000011;
+  s.peer.qkey = 0x11223344;
+  s.peer.lid = 0;
+  s.peer.gid = {0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0xff, 0xff, 10, 0, 0, 2};
+  s.device = "rxe0";
+  s.port = 1;
+  s.mac.fill(0x11);
+  return s;
+}
+
+TEST(ProbeProtocolUd, UdSetupAndAcceptEncodeToTheseBytes) {
+  const auto bytes = wire::encode(sample_ud_setup());
+  const std::vector<uint8_t> want = {
+      'R',  'X',  'P',  2,    6,   0, 0, 74,  // header: type 6, 74 bytes
+      4,                                      // op ud
+      0,    0,    0,    64,                   // size
+      106,  0,                                // tclass, sl
+      0x04, 0x00,                             // mtu 1024
+      0,    0,    0,    0x11,                 // qpn
+      0x11, 0x22, 0x33, 0x44,                 // qkey
+      0,    0,                                // lid
+      0,    0,    0,    0,    0,   0, 0, 0,  0, 0, 0xff, 0xff, 10, 0, 0, 2,  // gid
+      4,    'r',  'x',  'e',  '0',                                           // device
+      1,                                                                     // port
+      0,                                                                     // rail: none
+  };
+  ASSERT_EQ(bytes.size(), want.size() + 32);
+  EXPECT_TRUE(std::equal(want.begin(), want.end(), bytes.begin()));
+  EXPECT_TRUE(std::all_of(bytes.end() - 32, bytes.end(), [](uint8_t b) { return b == 0x11; }));
+
+  wire::UdAccept accept;
+  accept.peer = {0xabcdef, 0x7fffffff, 3, {}};
+  const auto a = wire::encode(accept);
+  const std::vector<uint8_t> want_a = {'R',  'X',  'P',  2,    7, 0, 0, 26, 0, 0xab, 0xcd, 0xef,
+                                       0x7f, 0xff, 0xff, 0xff, 0, 3, 0, 0,  0, 0,    0,    0,
+                                       0,    0,    0,    0,    0, 0, 0, 0,  0, 0};
+  EXPECT_EQ(a, want_a);
+}
+
+TEST(ProbeProtocolUd, UdMessagesRoundTripAndTruncationsFail) {
+  wire::UdSetup by_rail = sample_ud_setup();
+  by_rail.device = "";
+  by_rail.rail = "10.0.0.0/24";
+  wire::UdAccept accept;
+  accept.peer = sample_ud_setup().peer;
+  for (const wire::Message& m : std::vector<wire::Message>{sample_ud_setup(), by_rail, accept}) {
+    const auto bytes = wire::encode(m);
+    auto back = wire::decode(bytes);
+    ASSERT_TRUE(back) << back.error().message;
+    EXPECT_EQ(back.value(), m);
+    for (std::size_t n = 0; n < bytes.size(); ++n) {
+      EXPECT_FALSE(wire::decode(std::span<const uint8_t>(bytes.data(), n))) << n;
+    }
+  }
+}
+
+TEST(ProbeProtocolUd, MalformedUdSetupsAreRefused) {
+  const auto refused = [](wire::UdSetup s, const std::string& why) {
+    auto r = wire::decode(wire::encode(s));
+    ASSERT_FALSE(r) << why;
+    EXPECT_NE(r.error().message.find(why), std::string::npos) << r.error().message;
+  };
+  wire::UdSetup s = sample_ud_setup();
+  s.size = 31;
+  refused(s, "datagram size 31");
+  s = sample_ud_setup();
+  s.size = 1025;  // above the MTU
+  refused(s, "datagram size 1025");
+  s = sample_ud_setup();
+  s.peer.qpn = 1;
+  refused(s, "queue pair number");
+  s = sample_ud_setup();
+  s.peer.qpn = 0x1000000;
+  refused(s, "queue pair number");
+  s = sample_ud_setup();
+  s.peer.qkey = 0x80000000;
+  refused(s, "controlled Q_Key");
+  s = sample_ud_setup();
+  s.device = "";
+  refused(s, "neither a device nor a rail");
+  // The operation byte must say ud, and a plain setup may not say ud.
+  auto bytes = wire::encode(sample_ud_setup());
+  bytes[wire::kHeaderSize] = static_cast<uint8_t>(Op::write);
+  EXPECT_FALSE(wire::decode(bytes));
+  wire::Setup rc = sample_setup();
+  rc.op = Op::ud;
+  auto r = wire::decode(wire::encode(rc));
+  ASSERT_FALSE(r);
+  EXPECT_NE(r.error().message.find("needs a ud_setup"), std::string::npos);
+  // Type 8 does not exist.
+  bytes = wire::encode(sample_ud_setup());
+  bytes[4] = 8;
+  EXPECT_FALSE(wire::decode(bytes));
+}
+
+TEST(ProbeProtocolUd, UdSetupMacCoversItsFields) {
+  const std::string secret = "0123456789abcdef-secret";
+  const Nonce nonce = random_nonce();
+  wire::UdSetup s = sample_ud_setup();
+  s.mac = setup_mac(secret, nonce, s);
+  EXPECT_TRUE(setup_mac_valid(secret, nonce, s));
+  wire::UdSetup changed = s;
+  changed.peer.qkey ^= 1;
+  EXPECT_FALSE(setup_mac_valid(secret, nonce, changed));
+  changed = s;
+  changed.peer.gid[15] ^= 1;
+  EXPECT_FALSE(setup_mac_valid(secret, nonce, changed));
+  changed = s;
+  changed.tclass = 0;
+  EXPECT_FALSE(setup_mac_valid(secret, nonce, changed));
+}
+
+TEST(ProbeProtocolUd, DatagramEncodesToTheseBytes) {
+  wire::Datagram d;
+  d.kind = wire::DatagramKind::reply;
+  d.flags = wire::kDelayDeviceClock;
+  d.path = 3;
+  d.tclass = 106;
+  d.session = 0x01020304;
+  d.seq = 0x1122334455667788ull;
+  d.responder_delay_ns = 12345;  // 0x3039
+  std::vector<uint8_t> out(64, 0xee);
+  wire::encode_datagram(d, out);
+  const std::vector<uint8_t> want = {'R', 'X',  'U',  1,    2,    1,    3,    106,  1,    2, 3,
+                                     4,   0x11, 0x22, 0x33, 0x44, 0x55, 0x66, 0x77, 0x88, 0, 0,
+                                     0,   0,    0,    0,    0x30, 0x39, 0,    0,    0,    0};
+  EXPECT_TRUE(std::equal(want.begin(), want.end(), out.begin()));
+  EXPECT_EQ(out[32], 0xee);  // padding is left alone
+  auto back = wire::decode_datagram(out);
+  ASSERT_TRUE(back) << back.error().message;
+  EXPECT_EQ(back.value(), d);
+}
+
+TEST(ProbeProtocolUd, MalformedDatagramsAreRefused) {
+  wire::Datagram request;
+  request.session = 9;
+  request.seq = 1;
+  std::vector<uint8_t> good(32);
+  wire::encode_datagram(request, good);
+  ASSERT_TRUE(wire::decode_datagram(good));
+  const auto bad = [&](std::size_t at, uint8_t value) {
+    std::vector<uint8_t> b = good;
+    b[at] = value;
+    return !wire::decode_datagram(b);
+  };
+  EXPECT_TRUE(bad(0, 'Q'));  // magic
+  EXPECT_TRUE(bad(3, 2));    // version
+  EXPECT_TRUE(bad(4, 0));    // kind
+  EXPECT_TRUE(bad(4, 3));
+  EXPECT_TRUE(bad(5, 1));     // a request with flags
+  EXPECT_TRUE(bad(27, 1));    // a request with a delay
+  EXPECT_TRUE(bad(31, 1));    // reserved
+  EXPECT_FALSE(bad(6, 255));  // any path
+  EXPECT_FALSE(wire::decode_datagram(std::span<const uint8_t>(good.data(), 31)));
+  wire::Datagram reply = request;
+  reply.kind = wire::DatagramKind::reply;
+  reply.responder_delay_ns = wire::kMaxResponderDelayNs;
+  wire::encode_datagram(reply, good);
+  EXPECT_TRUE(wire::decode_datagram(good));
+  reply.responder_delay_ns += 1;
+  wire::encode_datagram(reply, good);
+  EXPECT_FALSE(wire::decode_datagram(good));
+  reply.responder_delay_ns = 0;
+  reply.flags = 2;
+  wire::encode_datagram(reply, good);
+  EXPECT_FALSE(wire::decode_datagram(good));
 }
 
 TEST(ProbeAuth, SecretFileNeedsSixteenBytes) {

@@ -295,7 +295,7 @@ TEST(ProbeOptionsParse, SectionIsReadAndProblemsAreWordedExactly) {
   parse_probe_options(w, root["probe"], "probe", o);
   EXPECT_EQ(w.take(),
             (std::vector<std::string>{
-                "p.yml:4:21: probe.classes[0].op: expected one of send, write, read, got "
+                "p.yml:4:21: probe.classes[0].op: expected one of send, write, read, ud, got "
                 "\"atomic\"",
                 "p.yml:4:33: probe.classes[0].sl: expected an integer from 0 to 15, got \"16\"",
                 "p.yml:5:11: probe.memory: expected one of host, udmabuf, got \"gpu\"",

@@ -1,0 +1,308 @@
+"""vm.bed_ud: fleet probing on the bed: UD probes, pinglists, network RTT.
+
+Three VMs (tests/vm/bed.py: vm0 and vm1 in rack1, vm2 in rack2; two rails)
+each run rdma_exporter with every VM, itself included, as targets (labels
+`rack` and `peer`), a UD class and an RC write class at 10 probes/s, and a
+pinglist of one host of another rack per rail and 20 s epochs (latency
+histograms per port and scope: own rack or remote). The host
+scrapes the exporters and checks, in this order:
+- each VM finds itself in the list, and its pinglist is its rack plus one
+  host of the other rack per rail: vm0 and vm1 probe each other and vm2,
+  vm2 probes a rack1 host on each rail; UD and RC pairs succeed on both
+  rails, and latency histograms exist per (port, group) with clock="host"
+  (Soft-RoCE has no completion timestamps);
+- one UD queue pair per port answers every peer: `rdma resource show qp` in
+  vm2 lists two UD queue pairs of its exporter while eight more prober
+  processes in vm0 and vm1 (each with its own UD queue pair) probe it every
+  20 ms; its admitted peers, answers per second and CPU time are recorded;
+- UD, RC write and perftest's `ib_send_lat -c UD` between vm0 and vm1 on
+  rail 0 in the same run: medians and ratios are recorded;
+- a paused VM (SIGSTOP of its QEMU) makes exactly its UD pairs lose probes
+  within one epoch, and they recover after SIGCONT.
+Results are printed and kept in the bed's directory (bed-ud-results.json)
+when RDMA_VM_KEEP=1 or a test fails.
+"""
+import json
+import time
+import unittest
+
+from bed import BedTestCase
+from vmrun import BIN, Exposition, perftest_typical_us, quantile
+
+RACKS = ("rack1", "rack1", "rack2")
+CONTROL_PORT = 10911
+INTERVAL_MS = 100
+EPOCH_S = 20
+EXTRA_PROBERS = 4  # per VM, in vm0 and vm1
+EXTRA_INTERVAL_MS = 20
+PERFTEST_ITERS = 1000
+PERFTEST_PORT = 18515
+RAILS = {0: "192.168.100.0/24", 1: "192.168.101.0/24"}
+
+
+def config(bed):
+    targets = []
+    for i, peer in enumerate(bed.names):
+        targets.append(f'    - {{address: "{bed.ip(peer, 0)}:{CONTROL_PORT}", '
+                       f'labels: {{peer: {peer}, rack: {RACKS[i]}}}}}')
+    return ("probe:\n"
+            "  enabled: true\n"
+            f"  listen_address: \":{CONTROL_PORT}\"\n"
+            "  discovery_interval: 3s\n"
+            "  backoff_initial: 200ms\n"
+            "  backoff_max: 2s\n"
+            f"  pinglist: {{remote_per_rail: 1, epoch: {EPOCH_S}s}}\n"
+            "  classes:\n"
+            f"    - {{name: u, op: ud, size: 64, interval: {INTERVAL_MS}ms, timeout: 500ms}}\n"
+            f"    - {{name: w, op: write, size: 64, interval: {INTERVAL_MS}ms, timeout: 1s}}\n"
+            "  targets:\n" + "\n".join(targets) + "\n")
+
+
+def extra_config(bed, n):
+    """A second exporter: vm2 as its one target, UD every 20 ms."""
+    return ("probe:\n"
+            "  enabled: true\n"
+            f"  listen_address: \":{CONTROL_PORT + 100 + n}\"\n"
+            "  backoff_initial: 200ms\n"
+            "  classes:\n"
+            f"    - {{name: u, op: ud, size: 64, interval: {EXTRA_INTERVAL_MS}ms, "
+            "timeout: 500ms}\n"
+            "  targets:\n"
+            f"    - {{address: \"{bed.ip('vm2', 0)}:{CONTROL_PORT}\"}}\n")
+
+
+def delta_buckets(after, before):
+    b = dict(before)
+    return [(bound, count - b.get(bound, 0.0)) for bound, count in after]
+
+
+class BedUdTest(BedTestCase):
+    BED = {"vms": 3, "rails": 2, "racks": RACKS, "binaries": {"rdma_exporter": BIN},
+           "timeout": 1500, "name": "bed-ud"}
+    RESULTS_FILE = "bed-ud-results.json"
+
+    @classmethod
+    def set_up_bed(cls):
+        with open(cls.bed.share_path("fleet.yml"), "w") as f:
+            f.write(config(cls.bed))
+        cls.exporters = {vm: cls.start_exporter(vm) for vm in cls.bed.names}
+
+    @classmethod
+    def start_exporter(cls, vm):
+        return cls.bed.spawn(
+            vm, f"exec \"$BED_STAGE/rdma_exporter\" --config.file=\"$BED_SHARE/fleet.yml\" "
+            f"--web.listen-address=\"0.0.0.0:$BED_PORT\" --log.level=info "
+            f">\"$BED_SHARE/{vm}-exporter.log\" 2>&1", timeout=1400)
+
+    def scrape(self, vm):
+        return Exposition(self.bed.scrape(vm), f"{vm} /metrics")
+
+    def scrape_all(self, vms=None):
+        return {vm: self.scrape(vm) for vm in (vms or self.bed.names)}
+
+    def wait_until(self, what, fn, timeout=90):
+        deadline = time.monotonic() + timeout
+        last = None
+        while time.monotonic() < deadline:
+            try:
+                got = fn()
+                if got:
+                    return got
+                last = got
+            except (OSError, ValueError, AssertionError) as e:
+                last = e
+            time.sleep(0.5)
+        self.fail(f"timed out after {timeout} s waiting for {what}: last {last!r}\n"
+                  + self.bed.evidence())
+
+    @staticmethod
+    def ud_pairs(prom):
+        """{(peer, rail): labels} of the UD pairs an exposition has."""
+        out = {}
+        for labels, _ in prom.series("rdma_probe_sent_total", op="ud"):
+            out[(labels["peer"], int(labels["device"][3:]))] = labels
+        return out
+
+    def expected_pairs(self, vm, prom):
+        """What VM must probe with UD: its rack on both rails; the other rack's
+        hosts as the pinglist picked them (one per rail)."""
+        if vm in ("vm0", "vm1"):
+            other = "vm1" if vm == "vm0" else "vm0"
+            return {(other, 0), (other, 1), ("vm2", 0), ("vm2", 1)}
+        return {(labels["peer"], r) for (peer, r), labels in self.ud_pairs(prom).items()}
+
+    def healthy(self):
+        proms = self.scrape_all()
+        for vm, prom in proms.items():
+            pairs = self.ud_pairs(prom)
+            want = self.expected_pairs(vm, prom)
+            if set(pairs) != want or (vm == "vm2" and {r for _, r in want} != {0, 1}):
+                return None
+            now = time.time()
+            for labels in pairs.values():
+                last = prom.value("rdma_probe_last_success_timestamp_seconds", **labels)
+                if last is None or now - last > 3:
+                    return None
+        return proms
+
+    # ------------------------------------------------------------ tests
+
+    def test_a_pinglists_and_ud_pairs(self):
+        started = time.monotonic()
+        proms = self.wait_until("every UD pair of the pinglists probing", self.healthy,
+                                timeout=180)
+        self.record["all_ud_pairs_up_s"] = round(time.monotonic() - started, 1)
+        for i, vm in enumerate(self.bed.names):
+            prom = proms[vm]
+            self.assertEqual(prom.value("rdma_probe_pinglist_info", group=RACKS[i],
+                                        listed="true"), 1, vm)
+            self.assertEqual(prom.value("rdma_probe_pinglist_fleet_hosts"), 3, vm)
+            self.assertEqual(prom.value("rdma_probe_pinglist_hosts", scope="group"),
+                             1 if vm != "vm2" else 0, vm)
+            remote = prom.value("rdma_probe_pinglist_hosts", scope="remote")
+            self.assertIn(remote, (1, 2) if vm == "vm2" else (1,), vm)
+            # Nobody probes itself.
+            self.assertFalse([p for p, _ in self.ud_pairs(prom) if p == vm], vm)
+            # UD pairs stay on their rail; RC pairs exist for the same peers.
+            for (peer, r), labels in self.ud_pairs(prom).items():
+                self.assertEqual(labels["rail"], RAILS[r])
+                self.assertEqual(labels["remote_device"], f"rxe{r}")
+                self.assertEqual(labels["rack"], RACKS[self.bed.names.index(peer)])
+                self.assertIsNotNone(prom.value("rdma_probe_up", peer=peer, device=f"rxe{r}",
+                                                op="write"), f"{vm} -> {peer} rail {r}")
+            # The bounded shape: no per-pair UD histogram or up.
+            self.assertEqual(prom.series("rdma_probe_latency_seconds_count", op="ud"), [])
+            self.assertEqual(prom.series("rdma_probe_up", op="ud"), [])
+            # Histograms per (port, scope): the own rack's or the others',
+            # timed with the host clock.
+            groups = {(l["device"], l["scope"])
+                      for l, v in prom.series("rdma_probe_group_latency_seconds_count") if v > 0}
+            want = {(f"rxe{r}", "group" if RACKS[self.bed.names.index(p)] == RACKS[i]
+                     else "remote") for p, r in self.ud_pairs(prom)}
+            self.assertEqual(groups, want, vm)
+            for l, _ in prom.series("rdma_probe_group_latency_seconds_count"):
+                self.assertEqual(l["clock"], "host")
+            self.assertGreater(sum(v for _, v in prom.series(
+                "rdma_probe_responder_delay_seconds_count")), 0, vm)
+            # Soft-RoCE has no completion timestamps: no prober delay.
+            self.assertEqual(prom.series("rdma_probe_prober_delay_seconds_count"), [])
+        # vm2 answers vm0 and vm1 on both rails.
+        for r in (0, 1):
+            self.assertEqual(proms["vm2"].value("rdma_probe_ud_peers", device=f"rxe{r}"), 2)
+        self.record["pinglists"] = {
+            vm: sorted(f"{p}/rail{r}" for p, r in self.ud_pairs(proms[vm]))
+            for vm in self.bed.names}
+
+    def test_b_one_ud_queue_pair_answers_many_peers(self):
+        bed = self.bed
+        self.wait_until("every UD pair probing", self.healthy, timeout=120)
+        extras = []
+        for vm in ("vm0", "vm1"):
+            for n in range(EXTRA_PROBERS):
+                name = f"extra-{vm}-{n}.yml"
+                with open(bed.share_path(name), "w") as f:
+                    f.write(extra_config(bed, n))
+                extras.append(bed.spawn(
+                    vm, f"exec \"$BED_STAGE/rdma_exporter\" --config.file=\"$BED_SHARE/{name}\" "
+                    f"--web.listen-address=127.0.0.1:{19100 + n} --log.level=warn "
+                    f">\"$BED_SHARE/{vm}-extra-{n}.log\" 2>&1", timeout=600))
+        try:
+            peers = 2 + 2 * EXTRA_PROBERS
+            self.wait_until(f"{peers} peers admitted on vm2's rxe0", lambda: self.scrape(
+                "vm2").value("rdma_probe_ud_peers", device="rxe0") == peers, timeout=120)
+            pid = bed.run("vm2", "pidof -s rdma_exporter").check().out.strip()
+            cpu = f"awk '{{print $14 + $15}}' /proc/{pid}/stat"
+            before = self.scrape("vm2")
+            t0 = bed.run("vm2", cpu).check().out.strip()
+            time.sleep(20)
+            t1 = bed.run("vm2", cpu).check().out.strip()
+            after = self.scrape("vm2")
+            qps = json.loads(bed.run("vm2", "rdma -j resource show qp").check().out or "[]")
+            mine = [q for q in qps if str(q.get("pid")) == pid]
+            ud = [q for q in mine if q.get("type") == "UD"]
+            answered = sum(after.value("rdma_probe_ud_answered_total", device=f"rxe{r}")
+                           - before.value("rdma_probe_ud_answered_total", device=f"rxe{r}")
+                           for r in (0, 1))
+            ticks = int(bed.run("vm2", "getconf CLK_TCK").check().out.strip())
+            self.record["many_peers"] = {
+                "peers_per_port": peers,
+                "ud_qps_of_the_responder": len(ud),
+                "rc_qps_of_the_responder": len([q for q in mine if q.get("type") == "RC"]),
+                "answered_per_s": round(answered / 20.0),
+                "responder_cpu_percent": round((int(t1) - int(t0)) / ticks / 20.0 * 100, 1),
+            }
+            # One UD queue pair per port, however many peers.
+            self.assertEqual(sorted(q.get("ifname", q.get("dev")) for q in ud),
+                             ["rxe0", "rxe1"], ud)
+            # Eight extra probers at 50/s on rail 0 and the base pairs: it
+            # answered a large share of them (1 vCPU, emulated).
+            self.assertGreater(answered / 20.0, 100)
+        finally:
+            for c in extras:
+                c.kill()
+
+    def test_c_ud_against_rc_and_perftest_between_two_vms(self):
+        bed = self.bed
+        self.wait_until("every UD pair probing", self.healthy, timeout=120)
+        gid = {vm: self.ready[vm]["rails"][0]["gid_index"] for vm in ("vm0", "vm1")}
+        common = f"ib_send_lat -c UD -d rxe0 -i 1 -n {PERFTEST_ITERS} -F -p {PERFTEST_PORT}"
+        srv = bed.spawn("vm1", f"exec {common} -x {gid['vm1']}", timeout=180)
+        bed.run("vm1", f"wait_listen {PERFTEST_PORT} 90", timeout=100).check()
+        before = self.scrape("vm0")
+        cli = bed.run("vm0", f"{common} -x {gid['vm0']} {bed.ip('vm1', 0)}", timeout=180)
+        after = self.scrape("vm0")
+        srv.wait(60)
+        cli.check()
+        perftest_rtt = perftest_typical_us(cli.out) * 2.0
+        ud = quantile(delta_buckets(
+            after.buckets("rdma_probe_group_latency_seconds", device="rxe0", scope="group"),
+            before.buckets("rdma_probe_group_latency_seconds", device="rxe0", scope="group")), 0.5)
+        rc = quantile(delta_buckets(
+            after.buckets("rdma_probe_latency_seconds", device="rxe0", peer="vm1", op="write"),
+            before.buckets("rdma_probe_latency_seconds", device="rxe0", peer="vm1",
+                           op="write")), 0.5)
+        responder = quantile(delta_buckets(
+            after.buckets("rdma_probe_responder_delay_seconds", device="rxe0"),
+            before.buckets("rdma_probe_responder_delay_seconds", device="rxe0")), 0.5)
+        self.assertIsNotNone(ud, "no UD probes of vm1 on rail 0 while perftest ran")
+        self.assertIsNotNone(rc, "no RC probes of vm1 on rail 0 while perftest ran")
+        self.record["latency"] = {
+            "perftest_ud_send_rtt_us": round(perftest_rtt, 1),
+            "ud_network_median_us": round(ud * 1e6, 1),
+            "rc_write_median_us": round(rc * 1e6, 1),
+            "responder_delay_median_us": round(responder * 1e6, 1) if responder else None,
+            "ratio_ud_to_perftest": round(ud * 1e6 / perftest_rtt, 2),
+            "ratio_ud_to_rc_write": round(ud / rc, 2),
+        }
+        for median in (ud, rc):
+            self.assertGreater(median, 10e-6)
+            self.assertLess(median, 1.0)
+
+    def test_d_a_paused_vm_loses_exactly_its_pairs_within_an_epoch(self):
+        self.wait_until("every UD pair probing", self.healthy, timeout=120)
+        others = ("vm0", "vm1")
+        before = self.scrape_all(others)
+        self.bed.pause("vm2")
+        try:
+            time.sleep(8)
+            during = self.scrape_all(others)
+        finally:
+            self.bed.resume("vm2")
+        for vm in others:
+            for (peer, r), labels in self.ud_pairs(before[vm]).items():
+                lost = ((during[vm].value("rdma_probe_timeouts_total", **labels) or 0)
+                        - (before[vm].value("rdma_probe_timeouts_total", **labels) or 0))
+                sent = (during[vm].value("rdma_probe_sent_total", **labels)
+                        - before[vm].value("rdma_probe_sent_total", **labels))
+                if peer == "vm2":
+                    self.assertGreater(lost, 20, f"{vm} -> {peer} rail {r}")
+                else:
+                    self.assertEqual(lost, 0, f"{vm} -> {peer} rail {r}")
+                    self.assertGreater(sent, 40, f"{vm} -> {peer} rail {r}")
+        started = time.monotonic()
+        self.wait_until("recovery after the pause", self.healthy, timeout=120)
+        self.record["pause_recovery_s"] = round(time.monotonic() - started, 1)
+
+
+if __name__ == "__main__":
+    unittest.main()
