@@ -218,7 +218,9 @@ class BedUdTest(BedTestCase):
             t1 = bed.run("vm2", cpu).check().out.strip()
             after = self.scrape("vm2")
             qps = json.loads(bed.run("vm2", "rdma -j resource show qp").check().out or "[]")
-            mine = [q for q in qps if str(q.get("pid")) == pid]
+            # The kernel names the thread that made a queue pair: the probe's.
+            tids = set(bed.run("vm2", f"ls /proc/{pid}/task").check().out.split())
+            mine = [q for q in qps if str(q.get("pid")) in tids]
             ud = [q for q in mine if q.get("type") == "UD"]
             answered = sum(after.value("rdma_probe_ud_answered_total", device=f"rxe{r}")
                            - before.value("rdma_probe_ud_answered_total", device=f"rxe{r}")
