@@ -36,7 +36,10 @@ std::vector<std::string> parse_config(const std::string& yaml_text, const std::s
          w.mapping(n, p,
                    {{"listen_address", w.string(c.web.listen_address)},
                     {"max_connections", w.integer(c.web.max_connections, 1, 100000)},
+                    {"max_connections_per_source",
+                     w.integer(c.web.max_connections_per_source, 1, 100000)},
                     {"read_timeout", w.duration(c.web.read_timeout)},
+                    {"header_timeout", w.duration(c.web.header_timeout)},
                     {"idle_timeout", w.duration(c.web.idle_timeout)},
                     {"write_timeout", w.duration(c.web.write_timeout)},
                     {"max_request_bytes", w.size(c.web.max_request_bytes, 1024, 1 << 20)},
@@ -101,6 +104,9 @@ std::vector<std::string> validate_config(const Config& c) {
                      c.web.listen_address + "\"");
   }
   if (c.web.read_timeout.count() <= 0) errors.push_back("web.read_timeout: must be positive");
+  if (c.web.header_timeout.count() <= 0) {
+    errors.push_back("web.header_timeout: must be positive");
+  }
   if (c.web.idle_timeout.count() <= 0) errors.push_back("web.idle_timeout: must be positive");
   if (c.web.write_timeout.count() <= 0) errors.push_back("web.write_timeout: must be positive");
   if (c.collection.netlink_timeout.count() <= 0) {

@@ -22,7 +22,12 @@ struct Config {
   struct Web {
     std::string listen_address = kDefaultListenAddress;
     int max_connections = 64;
-    Duration read_timeout{std::chrono::seconds(10)};   // a whole request must arrive within
+    int max_connections_per_source = 16;              // open connections from one client address
+    Duration read_timeout{std::chrono::seconds(10)};  // a whole request must arrive within
+    // From accept (TLS handshake included), or from a later request's first
+    // byte, to the end of the request's headers; the shorter of this and
+    // read_timeout (idle_timeout for a later request) applies.
+    Duration header_timeout{std::chrono::seconds(5)};
     Duration idle_timeout{std::chrono::seconds(60)};   // keep-alive between requests
     Duration write_timeout{std::chrono::seconds(30)};  // a whole response must be taken within
     std::size_t max_request_bytes = 8192;              // request line and headers

@@ -89,22 +89,39 @@ void HttpServer::accept() {
   });
 }
 
-// Past web.max_connections a connection is closed at once: with a 503 over
-// plain HTTP; over TLS a plain-text answer would only confuse the client.
-void HttpServer::on_accept(tcp::socket socket) {
-  if (state_->open >= state_->config.max_connections) {
-    state_->stats->count_rejected_connection();
-    static constexpr std::string_view kBusy =
-        "HTTP/1.1 503 Service Unavailable\r\nContent-Length: 0\r\nConnection: close\r\n\r\n";
-    boost::system::error_code ignored;
-    if (!state_->security->tls) {
-      socket.non_blocking(true, ignored);
-      socket.write_some(asio::buffer(kBusy.data(), kBusy.size()), ignored);
-    }
-    socket.close(ignored);
-    return;
+// A connection that gets no place is closed at once: with a 503 over plain
+// HTTP; over TLS a plain-text answer would only confuse the client.
+void HttpServer::refuse(tcp::socket& socket, const char* reason) {
+  state_->stats->count_rejected_connection(reason);
+  static constexpr std::string_view kBusy =
+      "HTTP/1.1 503 Service Unavailable\r\nContent-Length: 0\r\nConnection: close\r\n\r\n";
+  boost::system::error_code ignored;
+  if (!state_->security->tls) {
+    socket.non_blocking(true, ignored);
+    socket.write_some(asio::buffer(kBusy.data(), kBusy.size()), ignored);
   }
-  start_session(state_, state_->security, std::move(socket));
+  socket.close(ignored);
+}
+
+// A source at web.max_connections_per_source is refused. At
+// web.max_connections the connection that has waited longest for a request
+// (or is closing) is evicted to make room; only when every connection is
+// serving a request is the new one refused.
+void HttpServer::on_accept(tcp::socket socket) {
+  boost::system::error_code ec;
+  const tcp::endpoint peer = socket.remote_endpoint(ec);
+  if (ec) return;  // gone already
+  const auto source = peer.address();
+  const auto& config = state_->config;
+  if (auto it = state_->per_source.find(source);
+      it != state_->per_source.end() && it->second >= config.max_connections_per_source) {
+    return refuse(socket, "max_connections_per_source");
+  }
+  if (state_->counted >= config.max_connections) {
+    if (state_->evictable.empty()) return refuse(socket, "max_connections");
+    state_->evictable.front()->evict();
+  }
+  start_session(state_, state_->security, std::move(socket), source);
 }
 
 void HttpServer::stop(std::function<void()> drained) {

@@ -19,8 +19,11 @@ namespace rdma_exporter {
 // The HTTP endpoint (Boost.Beast): the exporter's routes (handlers.hpp)
 // over plain TCP or TLS, with optional basic auth (web_security.hpp).
 // Bounded in every dimension a client controls: TLS handshake time, request
-// size, time to send a request, idle keep-alive time, time to take a
-// response, and the number of open connections.
+// size, time to send a request and its headers, idle keep-alive time, time
+// to take a response, and the number of open connections, in all and from
+// one client address. A client cannot hold every place: at the connection
+// cap the connection that has waited longest for a request is closed for a
+// new one.
 class HttpServer {
  public:
   using ReloadHook = rdma_exporter::ReloadHook;
@@ -55,6 +58,8 @@ class HttpServer {
  private:
   void accept();
   void on_accept(boost::asio::ip::tcp::socket socket);
+  // Closes a connection given no place, counted under `reason`.
+  void refuse(boost::asio::ip::tcp::socket& socket, const char* reason);
   // The routes for the current configuration and reload hook.
   void update_routes();
 

@@ -1,10 +1,14 @@
 #include "exporter/http/session.hpp"
 
 #include <algorithm>
+#include <boost/asio/ip/address.hpp>
 #include <boost/asio/ssl.hpp>
 #include <boost/beast/core.hpp>
 #include <boost/beast/http.hpp>
 #include <boost/beast/ssl.hpp>
+#include <chrono>
+#include <cstring>
+#include <list>
 #include <optional>
 #include <string>
 #include <type_traits>
@@ -23,6 +27,12 @@ using tcp = asio::ip::tcp;
 
 namespace {
 
+using Clock = std::chrono::steady_clock;
+
+// After a refused request the client may still be sending it; see drain().
+constexpr std::size_t kDrainBytes = 4 << 20;
+constexpr Duration kDrainTime = std::chrono::seconds(2);
+
 bool is_http_parse_error(const beast::error_code& ec) {
   return ec.category() == http::make_error_code(http::error::bad_method).category();
 }
@@ -32,7 +42,9 @@ bool is_http_parse_error(const beast::error_code& ec) {
 // beast::tcp_stream (plain HTTP) or beast::ssl_stream<beast::tcp_stream>
 // (TLS): TLS only adds the handshake before the first request and
 // close_notify after the last response. Every wait has a deadline from
-// web.*_timeout.
+// web.*_timeout. While it waits for a request (or a handshake), or closes,
+// the session is in the server's eviction order (HttpServerState::evictable)
+// and may be evicted for a new connection.
 template <typename Stream>
 class HttpSession : public HttpSessionBase,
                     public std::enable_shared_from_this<HttpSession<Stream>> {
@@ -41,14 +53,19 @@ class HttpSession : public HttpSessionBase,
  public:
   template <typename... StreamArgs>
   HttpSession(std::shared_ptr<HttpServerState> server, std::shared_ptr<const WebSecurity> security,
-              StreamArgs&&... stream_args)
+              const asio::ip::address& source, StreamArgs&&... stream_args)
       : stream_(std::forward<StreamArgs>(stream_args)...),
         buffer_(server->config.max_request_bytes),
         server_(std::move(server)),
-        security_(std::move(security)) {
+        security_(std::move(security)),
+        source_(source),
+        accepted_(Clock::now()) {
     server_->stats->set_open_connections(++server_->open);
+    server_->take_place(source_);
   }
   ~HttpSession() override {
+    leave_evictable();
+    give_place();
     auto& sessions = server_->sessions;
     for (auto it = sessions.begin(); it != sessions.end();) {
       it = it->expired() ? sessions.erase(it) : std::next(it);
@@ -64,9 +81,11 @@ class HttpSession : public HttpSessionBase,
   void start() {
     if constexpr (kTls) {
       // The handshake counts as part of the first request: it gets
-      // web.read_timeout.
+      // web.read_timeout, and web.header_timeout runs from accept.
       state_ = State::handshaking;
-      lowest().expires_after(server_->config.read_timeout);
+      wait_evictable();
+      lowest().expires_at(std::min(Clock::now() + server_->config.read_timeout,
+                                   accepted_ + server_->config.header_timeout));
       stream_.async_handshake(
           asio::ssl::stream_base::server,
           [self = this->shared_from_this()](beast::error_code ec) { self->on_handshake(ec); });
@@ -79,13 +98,19 @@ class HttpSession : public HttpSessionBase,
   // it received (or still in its TLS handshake), is closed now; one with a
   // request or response in flight closes after answering it.
   void close_if_idle() override {
-    beast::error_code ec;
-    const bool request_started = buffer_.size() > 0 || lowest().socket().available(ec) > 0 ||
-                                 (parser_ && parser_->got_some());
-    if (state_ == State::handshaking || (state_ == State::reading && !request_started)) {
+    if (state_ == State::handshaking || (state_ == State::reading && !request_started())) {
       beast::error_code ignored;
       lowest().socket().close(ignored);
     }
+  }
+
+  void evict() override {
+    server_->stats->count_evicted_connection(eviction_reason());
+    evicted_ = true;
+    leave_evictable();
+    give_place();
+    beast::error_code ignored;
+    lowest().socket().close(ignored);
   }
 
  private:
@@ -93,9 +118,47 @@ class HttpSession : public HttpSessionBase,
 
   beast::tcp_stream& lowest() { return beast::get_lowest_layer(stream_); }
 
+  // Some byte of the next request has arrived.
+  bool request_started() {
+    beast::error_code ec;
+    return buffer_.size() > 0 || lowest().socket().available(ec) > 0 ||
+           (parser_ && parser_->got_some());
+  }
+
+  // rdma_exporter_http_evicted_connections_total's reason.
+  const char* eviction_reason() {
+    if (state_ == State::handshaking) return "tls_handshake";
+    if (state_ == State::closing) return "closing";
+    return first_ || request_started() ? "headers" : "idle";
+  }
+
+  // Joins the eviction order behind the sessions already waiting, unless
+  // it is in it (a TLS session keeps its place from accept to the end of
+  // its first request's headers).
+  void wait_evictable() {
+    if (queued_ || evicted_) return;
+    queued_ = server_->evictable.insert(server_->evictable.end(), this);
+  }
+  // Closing: the first to go.
+  void close_evictable() {
+    leave_evictable();
+    if (evicted_) return;
+    queued_ = server_->evictable.insert(server_->evictable.begin(), this);
+  }
+  void leave_evictable() {
+    if (!queued_) return;
+    server_->evictable.erase(*queued_);
+    queued_.reset();
+  }
+  void give_place() {
+    if (!placed_) return;
+    placed_ = false;
+    server_->give_place(source_);
+  }
+
   void on_handshake(beast::error_code ec) {
     if (ec) {
-      if (!server_->stopping) {
+      if (!server_->stopping && !evicted_) {
         const std::string reason = tls_failure_reason(ec);
         server_->stats->count_tls_handshake_failure(reason);
         log::debug("TLS handshake with " + peer() + " failed (" + reason + "): " + ec.message());
@@ -114,12 +177,20 @@ class HttpSession : public HttpSessionBase,
 
   void read() {
     state_ = State::reading;
+    wait_evictable();
     parser_.emplace();
     parser_->header_limit(static_cast<std::uint32_t>(server_->config.max_request_bytes));
     parser_->body_limit(0);
     consumed_ = 0;
+    line_ended_ = false;
+    line_scanned_ = 0;
     buffer_.max_size(server_->config.max_request_bytes);
-    lowest().expires_after(first_ ? server_->config.read_timeout : server_->config.idle_timeout);
+    request_deadline_ =
+        Clock::now() + (first_ ? server_->config.read_timeout : server_->config.idle_timeout);
+    // The first request's headers are due web.header_timeout after accept,
+    // a later one's after its first byte (parse() sets it then).
+    header_deadline_ =
+        first_ ? accepted_ + server_->config.header_timeout : Clock::time_point::max();
     parse();
   }
 
@@ -127,8 +198,20 @@ class HttpSession : public HttpSessionBase,
   // size is known at every step: the parser's header_limit bounds only what
   // it holds unparsed (it takes complete lines as they come), while
   // web.max_request_bytes bounds the request line and headers together. A
-  // request of exactly that size is served, a longer one is answered 400.
+  // request of exactly that size is served; a longer one is answered 431, or
+  // 414 when its request line does not end within the limit, and 400 when
+  // it is a body that goes past it.
   void parse() {
+    // The parser takes the request line whole, so until its end has come
+    // the buffer holds the request from its first byte; the bytes scanned
+    // before are not scanned again.
+    if (!line_ended_) {
+      const auto data = buffer_.data();
+      const auto* bytes = static_cast<const char*>(data.data());
+      line_ended_ =
+          std::memchr(bytes + line_scanned_, '\n', data.size() - line_scanned_) != nullptr;
+      line_scanned_ = data.size();
+    }
     while (buffer_.size() > 0) {
       beast::error_code ec;
       const std::size_t used = parser_->put(buffer_.data(), ec);
@@ -141,7 +224,15 @@ class HttpSession : public HttpSessionBase,
     // More is needed, and all that is buffered belongs to this request.
     const std::size_t seen = consumed_ + buffer_.size();
     const std::size_t limit = server_->config.max_request_bytes;
-    if (seen >= limit) return on_read(http::error::header_limit);
+    if (seen >= limit) {
+      return on_read(parser_->is_header_done() ? http::error::body_limit
+                                               : http::error::header_limit);
+    }
+    if (seen > 0 && header_deadline_ == Clock::time_point::max()) {
+      header_deadline_ = Clock::now() + server_->config.header_timeout;
+    }
+    lowest().expires_at(parser_->is_header_done() ? request_deadline_
+                                                  : std::min(request_deadline_, header_deadline_));
     stream_.async_read_some(buffer_.prepare(limit - seen),
                             [self = this->shared_from_this()](beast::error_code ec, std::size_t n) {
                               self->on_read_some(ec, n);
@@ -149,6 +240,7 @@ class HttpSession : public HttpSessionBase,
   }
 
   void on_read_some(beast::error_code ec, std::size_t n) {
+    if (evicted_) return close_socket();
     buffer_.commit(n);
     if (ec == asio::error::eof) {
       // As in http::async_read: end_of_stream between requests,
@@ -166,8 +258,14 @@ class HttpSession : public HttpSessionBase,
     first_ = false;
     if (ec) {
       label_ = "other";
-      if (ec == http::error::header_limit || ec == http::error::buffer_overflow ||
-          ec == http::error::body_limit) {
+      if (ec == http::error::header_limit || ec == http::error::buffer_overflow) {
+        if (!line_ended_) {
+          return respond_error(http::status::uri_too_long, "request target too long\n");
+        }
+        return respond_error(http::status::request_header_fields_too_large,
+                             "request headers too large\n");
+      }
+      if (ec == http::error::body_limit) {
         return respond_error(http::status::bad_request, "request too large\n");
       }
       if (is_http_parse_error(ec) && ec != http::error::end_of_stream &&
@@ -185,6 +283,7 @@ class HttpSession : public HttpSessionBase,
   // replace the server's while bcrypt runs.
   void handle() {
     state_ = State::handling;
+    leave_evictable();
     const auto& req = parser_->get();
     head_ = req.method() == http::verb::head;
     keep_alive_ = req.keep_alive() && !server_->stopping;
@@ -211,9 +310,12 @@ class HttpSession : public HttpSessionBase,
     });
   }
 
+  // The request was not read to its end: the connection is drained and
+  // closed after the answer.
   void respond_error(http::status status, std::string body) {
     auto res = HttpResponse::text(status, std::move(body));
     res.close = true;
+    drain_ = true;
     respond(std::move(res));
   }
 
@@ -248,6 +350,7 @@ class HttpSession : public HttpSessionBase,
   template <typename Body>
   void write(std::shared_ptr<http::response<Body>> msg) {
     state_ = State::writing;
+    leave_evictable();
     const bool close_after = !msg->keep_alive();
     lowest().expires_after(server_->config.write_timeout);
     http::async_write(stream_, *msg,
@@ -268,19 +371,47 @@ class HttpSession : public HttpSessionBase,
   // with close_notify first, waiting at most a second for the client's.
   void finish() {
     if constexpr (kTls) {
-      if (handshake_done_) {
+      if (handshake_done_ && !evicted_) {
         state_ = State::closing;
+        close_evictable();
         lowest().expires_after(
             std::min<Duration>(server_->config.write_timeout, std::chrono::seconds(1)));
-        stream_.async_shutdown(
-            [self = this->shared_from_this()](beast::error_code) { self->close_socket(); });
+        stream_.async_shutdown([self = this->shared_from_this()](beast::error_code) {
+          self->drain_ ? self->drain() : self->close_socket();
+        });
         return;
       }
     }
-    close_socket();
+    drain_ ? drain() : close_socket();
+  }
+
+  // After a refused request the rest of it may still be on its way.
+  // Closing a socket with unread data resets the connection, and the reset
+  // can reach the client before it has read the answer. So the server only
+  // stops sending, then reads and drops what arrives (at most kDrainBytes,
+  // for at most kDrainTime) until the client closes too.
+  void drain() {
+    if (evicted_) return close_socket();
+    state_ = State::closing;
+    close_evictable();
+    beast::error_code ignored;
+    lowest().socket().shutdown(tcp::socket::shutdown_send, ignored);
+    lowest().expires_after(kDrainTime);
+    buffer_.clear();
+    drain_some(0);
+  }
+
+  void drain_some(std::size_t dropped) {
+    lowest().async_read_some(
+        buffer_.prepare(buffer_.max_size()),
+        [self = this->shared_from_this(), dropped](beast::error_code ec, std::size_t n) {
+          if (ec || dropped + n >= kDrainBytes) return self->close_socket();
+          self->drain_some(dropped + n);
+        });
   }
 
   void close_socket() {
+    leave_evictable();
     beast::error_code ignored;
     lowest().socket().shutdown(tcp::socket::shutdown_send, ignored);
     lowest().socket().close(ignored);
@@ -290,13 +421,23 @@ class HttpSession : public HttpSessionBase,
   beast::flat_buffer buffer_;
   std::optional<http::request_parser<http::empty_body>> parser_;
   std::size_t consumed_ = 0;  // bytes of the request in hand the parser took
+  bool line_ended_ = false;   // its request line has arrived whole (or 414)
+  std::size_t line_scanned_ = 0;
   std::shared_ptr<HttpServerState> server_;
   std::shared_ptr<const WebSecurity> security_;  // the one this connection was accepted with
+  const asio::ip::address source_;               // the client's, for per_source
+  const Clock::time_point accepted_;
+  Clock::time_point request_deadline_;  // read_timeout or idle_timeout
+  Clock::time_point header_deadline_;   // header_timeout; max() until the request begins
+  std::optional<std::list<HttpSessionBase*>::iterator> queued_;  // in evictable
   State state_ = State::reading;
   bool first_ = true;
   bool handshake_done_ = false;
   bool keep_alive_ = false;
   bool head_ = false;
+  bool placed_ = true;                        // holds its place in counted and per_source
+  bool evicted_ = false;                      // closed for a new connection
+  bool drain_ = false;                        // the request was refused before its end
   std::shared_ptr<const HttpRouter> routes_;  // the table of the request in hand
   const HttpRoute* route_ = nullptr;          // null: no route for its path
   std::string label_;                         // the handler label it is counted under
@@ -313,13 +454,14 @@ void launch(const std::shared_ptr<HttpServerState>& state, Args&&... args) {
 }  // namespace
 
 void start_session(const std::shared_ptr<HttpServerState>& state,
-                   std::shared_ptr<const WebSecurity> security, tcp::socket socket) {
+                   std::shared_ptr<const WebSecurity> security, tcp::socket socket,
+                   const asio::ip::address& source) {
   if (security->tls) {
     auto& tls = *security->tls;
-    launch<HttpSession<beast::ssl_stream<beast::tcp_stream>>>(state, std::move(security),
+    launch<HttpSession<beast::ssl_stream<beast::tcp_stream>>>(state, std::move(security), source,
                                                               std::move(socket), tls);
   } else {
-    launch<HttpSession<beast::tcp_stream>>(state, std::move(security), std::move(socket));
+    launch<HttpSession<beast::tcp_stream>>(state, std::move(security), source, std::move(socket));
   }
 }
 

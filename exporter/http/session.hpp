@@ -10,10 +10,10 @@ namespace rdma_exporter {
 
 // Serves an accepted connection until it ends: plain HTTP, or TLS when
 // `security` has a context. The session registers itself in
-// `state->sessions` and keeps `security` (users, headers, TLS) for its
-// whole life.
+// `state->sessions`, takes a place for `source` (HttpServerState::per_source)
+// and keeps `security` (users, headers, TLS) for its whole life.
 void start_session(const std::shared_ptr<HttpServerState>& state,
-                   std::shared_ptr<const WebSecurity> security,
-                   boost::asio::ip::tcp::socket socket);
+                   std::shared_ptr<const WebSecurity> security, boost::asio::ip::tcp::socket socket,
+                   const boost::asio::ip::address& source);
 
 }  // namespace rdma_exporter

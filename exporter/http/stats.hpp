@@ -17,7 +17,10 @@ class HttpStats {
   HttpStats();
   // `handler`: the route's path, or "other" (unknown paths, malformed requests).
   void count_request(const std::string& handler, unsigned code);
-  void count_rejected_connection();
+  // `reason`: max_connections or max_connections_per_source.
+  void count_rejected_connection(const std::string& reason);
+  // `reason`: tls_handshake, headers, idle or closing.
+  void count_evicted_connection(const std::string& reason);
   void set_open_connections(int n);
   // `reason`: missing or invalid.
   void count_auth_failure(const std::string& reason);
@@ -30,7 +33,8 @@ class HttpStats {
   std::map<std::pair<std::string, unsigned>, uint64_t> requests_;
   std::map<std::string, uint64_t> auth_failures_;
   std::map<std::string, uint64_t> tls_failures_;
-  uint64_t rejected_ = 0;
+  std::map<std::string, uint64_t> rejected_;
+  std::map<std::string, uint64_t> evicted_;
   int open_ = 0;
 };
 

@@ -9,7 +9,7 @@ import threading
 import time
 import unittest
 
-from harness import Exporter, make_sysfs, promtool, raw_request, status_of
+from harness import Exporter, make_sysfs, promtool, raw_request, status_of, value
 
 
 class HttpTest(unittest.TestCase):
@@ -22,6 +22,8 @@ web:
   idle_timeout: 3s
   max_connections: 16
   max_request_bytes: 2048
+collection:
+  max_age: 0s
 """)
 
     @classmethod
@@ -85,9 +87,26 @@ web:
                      b"\x00\x01\x02\x03\r\n\r\n"):
             self.assertEqual(status_of(raw_request(self.exporter.port, junk)), 400, junk)
 
-    def test_oversized_request_is_400(self):
+    def test_oversized_headers_are_431_and_an_oversized_target_414(self):
+        # max_request_bytes is 2048 here.
         big = b"GET /metrics HTTP/1.1\r\nHost: x\r\nX-Pad: " + b"a" * 4096 + b"\r\n\r\n"
-        self.assertEqual(status_of(raw_request(self.exporter.port, big)), 400)
+        self.assertEqual(status_of(raw_request(self.exporter.port, big)), 431)
+        # A mebibyte of header, more than the socket buffers take: answered,
+        # not reset, while the client still sends.
+        huge = b"GET /metrics HTTP/1.1\r\nHost: x\r\nX-Pad: " + b"a" * (1 << 20) + b"\r\n\r\n"
+        with socket.socket() as s:
+            s.setsockopt(socket.SOL_SOCKET, socket.SO_SNDBUF, 65536)
+            s.settimeout(10)
+            s.connect(("127.0.0.1", self.exporter.port))
+            s.sendall(huge)
+            reply = b""
+            while chunk := s.recv(65536):
+                reply += chunk
+        self.assertTrue(reply.startswith(b"HTTP/1.1 431 Request Header Fields Too Large\r\n"), reply)
+        self.assertTrue(reply.endswith(b"\r\n\r\nrequest headers too large\n"), reply)
+        long_target = b"GET /metrics?" + b"q" * 4096 + b" HTTP/1.1\r\nHost: x\r\n\r\n"
+        reply = raw_request(self.exporter.port, long_target)
+        self.assertTrue(reply.startswith(b"HTTP/1.1 414 URI Too Long\r\n"), reply)
 
     def test_request_body_is_refused(self):
         req = b"GET /metrics HTTP/1.1\r\nHost: x\r\nContent-Length: 5\r\n\r\nhello"
@@ -133,18 +152,33 @@ web:
             resp.read()
         conn.close()
 
-    def test_connection_cap_and_many_parallel_clients(self):
-        # Hold more connections open than allowed: the extra ones get 503 at once.
+    def rejected(self, reason):
+        _, body = self.get("/metrics")
+        return value(body.decode(), "rdma_exporter_http_rejected_connections_total",
+                     f'{{reason="{reason}"}}')
+
+    def test_connection_limits_and_many_parallel_clients(self):
+        # max_connections 16, and 16 (the default) from one address. Sixteen
+        # idle connections from 127.0.0.1 fill both; a 17th from there gets
+        # 503 at once, one from 127.0.0.2 takes the place of the oldest.
+        refused = self.rejected("max_connections_per_source")
         held = [self.exporter.connect() for _ in range(16)]
-        time.sleep(0.3)
         extra = self.exporter.connect()
         extra.settimeout(5)
-        data = extra.recv(1024)
-        self.assertIn(b"503", data)
+        self.assertEqual(extra.recv(1024), b"HTTP/1.1 503 Service Unavailable\r\n"
+                         b"Content-Length: 0\r\nConnection: close\r\n\r\n")
         extra.close()
+        other = socket.create_connection(("127.0.0.1", self.exporter.port), timeout=10,
+                                         source_address=("127.0.0.2", 0))
+        other.sendall(b"GET /healthz HTTP/1.1\r\nHost: x\r\n\r\n")
+        self.assertTrue(other.recv(1024).startswith(b"HTTP/1.1 200 OK\r\n"))
+        held[0].settimeout(5)
+        self.assertEqual(held[0].recv(1024), b"")  # evicted
+        other.close()
         for s in held:
             s.close()
         time.sleep(0.3)
+        self.assertEqual(self.rejected("max_connections_per_source"), refused + 1)
 
         def scrape(_):
             resp, body = self.get("/metrics", headers={"Accept-Encoding": "gzip"})
@@ -162,6 +196,108 @@ web:
         _, body = self.get("/metrics")
         result = subprocess.run(["promtool", "check", "metrics"], input=body, capture_output=True)
         self.assertEqual(result.returncode, 0, result.stdout + result.stderr)
+
+
+def rss_kib(pid):
+    with open(f"/proc/{pid}/status") as f:
+        for line in f:
+            if line.startswith("VmRSS:"):
+                return int(line.split()[1])
+    raise AssertionError(f"no VmRSS for {pid}")
+
+
+class FloodTest(unittest.TestCase):
+    """Clients that open hundreds of connections and never finish a request,
+    next to a scraper: with the default limits (web.max_connections 64,
+    web.max_connections_per_source 16) every scrape is served. The scraper
+    runs 100 scrapes, 10 at a time, each on a connection of its own (one
+    address opening more than 16 at once would be refused by design)."""
+
+    def setUp(self):
+        self.sysfs = make_sysfs("mlx5:8:2")
+        # The flood keeps its connections for the whole test: no header timeout.
+        self.exporter = Exporter("--path.sysfs", self.sysfs, config="""
+web: {header_timeout: 60s, read_timeout: 60s}
+collection: {max_age: 0s}
+""")
+        self.held = []
+        self.addCleanup(self.close_all)
+
+    def close_all(self):
+        for s in self.held:
+            s.close()
+        code = self.exporter.stop()
+        self.assertEqual(code, 0, self.exporter.log())
+
+    def flood(self, sources, per_source):
+        """per_source connections from each address, each sending the start
+        of a request and nothing more."""
+        for _ in range(per_source):
+            for source in sources:
+                s = socket.create_connection(("127.0.0.1", self.exporter.port), timeout=10,
+                                             source_address=(source, 0))
+                self.held.append(s)
+                try:
+                    s.sendall(b"GET /metrics HTTP/1.1\r\nHost: x\r\nX-Slow: ")
+                except OSError:
+                    pass  # refused and closed already
+
+    def scrape(self, path="/metrics"):
+        conn = http.client.HTTPConnection("127.0.0.1", self.exporter.port, timeout=30)
+        try:
+            conn.request("GET", path, headers={"Accept-Encoding": "gzip"})
+            resp = conn.getresponse()
+            body = resp.read()
+            return resp.status, body
+        except OSError as e:
+            return repr(e), b""
+        finally:
+            conn.close()
+
+    def scrape_100(self):
+        with concurrent.futures.ThreadPoolExecutor(max_workers=10) as pool:
+            return [status for status, _ in pool.map(lambda _: self.scrape(), range(100))]
+
+    def http_counter(self, name, reason):
+        status, body = self.scrape()
+        self.assertEqual(status, 200)
+        return value(gzip.decompress(body).decode(), name, f'{{reason="{reason}"}}')
+
+    def test_one_address_holding_300_unfinished_requests(self):
+        rss_before = rss_kib(self.exporter.proc.pid)
+        self.flood(["127.0.0.2"], 300)
+        self.assertEqual(self.scrape_100(), [200] * 100)
+        self.assertEqual(self.scrape("/healthz"), (200, b"OK\n"))
+        # 16 held, every other one refused at once.
+        self.assertEqual(self.http_counter("rdma_exporter_http_rejected_connections_total",
+                                           "max_connections_per_source"), 284)
+        self.assertEqual(self.http_counter("rdma_exporter_http_rejected_connections_total",
+                                           "max_connections"), 0)
+        self.assertEqual(self.http_counter("rdma_exporter_http_evicted_connections_total",
+                                           "headers"), 0)
+        growth = rss_kib(self.exporter.proc.pid) - rss_before
+        self.assertLess(growth, 64 * 1024, f"RSS grew by {growth} KiB")
+
+    def test_twenty_addresses_filling_the_connection_cap(self):
+        rss_before = rss_kib(self.exporter.proc.pid)
+        # 320 connections, 16 from each of 127.0.0.2 to 127.0.0.21: past 64,
+        # each takes the place of the oldest.
+        self.flood([f"127.0.0.{i}" for i in range(2, 22)], 16)
+        self.assertEqual(self.scrape_100(), [200] * 100)
+        self.assertEqual(self.scrape("/healthz"), (200, b"OK\n"))
+        # 256 evicted by the flood itself, and one for each scrape that
+        # found all 64 places taken: the first did, later ones when the
+        # server had not yet seen an earlier scrape's connection close (104
+        # scrapes in all, with the ones below).
+        evicted = self.http_counter("rdma_exporter_http_evicted_connections_total", "headers")
+        self.assertGreaterEqual(evicted, 257)
+        self.assertLessEqual(evicted, 256 + 104)
+        self.assertEqual(self.http_counter("rdma_exporter_http_rejected_connections_total",
+                                           "max_connections"), 0)
+        self.assertEqual(self.http_counter("rdma_exporter_http_rejected_connections_total",
+                                           "max_connections_per_source"), 0)
+        growth = rss_kib(self.exporter.proc.pid) - rss_before
+        self.assertLess(growth, 64 * 1024, f"RSS grew by {growth} KiB")
 
 
 class ShutdownTest(unittest.TestCase):

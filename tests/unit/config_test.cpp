@@ -23,6 +23,8 @@ using std::chrono::seconds;
 void expect_documented_defaults(const Config& c) {
   EXPECT_EQ(c.web.listen_address, ":10910");
   EXPECT_EQ(c.web.max_connections, 64);
+  EXPECT_EQ(c.web.max_connections_per_source, 16);
+  EXPECT_EQ(c.web.header_timeout, seconds(5));
   EXPECT_EQ(c.web.read_timeout, seconds(10));
   EXPECT_EQ(c.web.idle_timeout, seconds(60));
   EXPECT_EQ(c.web.write_timeout, seconds(30));
@@ -107,6 +109,8 @@ TEST(Config, WithoutAFileTheDocumentedDefaultsApply) {
 TEST(Config, ShippedExampleLoadsAndHoldsTheDocumentedDefaults) {
   Config c;
   c.web.max_connections = 1;  // the file sets every key: nothing survives from before
+  c.web.max_connections_per_source = 1;
+  c.web.header_timeout = seconds(1);
   c.sysfs.root = "/elsewhere";
   c.collectors.options<QpCountersOptions>().max_series = 1;
   c.probe.memory = "udmabuf";
@@ -128,6 +132,8 @@ TEST(Config, ValuesAreApplied) {
 web:
   listen_address: "127.0.0.1:9999"
   max_connections: 3
+  max_connections_per_source: 2
+  header_timeout: 750ms
   read_timeout: 1m30s
 collection:
   max_age: 500ms
@@ -142,6 +148,8 @@ log: {level: debug}
   ASSERT_TRUE(errors.empty()) << errors.front();
   EXPECT_EQ(c.web.listen_address, "127.0.0.1:9999");
   EXPECT_EQ(c.web.max_connections, 3);
+  EXPECT_EQ(c.web.max_connections_per_source, 2);
+  EXPECT_EQ(c.web.header_timeout, std::chrono::milliseconds(750));
   EXPECT_EQ(c.web.read_timeout, std::chrono::seconds(90));
   EXPECT_EQ(c.collection.max_age, std::chrono::milliseconds(500));
   EXPECT_EQ(c.devices.include, std::vector<std::string>{"mlx5_.*"});
@@ -310,6 +318,8 @@ TEST(Config, WrongShapesAreErrors) {
   EXPECT_EQ(problems("web: {max_connections: 0}\n"), 1U);
   EXPECT_EQ(problems("web: {listen_address: nope}\n"), 1U);
   EXPECT_EQ(problems("web: {read_timeout: 0s}\n"), 1U);
+  EXPECT_EQ(problems("web: {header_timeout: 0s}\n"), 1U);
+  EXPECT_EQ(problems("web: {max_connections_per_source: 0}\n"), 1U);
   EXPECT_EQ(problems("web: {max_request_bytes: 99999999999}\n"), 1U);
 }
 

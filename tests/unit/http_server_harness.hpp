@@ -16,6 +16,7 @@
 #include <cerrno>
 #include <chrono>
 #include <cstring>
+#include <functional>
 #include <memory>
 #include <string>
 #include <thread>
@@ -27,15 +28,21 @@
 
 namespace rdma_exporter::testing {
 
-// A blocking client socket. Reads give up after 5 s so a server that never
+// A blocking client socket, from `source` (any address of 127/8, all of it
+// loopback on Linux). Reads give up after 5 s so a server that never
 // answers fails the test instead of hanging it.
 class Client {
  public:
-  explicit Client(unsigned short port) {
+  explicit Client(unsigned short port, const char* source = "127.0.0.1") {
     fd_ = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
     EXPECT_GE(fd_, 0);
     timeval limit{5, 0};
     ::setsockopt(fd_, SOL_SOCKET, SO_RCVTIMEO, &limit, sizeof limit);
+    sockaddr_in from{};
+    from.sin_family = AF_INET;
+    EXPECT_EQ(::inet_pton(AF_INET, source, &from.sin_addr), 1) << source;
+    EXPECT_EQ(::bind(fd_, reinterpret_cast<sockaddr*>(&from), sizeof from), 0)
+        << std::strerror(errno);
     sockaddr_in addr{};
     addr.sin_family = AF_INET;
     addr.sin_port = htons(port);
@@ -46,6 +53,12 @@ class Client {
   ~Client() { ::close(fd_); }
   Client(const Client&) = delete;
   Client& operator=(const Client&) = delete;
+
+  // A fixed, small send buffer: what the client sends beyond it and the
+  // server's receive buffer waits until the server reads it.
+  void limit_send_buffer(int bytes) {
+    EXPECT_EQ(::setsockopt(fd_, SOL_SOCKET, SO_SNDBUF, &bytes, sizeof bytes), 0);
+  }
 
   void send(const std::string& bytes) {
     EXPECT_EQ(::send(fd_, bytes.data(), bytes.size(), MSG_NOSIGNAL),
@@ -123,6 +136,9 @@ class Server {
 
   unsigned short port() const { return port_; }
   int collections() const { return collections_; }
+
+  // Runs `f` on the server's event loop.
+  void post(std::function<void()> f) { boost::asio::post(io_, std::move(f)); }
 
   // The server's own metrics, rendered.
   std::string stats() const {

@@ -5,9 +5,13 @@
 #include <gtest/gtest.h>
 
 #include <atomic>
+#include <condition_variable>
+#include <functional>
 #include <map>
 #include <memory>
+#include <mutex>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "exporter/http/server.hpp"
@@ -150,28 +154,181 @@ TEST(HttpServer, ReloadAnswersWithTheHooksOutcome) {
   EXPECT_EQ(reloads, 2);
 }
 
-TEST(HttpServer, ConnectionCapServesNAndRejectsTheNext) {
+const std::string kHeadersTooLarge =
+    "HTTP/1.1 431 Request Header Fields Too Large\r\nServer: rdma_exporter\r\n"
+    "Content-Type: text/plain; charset=utf-8\r\nConnection: close\r\n"
+    "Content-Length: 26\r\n\r\nrequest headers too large\n";
+
+const std::string kTargetTooLong =
+    "HTTP/1.1 414 URI Too Long\r\nServer: rdma_exporter\r\n"
+    "Content-Type: text/plain; charset=utf-8\r\nConnection: close\r\n"
+    "Content-Length: 24\r\n\r\nrequest target too long\n";
+
+const std::string kBusy =
+    "HTTP/1.1 503 Service Unavailable\r\nContent-Length: 0\r\nConnection: close\r\n\r\n";
+
+const std::string kReloaded =
+    "HTTP/1.1 200 OK\r\nServer: rdma_exporter\r\nContent-Type: text/plain; charset=utf-8\r\n"
+    "Content-Length: 9\r\n\r\nreloaded\n";
+
+// A reload hook that answers only when the test says so: a POST /-/reload
+// it holds is a request in the middle of being served.
+class HeldReloads {
+ public:
+  HttpServer::ReloadHook hook() {
+    return [this](std::function<void(bool, std::string)> done) {
+      std::lock_guard<std::mutex> lock(mutex_);
+      held_.push_back(std::move(done));
+      changed_.notify_all();
+    };
+  }
+  // Until `n` requests are held.
+  bool wait_for(std::size_t n) {
+    std::unique_lock<std::mutex> lock(mutex_);
+    return changed_.wait_for(lock, 5s, [&] { return held_.size() >= n; });
+  }
+  // Answers every held request "reloaded", on the event loop.
+  void release(Server& server) {
+    server.post([this] {
+      std::vector<std::function<void(bool, std::string)>> held;
+      {
+        std::lock_guard<std::mutex> lock(mutex_);
+        held.swap(held_);
+      }
+      for (auto& done : held) done(true, "reloaded");
+    });
+  }
+
+ private:
+  std::mutex mutex_;
+  std::condition_variable changed_;
+  std::vector<std::function<void(bool, std::string)>> held_;
+};
+
+// The line of one sample in the server's own metrics, "" when absent.
+std::string sample(const Server& server, const std::string& series) {
+  const std::string stats = server.stats();
+  const auto at = stats.find("\n" + series + " ");
+  if (at == std::string::npos) return "";
+  return stats.substr(at + 1, stats.find('\n', at + 1) - at - 1);
+}
+
+TEST(HttpServer, AtTheCapANewConnectionIsRefusedWhenEveryOneIsServing) {
   Config::Web web;
   web.max_connections = 3;
-  Server server(web);
-  std::vector<std::unique_ptr<Client>> held;
+  web.enable_lifecycle = true;
+  HeldReloads reloads;
+  Server server(web, nullptr, reloads.hook());
+  std::vector<std::unique_ptr<Client>> busy;
   for (int i = 0; i < 3; ++i) {
-    held.push_back(std::make_unique<Client>(server.port()));
-    held.back()->send(request("GET", "/healthz"));
-    // Answered, so the server has counted this connection as open.
-    EXPECT_EQ(held.back()->response(), kHealthz) << "connection " << i + 1;
+    busy.push_back(std::make_unique<Client>(server.port()));
+    busy.back()->send(request("POST", "/-/reload"));
   }
+  ASSERT_TRUE(reloads.wait_for(3));
   Client extra(server.port());
-  EXPECT_EQ(extra.until_closed(),
-            "HTTP/1.1 503 Service Unavailable\r\nContent-Length: 0\r\nConnection: close\r\n\r\n");
-  // The held connections are still served.
-  held.front()->send(request("GET", "/healthz"));
-  EXPECT_EQ(held.front()->response(), kHealthz);
-  EXPECT_NE(server.stats().find("rdma_exporter_http_rejected_connections_total 1\n"),
-            std::string::npos)
-      << server.stats();
+  EXPECT_EQ(extra.until_closed(), kBusy);
+  // The connections being served are served to the end.
+  reloads.release(server);
+  for (auto& c : busy) EXPECT_EQ(c->response(), kReloaded);
+  EXPECT_EQ(
+      sample(server, "rdma_exporter_http_rejected_connections_total{reason=\"max_connections\"}"),
+      "rdma_exporter_http_rejected_connections_total{reason=\"max_connections\"} 1");
   EXPECT_NE(server.stats().find("rdma_exporter_http_open_connections 3\n"), std::string::npos)
       << server.stats();
+}
+
+TEST(HttpServer, AtTheCapTheConnectionWaitingLongestForARequestIsEvicted) {
+  Config::Web web;
+  web.max_connections = 3;
+  web.enable_lifecycle = true;
+  web.read_timeout = 1h;
+  web.header_timeout = 1h;
+  web.idle_timeout = 1h;
+  HeldReloads reloads;
+  Server server(web, nullptr, reloads.hook());
+  Client unfinished(server.port());  // waits for its headers from its accept on
+  unfinished.send("GET /healthz HTTP/1.1\r\nHo");
+  Client idle(server.port());  // waits for a next request from its answer on
+  idle.send(request("GET", "/healthz"));
+  ASSERT_EQ(idle.response(), kHealthz);
+  Client busy(server.port());  // in the middle of being served
+  busy.send(request("POST", "/-/reload"));
+  ASSERT_TRUE(reloads.wait_for(1));
+
+  Client second(server.port());
+  EXPECT_EQ(unfinished.until_closed(), "");
+  second.send(request("GET", "/healthz"));
+  EXPECT_EQ(second.response(), kHealthz);
+  // `idle` has waited since before `second` was accepted.
+  Client third(server.port());
+  EXPECT_EQ(idle.until_closed(), "");
+  third.send(request("GET", "/healthz"));
+  EXPECT_EQ(third.response(), kHealthz);
+  Client fourth(server.port());
+  EXPECT_EQ(second.until_closed(), "");
+
+  reloads.release(server);
+  EXPECT_EQ(busy.response(), kReloaded);
+  const std::string evicted = "rdma_exporter_http_evicted_connections_total";
+  EXPECT_EQ(sample(server, evicted + "{reason=\"headers\"}"), evicted + "{reason=\"headers\"} 1");
+  EXPECT_EQ(sample(server, evicted + "{reason=\"idle\"}"), evicted + "{reason=\"idle\"} 2");
+  EXPECT_EQ(sample(server, evicted + "{reason=\"tls_handshake\"}"),
+            evicted + "{reason=\"tls_handshake\"} 0");
+  EXPECT_EQ(sample(server, evicted + "{reason=\"closing\"}"), evicted + "{reason=\"closing\"} 0");
+  EXPECT_EQ(
+      sample(server, "rdma_exporter_http_rejected_connections_total{reason=\"max_connections\"}"),
+      "rdma_exporter_http_rejected_connections_total{reason=\"max_connections\"} 0");
+}
+
+// A connection refused 431 is drained for a while before it closes
+// (AHeaderOfAMebibyteIsAnswered431); it goes before any waiting one.
+TEST(HttpServer, AtTheCapAClosingConnectionIsEvictedFirst) {
+  Config::Web web;
+  web.max_connections = 2;
+  web.max_request_bytes = 1024;
+  web.read_timeout = 1h;
+  web.header_timeout = 1h;
+  Server server(web);
+  Client waiting(server.port());
+  waiting.send("GET /healthz HTTP/1.1\r\n");
+  Client refused(server.port());
+  refused.send(request("GET", "/healthz", "X-Pad: " + std::string(2000, 'a') + "\r\n"));
+  ASSERT_EQ(refused.response(), kHeadersTooLarge);
+  Client next(server.port());
+  EXPECT_EQ(refused.until_closed(), "");
+  waiting.send("Host: 127.0.0.1\r\n\r\n");
+  EXPECT_EQ(waiting.response(), kHealthz);
+  EXPECT_EQ(sample(server, "rdma_exporter_http_evicted_connections_total{reason=\"closing\"}"),
+            "rdma_exporter_http_evicted_connections_total{reason=\"closing\"} 1");
+}
+
+TEST(HttpServer, ASourceAtItsLimitIsRefusedWhileOthersAreServed) {
+  Config::Web web;
+  web.max_connections_per_source = 2;
+  web.read_timeout = 1h;
+  web.header_timeout = 1h;
+  Server server(web);
+  Client a(server.port(), "127.0.0.2");
+  a.send("GET /healthz HTTP/1.1\r\n");
+  Client b(server.port(), "127.0.0.2");
+  b.send(request("GET", "/healthz"));
+  ASSERT_EQ(b.response(), kHealthz);
+  Client c(server.port(), "127.0.0.2");
+  EXPECT_EQ(c.until_closed(), kBusy);
+  Client other(server.port(), "127.0.0.3");
+  other.send(request("GET", "/healthz"));
+  EXPECT_EQ(other.response(), kHealthz);
+  EXPECT_EQ(
+      sample(
+          server,
+          "rdma_exporter_http_rejected_connections_total{reason=\"max_connections_per_source\"}"),
+      "rdma_exporter_http_rejected_connections_total{reason=\"max_connections_per_source\"} 1");
+  // A place given back is taken again.
+  b.send(request("GET", "/healthz", "Connection: close\r\n"));
+  EXPECT_NE(b.until_closed().find("\r\n\r\nOK\n"), std::string::npos);
+  Client d(server.port(), "127.0.0.2");
+  d.send(request("GET", "/healthz"));
+  EXPECT_EQ(d.response(), kHealthz);
 }
 
 // A request of `size` bytes in all: GET /healthz with header lines
@@ -196,7 +353,7 @@ TEST(HttpServer, MaxRequestBytesIsTheLargestRequestServed) {
   Server server(web);
   ASSERT_EQ(request_of_size(300).size(), 300u);
   EXPECT_EQ(get_once(server.port(), request_of_size(300)), kHealthz);
-  EXPECT_EQ(get_once(server.port(), request_of_size(301)), kTooLarge);
+  EXPECT_EQ(get_once(server.port(), request_of_size(301)), kHeadersTooLarge);
 }
 
 TEST(HttpServer, MaxRequestBytesCountsEveryHeaderLine) {
@@ -211,8 +368,8 @@ TEST(HttpServer, MaxRequestBytesCountsEveryHeaderLine) {
   EXPECT_EQ(c.response(), kHealthz);
   c.send(request_of_size(1024, 40));
   EXPECT_EQ(c.response(), kHealthz);
-  EXPECT_EQ(get_once(server.port(), request_of_size(1025, 40)), kTooLarge);
-  EXPECT_EQ(get_once(server.port(), request_of_size(4000, 40)), kTooLarge);
+  EXPECT_EQ(get_once(server.port(), request_of_size(1025, 40)), kHeadersTooLarge);
+  EXPECT_EQ(get_once(server.port(), request_of_size(4000, 40)), kHeadersTooLarge);
 }
 
 TEST(HttpServer, AnUnfinishedRequestPastTheLimitIsRefusedAtOnce) {
@@ -225,7 +382,44 @@ TEST(HttpServer, AnUnfinishedRequestPastTheLimitIsRefusedAtOnce) {
   req.resize(1025);
   Client c(server.port());
   c.send(req);
-  EXPECT_EQ(c.until_closed(), kTooLarge);
+  EXPECT_EQ(c.until_closed(), kHeadersTooLarge);
+}
+
+TEST(HttpServer, ATargetPastTheLimitIs414) {
+  Config::Web web;
+  web.max_request_bytes = 1024;
+  web.read_timeout = 1h;
+  Server server(web);
+  const std::string target = "/healthz?" + std::string(1100, 'q');
+  EXPECT_EQ(get_once(server.port(), request("GET", target)), kTargetTooLong);
+  // Unfinished: 1024 bytes of a request line with no end.
+  Client c(server.port());
+  c.send(request("GET", target).substr(0, 1024));
+  EXPECT_EQ(c.until_closed(), kTargetTooLong);
+  // A long target whose line ends within the limit, with headers past it.
+  const std::string line = "GET /healthz?" + std::string(900, 'q') + " HTTP/1.1\r\n";
+  EXPECT_EQ(get_once(server.port(), line + "X-Pad: " + std::string(200, 'a') + "\r\n\r\n"),
+            kHeadersTooLarge);
+  const std::string stats = server.stats();
+  EXPECT_NE(stats.find("rdma_exporter_http_requests_total{handler=\"other\",code=\"414\"} 2\n"),
+            std::string::npos)
+      << stats;
+  EXPECT_NE(stats.find("rdma_exporter_http_requests_total{handler=\"other\",code=\"431\"} 1\n"),
+            std::string::npos)
+      << stats;
+}
+
+// The server has stopped reading at the limit while the client still sends
+// (its socket buffers cannot take the mebibyte): the server reads and drops
+// the rest, so the client can send it all and gets the answer, not a reset.
+TEST(HttpServer, AHeaderOfAMebibyteIsAnswered431) {
+  Server server({});
+  for (int i = 0; i < 3; ++i) {
+    Client c(server.port());
+    c.limit_send_buffer(64 * 1024);
+    c.send(request("GET", "/healthz", "X-Big: " + std::string(1 << 20, 'b') + "\r\n"));
+    EXPECT_EQ(c.until_closed(), kHeadersTooLarge) << "attempt " << i + 1;
+  }
 }
 
 TEST(HttpServer, ARequestBodyIsReadWithItsRequestAndRefused) {
@@ -241,6 +435,11 @@ TEST(HttpServer, ARequestBodyIsReadWithItsRequestAndRefused) {
   EXPECT_EQ(c.until_closed(), kTooLarge);
   EXPECT_EQ(get_once(server.port(), "POST /healthz HTTP/1.1\r\nContent-Length: 1\r\n\r\nx"),
             kTooLarge);
+  // A chunk header that takes the request past web.max_request_bytes.
+  EXPECT_EQ(
+      get_once(server.port(), "POST /healthz HTTP/1.1\r\nTransfer-Encoding: chunked\r\n\r\n0;" +
+                                  std::string(9000, 'e')),
+      kTooLarge);
 }
 
 TEST(HttpServer, MalformedRequestIs400AndCloses) {
@@ -262,6 +461,39 @@ TEST(HttpServer, ReadTimeoutCutsASlowClient) {
   Client slow(server.port());
   slow.send("GET /healthz HTTP/1.1\r\nHost: 127.0.0.1\r\n");  // never finished
   EXPECT_EQ(slow.until_closed(), "");
+}
+
+TEST(HttpServer, HeaderTimeoutCutsAClientThatNeverEndsItsHeaders) {
+  Config::Web web;
+  web.read_timeout = 1h;
+  web.header_timeout = 200ms;
+  web.idle_timeout = 1h;
+  web.write_timeout = 1h;
+  Server server(web);
+  Client silent(server.port());  // not a byte
+  Client slow(server.port());
+  slow.send("GET /healthz HTTP/1.1\r\nHost: 127.0.0.1\r\n");  // never finished
+  EXPECT_EQ(slow.until_closed(), "");
+  EXPECT_EQ(silent.until_closed(), "");
+}
+
+// On a kept-alive connection the header deadline runs from the next
+// request's first byte: waiting for it is bounded by web.idle_timeout alone.
+TEST(HttpServer, HeaderTimeoutOfALaterRequestRunsFromItsFirstByte) {
+  Config::Web web;
+  web.read_timeout = 1h;
+  web.header_timeout = 200ms;
+  web.idle_timeout = 1h;
+  web.write_timeout = 1h;
+  Server server(web);
+  Client c(server.port());
+  c.send(request("GET", "/healthz"));
+  EXPECT_EQ(c.response(), kHealthz);
+  std::this_thread::sleep_for(600ms);  // three header timeouts of idleness
+  c.send(request("GET", "/healthz"));
+  EXPECT_EQ(c.response(), kHealthz);
+  c.send("GET /hea");
+  EXPECT_EQ(c.until_closed(), "");
 }
 
 TEST(HttpServer, IdleTimeoutClosesAKeptAliveConnection) {
