@@ -8,6 +8,7 @@
 
 #include "collectors/dcb/options.hpp"
 #include "collectors/ethtool/options.hpp"
+#include "collectors/hw_counters/options.hpp"
 #include "collectors/optional_counters/options.hpp"
 #include "collectors/qp_counters/options.hpp"
 #include "exporter/cli.hpp"
@@ -44,6 +45,7 @@ void expect_documented_defaults(const Config& c) {
   EXPECT_TRUE(c.collectors.enabled("dcb"));
   EXPECT_EQ(c.log.level, "info");
 
+  EXPECT_EQ(c.collectors.options<HwCountersOptions>().source, HwCountersOptions::Source::automatic);
   EXPECT_TRUE(c.collectors.options<QpCountersOptions>().ports.empty());
   EXPECT_TRUE(c.collectors.options<QpCountersOptions>().manual_rules.empty());
   EXPECT_EQ(c.collectors.options<QpCountersOptions>().reconcile_interval, seconds(10));
@@ -109,6 +111,7 @@ TEST(Config, ShippedExampleLoadsAndHoldsTheDocumentedDefaults) {
   c.web.max_connections = 1;  // the file sets every key: nothing survives from before
   c.sysfs.root = "/elsewhere";
   c.collectors.options<QpCountersOptions>().max_series = 1;
+  c.collectors.options<HwCountersOptions>().source = HwCountersOptions::Source::sysfs;
   c.probe.memory = "udmabuf";
   auto errors = load_config_file(RDMA_EXPORTER_SOURCE_DIR "/config/rdma_exporter.yml", c);
   ASSERT_TRUE(errors.empty()) << errors.front();
