@@ -7,15 +7,14 @@
 namespace rdma_exporter {
 namespace {
 
-Result<std::regex> compile(const std::string& pattern) {
-  if (std::string problem = pattern_limit_problem(pattern); !problem.empty()) {
-    return Error{EINVAL, "invalid device pattern: " + problem};
+Result<Pattern> compile(const std::string& pattern) {
+  auto compiled = Pattern::compile(pattern);
+  if (compiled) return compiled;
+  // A pattern past the size limit is not repeated in the message.
+  if (pattern.size() > kMaxPatternBytes) {
+    return Error{EINVAL, "invalid device pattern: " + compiled.error().message};
   }
-  try {
-    return std::regex(pattern, std::regex::ECMAScript | std::regex::optimize);
-  } catch (const std::regex_error& e) {
-    return Error{EINVAL, "invalid device pattern \"" + pattern + "\": " + e.what()};
-  }
+  return Error{EINVAL, "invalid device pattern \"" + pattern + "\": " + compiled.error().message};
 }
 
 }  // namespace
@@ -43,7 +42,7 @@ Result<DeviceFilter> DeviceFilter::make(const std::vector<std::string>& include,
 }
 
 bool DeviceFilter::allows(const std::string& device) const {
-  auto matches = [&](const std::regex& re) { return std::regex_match(device, re); };
+  auto matches = [&](const Pattern& p) { return p.matches(device); };
   if (!include_.empty() && std::none_of(include_.begin(), include_.end(), matches)) return false;
   return std::none_of(exclude_.begin(), exclude_.end(), matches);
 }

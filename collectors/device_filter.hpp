@@ -1,18 +1,18 @@
 #pragma once
 
-#include <regex>
 #include <string>
 #include <vector>
 
+#include "common/pattern.hpp"
 #include "common/result.hpp"
 
 namespace rdma_exporter {
 
 // Which devices are read at all. A device is read when it matches an include
 // pattern (or there are none) and matches no exclude pattern. Patterns are
-// ECMAScript regular expressions matched against the whole device name. The
-// filter applies before any read of a device, since reading some
-// firmware-restricted functions floods the kernel log.
+// RE2 regular expressions (common/pattern.hpp) matched against the whole
+// device name. The filter applies before any read of a device, since reading
+// some firmware-restricted functions floods the kernel log.
 class DeviceFilter {
  public:
   DeviceFilter() = default;
@@ -21,8 +21,8 @@ class DeviceFilter {
   bool allows(const std::string& device) const;
 
  private:
-  std::vector<std::regex> include_;
-  std::vector<std::regex> exclude_;
+  std::vector<Pattern> include_;
+  std::vector<Pattern> exclude_;
 };
 
 // Validates one pattern; the error text says what is wrong with it.

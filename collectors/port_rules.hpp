@@ -1,9 +1,10 @@
 #pragma once
 
 #include <cstdint>
-#include <regex>
 #include <string>
 #include <vector>
+
+#include "common/pattern.hpp"
 
 namespace rdma_exporter {
 
@@ -12,11 +13,11 @@ namespace rdma_exporter {
 // `patterns[i]` is rules[i].device compiled.
 template <typename Rule>
 const Rule* first_matching_rule(const std::vector<Rule>& rules,
-                                const std::vector<std::regex>& patterns, const std::string& device,
+                                const std::vector<Pattern>& patterns, const std::string& device,
                                 uint32_t port) {
   for (std::size_t i = 0; i < rules.size() && i < patterns.size(); ++i) {
     const Rule& r = rules[i];
-    if ((r.port == 0 || r.port == port) && std::regex_match(device, patterns[i])) return &r;
+    if ((r.port == 0 || r.port == port) && patterns[i].matches(device)) return &r;
   }
   return nullptr;
 }

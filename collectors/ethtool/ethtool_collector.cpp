@@ -11,8 +11,7 @@ namespace rdma_exporter {
 
 EthtoolCollector::EthtoolCollector(ethtool::Ioctl& ioctl, const EthtoolOptions& options)
     : ioctl_(ioctl), mapper_(options.mappings), raw_stats_(options.raw_stats) {
-  for (const auto& p : options.raw_stats_include)
-    raw_include_.emplace_back(p, std::regex::ECMAScript);
+  for (const auto& p : options.raw_stats_include) raw_include_.push_back(Pattern::checked(p));
 }
 
 const EthtoolCollector::Layout& EthtoolCollector::layout_for(
@@ -26,7 +25,7 @@ const EthtoolCollector::Layout& EthtoolCollector::layout_for(
   if (raw_stats_ && !raw_include_.empty()) {
     for (std::size_t i = 0; i < l.names.size(); ++i) {
       l.raw[i] = std::any_of(raw_include_.begin(), raw_include_.end(),
-                             [&](const std::regex& r) { return std::regex_match(l.names[i], r); });
+                             [&](const Pattern& p) { return p.matches(l.names[i]); });
     }
   }
   return l;

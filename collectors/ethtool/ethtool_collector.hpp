@@ -1,7 +1,6 @@
 #pragma once
 
 #include <map>
-#include <regex>
 #include <string>
 #include <vector>
 
@@ -9,6 +8,7 @@
 #include "collectors/ethtool/mapping.hpp"
 #include "collectors/ethtool/options.hpp"
 #include "collectors/kernel/ethtool/ioctl.hpp"
+#include "common/pattern.hpp"
 
 namespace rdma_exporter {
 
@@ -41,7 +41,7 @@ class EthtoolCollector final : public Collector {
   ethtool::Ioctl& ioctl_;
   ethtool::StatMapper mapper_;
   bool raw_stats_;
-  std::vector<std::regex> raw_include_;
+  std::vector<Pattern> raw_include_;
   std::map<std::string, Layout> layouts_;
 };
 

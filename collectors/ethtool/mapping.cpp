@@ -125,20 +125,13 @@ std::string mapping_problem(const EthtoolMapping& m) {
     for (const auto& fam : families()) ids += (ids.empty() ? "" : ", ") + std::string(fam.id);
     return "unknown metric \"" + m.metric + "\" (expected one of: " + ids + ")";
   }
-  for (const std::string* pattern : {&m.driver, &m.stat}) {
-    if (std::string problem = pattern_limit_problem(*pattern); !problem.empty()) {
-      return "invalid regular expression: " + problem;
-    }
+  if (auto driver = Pattern::compile(m.driver); !driver) {
+    return "invalid regular expression: " + driver.error().message;
   }
-  std::regex stat;
-  try {
-    std::regex driver(m.driver, std::regex::ECMAScript);
-    stat = std::regex(m.stat, std::regex::ECMAScript);
-  } catch (const std::regex_error& e) {
-    return std::string("invalid regular expression: ") + e.what();
-  }
+  auto stat = Pattern::compile(m.stat);
+  if (!stat) return "invalid regular expression: " + stat.error().message;
   if (m.stat.empty()) return "stat must name a statistic pattern";
-  if (f->priority == Family::Priority::required && stat.mark_count() < 1) {
+  if (f->priority == Family::Priority::required && stat->capture_groups() < 1) {
     return "the stat pattern needs a capture group for the priority, e.g. rx_prio([0-7])_pause";
   }
   if (f->direction && m.direction != "rx" && m.direction != "tx") {
@@ -158,9 +151,8 @@ std::string mapping_problem(const EthtoolMapping& m) {
 StatMapper::StatMapper(const std::vector<EthtoolMapping>& configured) {
   auto add = [&](const EthtoolMapping& m) {
     if (!mapping_problem(m).empty()) return;  // checked with the configuration
-    rules_.push_back(Compiled{family_by_id(m.metric), std::regex(m.driver, std::regex::ECMAScript),
-                              std::regex(m.stat, std::regex::ECMAScript), m.direction, m.reason,
-                              m.scale});
+    rules_.push_back(Compiled{family_by_id(m.metric), Pattern::checked(m.driver),
+                              Pattern::checked(m.stat), m.direction, m.reason, m.scale});
   };
   for (const auto& m : configured) add(m);
   for (const auto& m : builtin_mappings()) add(m);
@@ -170,20 +162,17 @@ std::vector<Target> StatMapper::resolve(const std::string& driver,
                                         const std::vector<std::string>& names) const {
   std::vector<const Compiled*> rules;
   for (const auto& r : rules_) {
-    if (std::regex_match(driver, r.driver)) rules.push_back(&r);
+    if (r.driver.matches(driver)) rules.push_back(&r);
   }
   std::vector<Target> out(names.size());
   if (rules.empty()) return out;
-  std::smatch m;
+  std::string group;
   for (std::size_t i = 0; i < names.size(); ++i) {
     for (const Compiled* r : rules) {
-      if (!std::regex_match(names[i], m, r->stat)) continue;
+      if (!r->stat.matches(names[i], group)) continue;
       Target t{r->family, "", r->direction, r->reason, r->scale};
       const auto priority = r->family->priority;
-      if (priority != Family::Priority::none && r->stat.mark_count() >= 1 && m[1].matched &&
-          is_priority(m[1].str())) {
-        t.priority = m[1].str();
-      }
+      if (priority != Family::Priority::none && is_priority(group)) t.priority = group;
       if (priority == Family::Priority::required && t.priority.empty()) break;  // unmapped
       out[i] = std::move(t);
       break;

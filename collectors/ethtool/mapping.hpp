@@ -7,11 +7,11 @@
 
 #include <cstdint>
 #include <optional>
-#include <regex>
 #include <string>
 #include <vector>
 
 #include "collectors/ethtool/options.hpp"
+#include "common/pattern.hpp"
 #include "common/result.hpp"
 
 namespace rdma_exporter::ethtool {
@@ -64,8 +64,8 @@ class StatMapper {
  private:
   struct Compiled {
     const Family* family;
-    std::regex driver;
-    std::regex stat;
+    Pattern driver;
+    Pattern stat;
     std::string direction;
     std::string reason;
     double scale;

@@ -55,7 +55,7 @@ void OptionalCounterManager::reconfigure(const OptionalCountersOptions& options)
   device_patterns_.clear();
   active_ = false;
   for (const auto& r : options_.ports) {
-    device_patterns_.emplace_back(r.device, std::regex::ECMAScript);
+    device_patterns_.push_back(Pattern::checked(r.device));
     if (r.writes()) active_ = true;
   }
 }

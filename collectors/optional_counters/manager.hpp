@@ -1,7 +1,6 @@
 #pragma once
 
 #include <map>
-#include <regex>
 #include <set>
 #include <string>
 #include <tuple>
@@ -12,6 +11,7 @@
 #include "collectors/optional_counters/options.hpp"
 #include "collectors/scrape.hpp"
 #include "common/metric_sink.hpp"
+#include "common/pattern.hpp"
 
 namespace rdma_exporter {
 
@@ -58,7 +58,7 @@ class OptionalCounterManager final : public KernelStateManager {
   void note(const PortKey& key, const std::string& topic, const std::string& text);
 
   OptionalCountersOptions options_;
-  std::vector<std::regex> device_patterns_;
+  std::vector<Pattern> device_patterns_;
   bool active_ = false;
   std::map<std::tuple<std::string, uint32_t, std::string>, uint64_t> writes_;
   std::map<std::pair<PortKey, std::string>, std::string> last_note_;

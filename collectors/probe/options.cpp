@@ -4,7 +4,6 @@
 
 #include <algorithm>
 #include <charconv>
-#include <regex>
 #include <set>
 #include <string_view>
 #include <tuple>
@@ -44,12 +43,8 @@ std::vector<std::string> validate_probe_options(const ProbeOptions& o) {
   positive(o.discovery_interval, "probe.discovery_interval");
   if (std::string problem = pattern_limit_problem(o.device); !problem.empty()) {
     errors.push_back("probe.device: " + problem);
-  } else {
-    try {
-      std::regex re(o.device);
-    } catch (const std::regex_error& e) {
-      errors.push_back("probe.device: not a regular expression: " + std::string(e.what()));
-    }
+  } else if (auto device = Pattern::compile(o.device); !device) {
+    errors.push_back("probe.device: not a regular expression: " + device.error().message);
   }
   auto rail_problem = [&](const std::string& rail, const std::string& key) {
     if (rail.empty() || rail.size() > wire::kMaxNameSize ||

@@ -88,7 +88,7 @@ Labels series_labels(const std::string& target, const RailPort& local, const wir
 }
 
 ProbeService::ProbeService(ProbeOptions options) : options_(std::move(options)) {
-  device_pattern_.emplace(options_.device.empty() ? ".*" : options_.device);
+  device_pattern_ = options_.device.empty() ? Pattern() : Pattern::checked(options_.device);
 }
 
 ProbeService::~ProbeService() {
@@ -208,7 +208,7 @@ void ProbeService::update(ProbeOptions options) {
     options_.rails = std::move(options.rails);
     options_.pinglist = std::move(options.pinglist);
     options_.histograms = std::move(options.histograms);
-    device_pattern_.emplace(options_.device.empty() ? ".*" : options_.device);
+    device_pattern_ = options_.device.empty() ? Pattern() : Pattern::checked(options_.device);
     if (options.file_sd != options_.file_sd) {
       options_.file_sd = std::move(options.file_sd);
       files_.clear();
@@ -262,7 +262,7 @@ void ProbeService::scan() {
   std::set<std::string> present;
   for (const DeviceId& id : list.value()) {
     present.insert(id.name);
-    if (!std::regex_match(id.name, *device_pattern_)) {
+    if (!device_pattern_.matches(id.name)) {
       if (devices_.contains(id.name)) release(id.name, "excluded");
       states_[id.name] = device_state::excluded;
       continue;

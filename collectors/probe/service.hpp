@@ -9,7 +9,6 @@
 #include <map>
 #include <memory>
 #include <optional>
-#include <regex>
 #include <set>
 #include <string>
 #include <thread>
@@ -22,6 +21,7 @@
 #include "collectors/probe/rails.hpp"
 #include "collectors/probe/stats.hpp"
 #include "common/metric_sink.hpp"
+#include "common/pattern.hpp"
 #include "common/result.hpp"
 
 namespace rdma_exporter::probe {
@@ -111,7 +111,7 @@ class ProbeService {
   void schedule_epoch();
 
   ProbeOptions options_;
-  std::optional<std::regex> device_pattern_;  // from options_.device
+  Pattern device_pattern_;  // from options_.device; empty: every device
   std::string secret_;
   std::shared_ptr<ProbeStats> stats_ = std::make_shared<ProbeStats>();
   ProbeHealth health_;

@@ -39,13 +39,13 @@ void CounterModeManager::compile() {
   device_patterns_.clear();
   rules_.clear();
   for (const auto& p : options_.ports) {
-    device_patterns_.emplace_back(p.device, std::regex::ECMAScript);
+    device_patterns_.push_back(Pattern::checked(p.device));
     if (p.mode != Mode::observe) active_ = true;
   }
   for (const auto& r : options_.manual_rules) {
     CompiledRule c;
-    if (r.comm) c.comm.emplace(*r.comm, std::regex::ECMAScript);
-    if (r.cgroup) c.cgroup.emplace(*r.cgroup, std::regex::ECMAScript);
+    if (r.comm) c.comm = Pattern::checked(*r.comm);
+    if (r.cgroup) c.cgroup = Pattern::checked(*r.cgroup);
     for (const auto& t : r.qp_types) {
       if (auto v = nldev::qp_type_from_name(t)) c.types.push_back(*v);
     }
@@ -202,11 +202,11 @@ std::optional<std::size_t> CounterModeManager::matching_rule(const nldev::Qp& qp
     }
     if (c.comm) {
       auto comm = processes_.comm(*qp.pid);
-      if (!comm || !std::regex_match(*comm, *c.comm)) continue;
+      if (!comm || !c.comm->matches(*comm)) continue;
     }
     if (c.cgroup) {
       auto cg = processes_.cgroup(*qp.pid);
-      if (!cg || !std::regex_match(*cg, *c.cgroup)) continue;
+      if (!cg || !c.cgroup->matches(*cg)) continue;
     }
     return i;
   }

@@ -3,7 +3,6 @@
 #include <functional>
 #include <map>
 #include <optional>
-#include <regex>
 #include <set>
 #include <string>
 #include <tuple>
@@ -15,6 +14,7 @@
 #include "collectors/qp_counters/process_info.hpp"
 #include "collectors/scrape.hpp"
 #include "common/metric_sink.hpp"
+#include "common/pattern.hpp"
 
 namespace rdma_exporter {
 
@@ -83,10 +83,10 @@ class CounterModeManager final : public KernelStateManager {
 
   QpCountersOptions options_;
   bool active_ = false;
-  std::vector<std::regex> device_patterns_;
+  std::vector<Pattern> device_patterns_;
   struct CompiledRule {
-    std::optional<std::regex> comm;
-    std::optional<std::regex> cgroup;
+    std::optional<Pattern> comm;
+    std::optional<Pattern> cgroup;
     std::vector<uint8_t> types;
   };
   std::vector<CompiledRule> rules_;

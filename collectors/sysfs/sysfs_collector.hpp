@@ -18,7 +18,7 @@ namespace rdma_exporter {
 //   rdma_exporter_sysfs_unavailable_values  files the kernel declined to
 //                                      read (EINVAL, "N/A (no PMA)"), skipped
 // Port hw_counters/ are not read here: the hw_counters collector has the
-// same values from netlink.
+// same values from netlink, and reads them here where netlink cannot.
 class SysfsCollector final : public Collector {
  public:
   explicit SysfsCollector(std::filesystem::path sysfs_root) : reader_(std::move(sysfs_root)) {}

@@ -657,6 +657,10 @@ Result<netlink::Reply> FakeNldev::exchange(std::span<const uint8_t> request) {
         reply.datagrams.push_back(error_message(-ENODEV, "", 0, original));
         break;
       }
+      if (dev->port_list_error != 0) {
+        reply.datagrams.push_back(error_message(-dev->port_list_error, "", 0, original));
+        break;
+      }
       std::vector<Bytes> msgs;
       for (const auto& p : dev->ports) {
         auto m = device_message(*dev, RDMA_NLDEV_CMD_PORT_GET);

@@ -79,6 +79,7 @@ struct FakeDevice {
   uint8_t node_type = 1;  // RDMA_NODE_IB_CA
   std::string protocol = "roce";
   std::vector<FakePort> ports;
+  int port_list_error = 0;  // errno the PORT_GET dump answers with, if not 0
   std::vector<std::pair<std::string, uint64_t>> resources;
 
   // Per-QP counters. mlx5-like by default; false models rxe: auto mode is

@@ -203,6 +203,27 @@ TEST_F(CollectionTest, NoRdmaKernelIsNotAFailure) {
   EXPECT_FALSE(s->text.empty());
 }
 
+// In a container without rdma netlink (or on a kernel without it) the port
+// hw counters come from sysfs, for the devices the filter allows.
+TEST_F(CollectionTest, WithoutNetlinkPortCountersComeFromSysfs) {
+  kernel_->absent = true;
+  config_.sysfs.root = testing::make_sysfs_fixture("mlx5:2:1 rxe");
+  config_.devices.exclude = {"mlx5_1"};
+  auto s = collect();
+  EXPECT_TRUE(s->all_succeeded());
+  EXPECT_EQ(sample(*s, "rdma_exporter_netlink_available"), 0.0);
+  EXPECT_EQ(sample(*s, "rdma_port_hw_out_of_sequence_total", {{"device", "mlx5_0"}, {"port", "1"}}),
+            fixture_value("out_of_sequence", 0, 1));
+  EXPECT_EQ(sample(*s, "rdma_port_hw_sent_pkts_total", {{"device", "rxe0"}, {"port", "1"}}),
+            987010.0);
+  EXPECT_EQ(sample(*s, "rdma_port_hw_source_info",
+                   {{"device", "rxe0"}, {"port", "1"}, {"source", "sysfs"}}),
+            1.0);
+  EXPECT_TRUE(std::isnan(sample(*s, "rdma_port_hw_out_of_sequence_total", {{"device", "mlx5_1"}})));
+  EXPECT_TRUE(std::isnan(sample(*s, "rdma_port_hw_source_info", {{"device", "mlx5_1"}})));
+  EXPECT_FALSE(has_family(*s, "rdma_port_hw_lifespan_total"));
+}
+
 TEST_F(CollectionTest, DisabledCollectorsDoNotRun) {
   config_.collectors.set_enabled("hw_counters", false);
   config_.collectors.set_enabled("resources", false);

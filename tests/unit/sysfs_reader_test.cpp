@@ -71,6 +71,46 @@ TEST(SysfsReader, DeviceLevelHwCountersSkipLifespan) {
   EXPECT_NE(find(d->hw_counters, "submitted_cmds"), nullptr);
 }
 
+// Port hw_counters/: every counter file but "lifespan"; a port without the
+// directory has none.
+TEST(SysfsReader, PortHwCounters) {
+  Reader reader(testing::make_sysfs_fixture("mlx5:1:2 rxe efa"));
+  ReadNotes notes;
+  EXPECT_EQ(reader.port_numbers("mlx5_0", notes), (std::vector<uint32_t>{1, 2}));
+  EXPECT_EQ(reader.port_numbers("rxe0", notes), (std::vector<uint32_t>{1}));
+  EXPECT_TRUE(reader.port_numbers("mlx5_9", notes).empty());
+  auto rxe = reader.port_hw_counters("rxe0", 1, notes);
+  ASSERT_TRUE(rxe);
+  EXPECT_EQ(rxe->size(), 15U);
+  EXPECT_EQ(find(*rxe, "lifespan"), nullptr);
+  ASSERT_NE(find(*rxe, "sent_pkts"), nullptr);
+  EXPECT_EQ(find(*rxe, "sent_pkts")->value, 987010U);  // the fixture's value for rxe0 port 1
+  auto mlx = reader.port_hw_counters("mlx5_0", 2, notes);
+  ASSERT_TRUE(mlx);
+  EXPECT_EQ(mlx->size(), 28U);
+  ASSERT_NE(find(*mlx, "out_of_sequence"), nullptr);
+  EXPECT_EQ(find(*mlx, "out_of_sequence")->value, 1604020U);
+  EXPECT_FALSE(reader.port_hw_counters("efa_0", 1, notes));  // device-level counters only
+  EXPECT_FALSE(reader.port_hw_counters("mlx5_0", 3, notes));
+  EXPECT_FALSE(reader.port_hw_counters("mlx5_9", 1, notes));
+  EXPECT_TRUE(notes.problems.empty()) << notes.problems.front();
+  EXPECT_EQ(notes.unavailable, 0U);
+}
+
+// A device name never leads a read outside the class directory.
+TEST(SysfsReader, DeviceNamesThatAreNoNamesReadNothing) {
+  const std::string root = testing::make_sysfs_fixture("rxe");
+  // <root>/class/infiniband/../infiniband/rxe0 exists, but ".." is no device.
+  Reader reader(root);
+  ReadNotes notes;
+  for (const std::string name : {"..", ".", "", "../infiniband/rxe0", "rxe0/ports"}) {
+    EXPECT_TRUE(reader.port_numbers(name, notes).empty()) << name;
+    EXPECT_FALSE(reader.port_hw_counters(name, 1, notes)) << name;
+    EXPECT_FALSE(reader.read_device(name, notes)) << name;
+  }
+  EXPECT_TRUE(reader.port_hw_counters("rxe0", 1, notes));
+}
+
 TEST(SysfsReader, BrokenFilesAreSkippedAndDescribed) {
   Reader reader(testing::make_sysfs_fixture("broken"));
   ReadNotes notes;

@@ -143,8 +143,15 @@ dump_sysfs_hw_counters "$R/sysfs-hw-counters.txt"
 once_rc=0
 t 30 "$EXPORTER" --once >"$R/once.prom" 2>"$R/once.stderr" || once_rc=$?
 echo "$once_rc" >"$R/once.rc"
+# The same quiet moment through the sysfs path: hw_counters.source pins it,
+# so every port hw counter comes from ports/<n>/hw_counters/.
+printf 'hw_counters:\n  source: sysfs\n' >"$R/once-sysfs.yml"
+once_sysfs_rc=0
+t 30 "$EXPORTER" --once --config.file "$R/once-sysfs.yml" >"$R/once-sysfs.prom" \
+	2>"$R/once-sysfs.stderr" || once_sysfs_rc=$?
+echo "$once_sysfs_rc" >"$R/once-sysfs.rc"
 record stat-after.json rdma -j statistic show
-note "--once exited $once_rc"
+note "--once exited $once_rc, through sysfs $once_sysfs_rc"
 
 # ---------------------------------------------------------------- 4. daemon
 
@@ -385,8 +392,8 @@ note "congestion run done"
 # ---------------------------------------------------------------- 7. promtool
 
 : >"$R/promtool.txt"
-for f in once.prom scrape1.prom scrape2.prom res.prom after-readd.prom qp-restore.prom \
-	qp-auto.prom qp-manual.prom congestion.prom; do
+for f in once.prom once-sysfs.prom scrape1.prom scrape2.prom res.prom after-readd.prom \
+	qp-restore.prom qp-auto.prom qp-manual.prom congestion.prom; do
 	rc=0
 	t 60 promtool check metrics <"$R/$f" >"$R/promtool-$f.out" 2>&1 || rc=$?
 	echo "$f $rc" >>"$R/promtool.txt"

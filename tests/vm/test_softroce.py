@@ -106,6 +106,28 @@ class SoftRoceTest(VmTestCase):
         for name, labels, _ in once.samples:
             self.assertNotIn("lifespan", name, f"lifespan must not be exported: {name}{labels}")
 
+    def test_a_hw_counters_through_sysfs_equal_kernel(self):
+        """With hw_counters.source: sysfs, the port hw counters read from sysfs
+        are the series and values `rdma statistic show` (rdma netlink) gives
+        at the same quiet moment, and each port says where they came from."""
+        self.assertEqual(self.code("once-sysfs.rc"), "0", self.text("once-sysfs.stderr"))
+        before, after = self.json("stat-before.json"), self.json("stat-after.json")
+        self.assertEqual(before, after,
+                         "counters moved around the --once runs: the moment was not quiet")
+        through_sysfs = self.prom("once-sysfs.prom")
+        self.assert_counters_equal(through_sysfs, before, "once-sysfs.prom vs rdma statistic")
+        through_netlink = self.prom("once.prom")
+        for (device, port) in stat_ports(before):
+            self.assertEqual(through_sysfs.port_hw_counters(device, port),
+                             through_netlink.port_hw_counters(device, port),
+                             f"{device}/{port}: sysfs path vs netlink path")
+            for prom, source in ((through_netlink, "netlink"), (through_sysfs, "sysfs")):
+                series = prom.series("rdma_port_hw_source_info", device=device, port=port)
+                self.assertEqual([(l.get("source"), v) for l, v in series], [(source, 1)],
+                                 f"{device}/{port}: rdma_port_hw_source_info")
+        for name, labels, _ in through_sysfs.samples:
+            self.assertNotIn("lifespan", name, f"lifespan must not be exported: {name}{labels}")
+
     def test_b_counters_follow_traffic(self):
         once = self.prom("once.prom")
         kernel = stat_ports(self.json("stat-before.json"))

@@ -94,6 +94,12 @@ std::vector<Counter> read_counters(const fs::path& dir, ReadNotes& notes, bool& 
   return out;
 }
 
+// A device name from the kernel never holds a slash; one that does (or
+// names "." or "..") must not lead a read outside the class directory.
+bool is_plain_name(const std::string& name) {
+  return !name.empty() && name != "." && name != ".." && name.find('/') == std::string::npos;
+}
+
 std::optional<uint32_t> port_number(const std::string& name) {
   uint32_t n = 0;
   auto [ptr, ec] = std::from_chars(name.data(), name.data() + name.size(), n);
@@ -158,6 +164,7 @@ Result<std::vector<std::string>> Reader::device_names() const {
 }
 
 std::optional<Device> Reader::read_device(const std::string& name, ReadNotes& notes) const {
+  if (!is_plain_name(name)) return std::nullopt;
   const fs::path dir = class_dir_ / name;
   std::error_code ec;
   if (!fs::is_directory(dir, ec)) return std::nullopt;
@@ -193,6 +200,29 @@ std::optional<Device> Reader::read_device(const std::string& name, ReadNotes& no
   std::sort(d.ports.begin(), d.ports.end(),
             [](const Port& a, const Port& b) { return a.index < b.index; });
   return d;
+}
+
+std::vector<uint32_t> Reader::port_numbers(const std::string& device, ReadNotes& notes) const {
+  std::vector<uint32_t> out;
+  if (!is_plain_name(device)) return out;
+  bool exists = false;
+  for (const std::string& entry : list_dir(class_dir_ / device / "ports", notes, exists)) {
+    if (auto number = port_number(entry)) out.push_back(*number);
+  }
+  std::sort(out.begin(), out.end());
+  return out;
+}
+
+std::optional<std::vector<Counter>> Reader::port_hw_counters(const std::string& device,
+                                                             uint32_t port,
+                                                             ReadNotes& notes) const {
+  if (!is_plain_name(device)) return std::nullopt;
+  bool exists = false;
+  auto counters =
+      read_counters(class_dir_ / device / "ports" / std::to_string(port) / "hw_counters", notes,
+                    exists, {"lifespan"});
+  if (!exists) return std::nullopt;
+  return counters;
 }
 
 }  // namespace rdma_exporter::sysfs

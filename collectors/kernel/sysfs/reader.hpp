@@ -1,6 +1,8 @@
 #pragma once
 
+#include <cstdint>
 #include <filesystem>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -24,6 +26,19 @@ class Reader {
   // skipped and described in `notes`. Empty when the device is gone (it was
   // removed since it was listed, or its entry is a dangling link).
   std::optional<Device> read_device(const std::string& name, ReadNotes& notes) const;
+
+  // The port numbers under <dev>/ports, sorted; empty when the device or its
+  // ports directory is absent.
+  std::vector<uint32_t> port_numbers(const std::string& device, ReadNotes& notes) const;
+
+  // The driver's counters of one port, <dev>/ports/<port>/hw_counters/, as
+  // the kernel names them, without "lifespan" (a setting, not a counter).
+  // The kernel lists every hw counter of the port there except optional
+  // counters, and gives the values rdma netlink's RDMA_NLDEV_CMD_STAT_GET
+  // gives. Empty when the port has no hw_counters directory (the driver has
+  // no port counters, or the device or port is gone).
+  std::optional<std::vector<Counter>> port_hw_counters(const std::string& device, uint32_t port,
+                                                       ReadNotes& notes) const;
 
   const std::filesystem::path& class_dir() const { return class_dir_; }
 
