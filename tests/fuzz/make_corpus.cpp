@@ -9,6 +9,7 @@
 #include <filesystem>
 #include <fstream>
 #include <iostream>
+#include <algorithm>
 #include <iterator>
 #include <string>
 #include <vector>
@@ -215,6 +216,48 @@ void probe_corpus() {
   reject.reason = "session cap reached (64)";
   write("probe_protocol", "reject", encode(reject));
   write("probe_protocol", "keepalive", encode(Keepalive{}));
+  UdSetup ud;
+  ud.size = 64;
+  ud.tclass = 106;
+  ud.peer = {0x11, 0x1234567, 0, a.gid};
+  ud.device = "mlx5_0";
+  ud.mac.fill(0x5a);
+  write("probe_protocol", "ud_setup", encode(ud));
+  UdSetup ud_by_rail = ud;
+  ud_by_rail.device.clear();
+  ud_by_rail.rail = "rail0";
+  write("probe_protocol", "ud_setup_by_rail", encode(ud_by_rail));
+  UdAccept ud_accept;
+  ud_accept.peer = {0x12, 0x7654321, 0, b.gid};
+  write("probe_protocol", "ud_accept", encode(ud_accept));
+
+  // A UD receive: 40 bytes of GRH area, then the datagram padded to 64.
+  const auto receive = [](const std::vector<uint8_t>& grh, const Datagram& d) {
+    std::vector<uint8_t> out = grh;
+    out.resize(40);
+    std::vector<uint8_t> payload(64);
+    encode_datagram(d, payload);
+    out.insert(out.end(), payload.begin(), payload.end());
+    return out;
+  };
+  std::vector<uint8_t> ipv4(40);  // RoCE v2 over IPv4: 10.0.0.2 -> 10.0.0.1
+  const uint8_t header[20] = {0x45, 0, 0,  92, 0, 0, 0x40, 0, 64, 17,
+                              0,    0, 10, 0,  0, 2, 10,   0, 0,  1};
+  std::copy(std::begin(header), std::end(header), ipv4.begin() + 20);
+  std::vector<uint8_t> grh(40);  // InfiniBand / RoCE over IPv6: a GRH
+  grh[0] = 0x60;
+  std::copy(b.gid.begin(), b.gid.end(), grh.begin() + 8);
+  Datagram request;
+  request.session = 7;
+  request.seq = 42;
+  request.path = 3;
+  request.tclass = 106;
+  write("probe_datagram", "request_ipv4", receive(ipv4, request));
+  Datagram reply = request;
+  reply.kind = DatagramKind::reply;
+  reply.flags = kDelayDeviceClock;
+  reply.responder_delay_ns = 12345;
+  write("probe_datagram", "reply_grh", receive(grh, reply));
 }
 
 void config_corpus(const fs::path& source) {
