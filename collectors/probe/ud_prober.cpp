@@ -86,7 +86,9 @@ void UdProber::probe() {
   } else {
     stats_->sent();
     const uint64_t seq = request.seq;
+    const uint64_t gen = generation_;
     port_->spin(class_.busy_poll, [this, seq] { return !in_flight_.contains(seq); });
+    if (gen != generation_ || stopped_) return;  // torn down meanwhile
   }
   next_probe_ += class_.interval;
   if (next_probe_ < now) next_probe_ = now + class_.interval;
