@@ -32,16 +32,9 @@ namespace {
 
 using boost::asio::ip::tcp;
 using rdma_exporter::testing::has_family;
+using rdma_exporter::testing::metrics_of;
 using rdma_exporter::testing::sample;
 using rdma_exporter::testing::series_count;
-
-Snapshot metrics_of(const ProbeStats& stats) {
-  MetricSink sink;
-  stats.add_metrics(sink);
-  Snapshot s;
-  s.families = sink.take();
-  return s;
-}
 
 TEST(ProbeTargets, FileSdGroupsBecomeTargetsWithLabels) {
   const std::string json = R"([

@@ -18,16 +18,9 @@
 namespace rdma_exporter::probe {
 namespace {
 
+using rdma_exporter::testing::metrics_of;
 using rdma_exporter::testing::sample;
 using rdma_exporter::testing::series_count;
-
-Snapshot metrics_of(const ProbeStats& stats) {
-  MetricSink sink;
-  stats.add_metrics(sink);
-  Snapshot s;
-  s.families = sink.take();
-  return s;
-}
 
 // Device clock: T1 = 0, T2 = 2 us, T5 = 12 us, T6 = 15 us, T4 - T3 = 3 us:
 // network 12 - 2 - 3 = 7 us, prober delay 15 - 10 = 5 us.

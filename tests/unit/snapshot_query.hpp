@@ -44,4 +44,14 @@ inline bool has_family(const Snapshot& s, const std::string& name) {
   return series_count(s, name) > 0;
 }
 
+// What `source.add_metrics(sink)` adds, as a snapshot.
+template <typename T>
+Snapshot metrics_of(const T& source) {
+  MetricSink sink;
+  source.add_metrics(sink);
+  Snapshot s;
+  s.families = sink.take();
+  return s;
+}
+
 }  // namespace rdma_exporter::testing

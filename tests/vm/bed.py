@@ -765,6 +765,51 @@ class BedTestCase(unittest.TestCase):
     def set_up_bed(cls):
         """What the suite starts once every VM is ready."""
 
+    # ------------------------------------------------------------ helpers
+
+    def scrape(self, vm):
+        """The VM's exporter's /metrics, parsed (vmrun.Exposition)."""
+        from vmrun import Exposition
+        return Exposition(self.bed.scrape(vm), f"{vm} /metrics")
+
+    def scrape_all(self, vms=None):
+        return {vm: self.scrape(vm) for vm in (vms or self.bed.names)}
+
+    def perftest(self, command, port, server="vm0", client="vm1", scrape="vm0"):
+        """Runs perftest's COMMAND (e.g. "ib_write_lat -d rxe0 -n 1000 -F -p
+        PORT", without -x and address) from CLIENT to SERVER on rail 0,
+        scraping SCRAPE just before and after: (round trip in us: 2 x
+        t_typical, as ib_send_lat and ib_write_lat print half of it; the
+        scrape before; the scrape after)."""
+        from vmrun import perftest_typical_us
+        bed = self.bed
+        srv = bed.spawn(server, f"exec {command} -x {self.ready[server]['rails'][0]['gid_index']}",
+                        timeout=180)
+        bed.run(server, f"wait_listen {port} 90", timeout=100).check()
+        before = self.scrape(scrape)
+        cli = bed.run(client, f"{command} -x {self.ready[client]['rails'][0]['gid_index']} "
+                      f"{bed.ip(server, 0)}", timeout=180)
+        after = self.scrape(scrape)
+        srv.wait(60)
+        cli.check()
+        return perftest_typical_us(cli.out) * 2.0, before, after
+
+    def wait_until(self, what, fn, timeout=90):
+        """Polls FN (which may raise while the exporters start) until truthy."""
+        deadline = time.monotonic() + timeout
+        last = None
+        while time.monotonic() < deadline:
+            try:
+                got = fn()
+                if got:
+                    return got
+                last = got
+            except (OSError, ValueError, AssertionError) as e:
+                last = e
+            time.sleep(0.5)
+        self.fail(f"timed out after {timeout} s waiting for {what}: last {last!r}\n"
+                  + self.bed.evidence())
+
     @classmethod
     def tearDownClass(cls):
         if cls.bed is None:

@@ -26,7 +26,7 @@ import time
 import unittest
 
 from bed import BedTestCase
-from vmrun import BIN, Exposition, perftest_typical_us, quantile
+from vmrun import BIN, delta_buckets, quantile
 
 RACKS = ("rack1", "rack1", "rack2")
 CONTROL_PORT = 10911
@@ -38,8 +38,6 @@ INTERVAL_MS = 100
 FAST_INTERVAL_MS = 1
 PERFTEST_ITERS = 1000
 PERFTEST_PORT = 18515
-# ib_write_lat prints half the round trip; the probe measures the whole one.
-PERFTEST_RTT_FACTOR = 2.0
 RAILS = {0: "192.168.100.0/24", 1: "192.168.101.0/24"}
 
 
@@ -67,11 +65,6 @@ def config(bed, vm, fast=False):
             "  targets:\n" + "\n".join(targets) + "\n")
 
 
-def delta_buckets(after, before):
-    b = dict(before)
-    return [(bound, count - b.get(bound, 0.0)) for bound, count in after]
-
-
 class BedProbeTest(BedTestCase):
     BED = {"vms": 3, "rails": 2, "racks": RACKS, "binaries": {"rdma_exporter": BIN},
            "timeout": 1500, "name": "bed-probe"}
@@ -95,27 +88,6 @@ class BedProbeTest(BedTestCase):
 
     # ------------------------------------------------------------ helpers
 
-    def scrape(self, vm):
-        return Exposition(self.bed.scrape(vm), f"{vm} /metrics")
-
-    def scrape_all(self, vms=None):
-        return {vm: self.scrape(vm) for vm in (vms or self.bed.names)}
-
-    def wait_until(self, what, fn, timeout=90):
-        """Polls FN (which may raise while the exporters start) until truthy."""
-        deadline = time.monotonic() + timeout
-        last = None
-        while time.monotonic() < deadline:
-            try:
-                got = fn()
-                if got:
-                    return got
-                last = got
-            except (OSError, ValueError, AssertionError) as e:
-                last = e
-            time.sleep(0.5)
-        self.fail(f"timed out after {timeout} s waiting for {what}: last {last!r}\n"
-                  + self.bed.evidence())
 
     def pair(self, prom, vm, peer, rail, cls="w"):
         """The labels every series of VM probing PEER on RAIL carries."""
@@ -210,16 +182,9 @@ class BedProbeTest(BedTestCase):
     def test_c_probe_against_perftest_between_two_vms(self):
         bed = self.bed
         self.wait_until("every NIC pair up", self.all_up, timeout=120)
-        gid = {vm: self.ready[vm]["rails"][0]["gid_index"] for vm in ("vm0", "vm1")}
-        common = f"ib_write_lat -d rxe0 -i 1 -n {PERFTEST_ITERS} -F -p {PERFTEST_PORT}"
-        srv = bed.spawn("vm1", f"exec {common} -x {gid['vm1']}", timeout=180)
-        bed.run("vm1", f"wait_listen {PERFTEST_PORT} 90", timeout=100).check()
-        before = self.scrape("vm0")
-        cli = bed.run("vm0", f"{common} -x {gid['vm0']} {bed.ip('vm1', 0)}", timeout=180)
-        after = self.scrape("vm0")
-        srv.wait(60)
-        cli.check()
-        perftest_rtt = perftest_typical_us(cli.out) * PERFTEST_RTT_FACTOR
+        perftest_rtt, before, after = self.perftest(
+            f"ib_write_lat -d rxe0 -i 1 -n {PERFTEST_ITERS} -F -p {PERFTEST_PORT}", PERFTEST_PORT,
+            server="vm1", client="vm0", scrape="vm0")
         labels = self.pair(before, "vm0", "vm1", 0)
         latency = "rdma_probe_latency_seconds"
         slow = quantile(delta_buckets(after.buckets(latency, **labels),

@@ -27,7 +27,7 @@ import time
 import unittest
 
 from bed import BedTestCase
-from vmrun import BIN, Exposition, perftest_typical_us, quantile
+from vmrun import BIN, delta_buckets, quantile
 
 RACKS = ("rack1", "rack1", "rack2")
 CONTROL_PORT = 10911
@@ -71,11 +71,6 @@ def extra_config(bed, n):
             f"    - {{address: \"{bed.ip('vm2', 0)}:{CONTROL_PORT}\"}}\n")
 
 
-def delta_buckets(after, before):
-    b = dict(before)
-    return [(bound, count - b.get(bound, 0.0)) for bound, count in after]
-
-
 class BedUdTest(BedTestCase):
     BED = {"vms": 3, "rails": 2, "racks": RACKS, "binaries": {"rdma_exporter": BIN},
            "timeout": 1500, "name": "bed-ud"}
@@ -94,26 +89,6 @@ class BedUdTest(BedTestCase):
             f"--web.listen-address=\"0.0.0.0:$BED_PORT\" --log.level=info "
             f">\"$BED_SHARE/{vm}-exporter.log\" 2>&1", timeout=1400)
 
-    def scrape(self, vm):
-        return Exposition(self.bed.scrape(vm), f"{vm} /metrics")
-
-    def scrape_all(self, vms=None):
-        return {vm: self.scrape(vm) for vm in (vms or self.bed.names)}
-
-    def wait_until(self, what, fn, timeout=90):
-        deadline = time.monotonic() + timeout
-        last = None
-        while time.monotonic() < deadline:
-            try:
-                got = fn()
-                if got:
-                    return got
-                last = got
-            except (OSError, ValueError, AssertionError) as e:
-                last = e
-            time.sleep(0.5)
-        self.fail(f"timed out after {timeout} s waiting for {what}: last {last!r}\n"
-                  + self.bed.evidence())
 
     @staticmethod
     def ud_pairs(prom):
@@ -244,18 +219,10 @@ class BedUdTest(BedTestCase):
                 c.kill()
 
     def test_c_ud_against_rc_and_perftest_between_two_vms(self):
-        bed = self.bed
         self.wait_until("every UD pair probing", self.healthy, timeout=120)
-        gid = {vm: self.ready[vm]["rails"][0]["gid_index"] for vm in ("vm0", "vm1")}
-        common = f"ib_send_lat -c UD -d rxe0 -i 1 -n {PERFTEST_ITERS} -F -p {PERFTEST_PORT}"
-        srv = bed.spawn("vm1", f"exec {common} -x {gid['vm1']}", timeout=180)
-        bed.run("vm1", f"wait_listen {PERFTEST_PORT} 90", timeout=100).check()
-        before = self.scrape("vm0")
-        cli = bed.run("vm0", f"{common} -x {gid['vm0']} {bed.ip('vm1', 0)}", timeout=180)
-        after = self.scrape("vm0")
-        srv.wait(60)
-        cli.check()
-        perftest_rtt = perftest_typical_us(cli.out) * 2.0
+        perftest_rtt, before, after = self.perftest(
+            f"ib_send_lat -c UD -d rxe0 -i 1 -n {PERFTEST_ITERS} -F -p {PERFTEST_PORT}",
+            PERFTEST_PORT, server="vm1", client="vm0", scrape="vm0")
         ud = quantile(delta_buckets(
             after.buckets("rdma_probe_group_latency_seconds", device="rxe0", scope="group"),
             before.buckets("rdma_probe_group_latency_seconds", device="rxe0", scope="group")), 0.5)

@@ -95,6 +95,12 @@ class Exposition:
         return sorted(out)
 
 
+def delta_buckets(after, before):
+    """A histogram's buckets between two scrapes: AFTER less BEFORE."""
+    b = dict(before)
+    return [(bound, count - b.get(bound, 0.0)) for bound, count in after]
+
+
 def quantile(buckets, q):
     """Prometheus' histogram_quantile over BUCKETS: linear inside the bucket;
     None without observations."""
