@@ -18,7 +18,11 @@ scrapes the exporters and checks, in this order:
 - UD, RC write and perftest's `ib_send_lat -c UD` between vm0 and vm1 on
   rail 0 in the same run: medians and ratios are recorded;
 - a paused VM (SIGSTOP of its QEMU) makes exactly its UD pairs lose probes
-  within one epoch, and they recover after SIGCONT.
+  within one epoch, and they recover after SIGCONT;
+- a UD prober written apart from the exporter (tests/vm/ud_peer.py, Python
+  and pyverbs) is answered while admitted, gets nothing for malformed
+  datagrams or after closing its control connection, and vm2 counts those
+  as malformed and not_admitted.
 Results are printed and kept in the bed's directory (bed-ud-results.json)
 when RDMA_VM_KEEP=1 or a test fails.
 """
@@ -73,7 +77,7 @@ def extra_config(bed, n):
 
 class BedUdTest(BedTestCase):
     BED = {"vms": 3, "rails": 2, "racks": RACKS, "binaries": {"rdma_exporter": BIN},
-           "timeout": 1500, "name": "bed-ud"}
+           "files": ("ud_peer.py",), "timeout": 1500, "name": "bed-ud"}
     RESULTS_FILE = "bed-ud-results.json"
 
     @classmethod
@@ -271,6 +275,27 @@ class BedUdTest(BedTestCase):
         started = time.monotonic()
         self.wait_until("recovery after the pause", self.healthy, timeout=120)
         self.record["pause_recovery_s"] = round(time.monotonic() - started, 1)
+
+    def test_e_an_independent_prober_is_answered_only_while_admitted(self):
+        bed = self.bed
+        self.wait_until("every UD pair probing", self.healthy, timeout=120)
+        gid = self.ready["vm0"]["rails"][0]["gid_index"]
+        before = self.scrape("vm2")
+        res = bed.run("vm0", f"/usr/bin/python3 \"$BED_STAGE/ud_peer.py\" rxe0 {gid} "
+                      f"{bed.ip('vm2', 0)} {CONTROL_PORT} rxe0 20", timeout=60).check()
+        got = json.loads(res.out.strip().splitlines()[-1])
+        after = self.scrape("vm2")
+        self.record["independent_prober"] = got
+
+        def delta(reason):
+            return ((after.value("rdma_probe_ud_dropped_total", device="rxe0", reason=reason)
+                     or 0) - (before.value("rdma_probe_ud_dropped_total", device="rxe0",
+                                           reason=reason) or 0))
+        self.assertEqual(got["answered"], 20, got)
+        self.assertEqual(got["answered_bad"], 0, got)
+        self.assertEqual(got["answered_after_close"], 0, got)
+        self.assertEqual(delta("malformed"), 5)
+        self.assertEqual(delta("not_admitted"), 20)
 
 
 if __name__ == "__main__":
