@@ -921,13 +921,20 @@ def latency():
     b = Board("rdma-latency", "RDMA / Latency",
               "Round-trip latency measured by the exporter's verbs probe between hosts, rail by "
               "rail and NIC pair by NIC pair: every local port probes the target's ports on its "
-              "own rail. Percentiles, the distribution, loss and errors, source × target "
-              "matrices, target hosts, and which devices and ports the probe uses.",
+              "own rail. RC classes per NIC pair (percentiles, the distribution), UD classes "
+              "per local port and scope (network round trip, the hosts' delays), loss and "
+              "errors, source × target and rack × rack matrices, ECMP paths, pinglists, target "
+              "hosts, and which devices and ports the probe uses.",
               variables)
     lsel = sel(JOB, 'instance=~"$instance"', 'rail=~"$rail"', 'device=~"$device"',
                'target=~"$target"', 'op=~"$op"', 'tclass=~"$tclass"')
     tsel = sel(JOB, 'instance=~"$instance"', 'target=~"$target"')
     rsel = INSTANCES
+    # UD histograms are per local port (no target); UD port series have no rail.
+    usel = sel(JOB, 'instance=~"$instance"', 'rail=~"$rail"', 'device=~"$device"', 'op=~"$op"',
+               'tclass=~"$tclass"')
+    dsel = sel(JOB, 'instance=~"$instance"', 'device=~"$device"')
+    udsel = sel(lsel, 'op="ud"')
     bucket = "rdma_probe_latency_seconds_bucket"
     nic_pair = "instance, device, target, remote_device"
     port_pair = "instance, device, port, target, remote_device, remote_port"
@@ -942,6 +949,22 @@ def latency():
         return (f"sum by ({labels}) ({rate('rdma_probe_timeouts_total', lsel, window)}) / "
                 f"sum by ({labels}) ({rate('rdma_probe_sent_total', lsel, window)})")
 
+    def ud_quantile(metric, q, labels):
+        return (f"histogram_quantile({q}, sum by ({labels}, le) "
+                f"({rate(metric + '_bucket', usel)}))")
+
+    def increase_by(metric, labels, selector, by_group=False):
+        """sum by (labels) of increase over the range; with by_group, each
+        series first gets its exporter's pinglist group."""
+        inc = f"increase({metric}{{{selector}}}[$__range])"
+        if by_group:
+            inc = (f"{inc} * on (job, instance) group_left (group) "
+                   f"rdma_probe_pinglist_info{{{rsel}}}")
+        return f"sum by ({labels}) ({inc})"
+
+    ud_silent = (f"rdma_probe_sent_total{{{udsel}}} unless "
+                 f"rdma_probe_last_success_timestamp_seconds{{{udsel}}} > time() - 300")
+
     def nic_matrix(expr):
         """One row per source NIC ("instance device"), one column per target NIC."""
         return (f'label_join(label_join({expr}, "source", " ", "instance", "device"), '
@@ -950,10 +973,11 @@ def latency():
     slo = ((0.00005, "orange"), (0.0001, "red"))
     loss_limits = ((0.001, "orange"), (0.01, "red"))
     b.row("Summary")
-    b.add(stat("Probe series up", "Probe series (local port → target port, class) whose last "
-               "probe succeeded.", f"sum(rdma_probe_up{{{lsel}}})", "none", base="blue"),
+    b.add(stat("Probe series up", "RC probe series (local port → target port, class) whose "
+               "last probe succeeded (`rdma_probe_up`; UD classes have none: see UD pairs not "
+               "answering).", f"sum(rdma_probe_up{{{lsel}}})", "none", base="blue"),
           w=4, h=4)
-    b.add(stat("Probe series failing", "Probe series whose last probe failed. Alerts: "
+    b.add(stat("Probe series failing", "RC probe series whose last probe failed. Alerts: "
                "RdmaProbePairDown (no class of a NIC pair answers), RdmaProbeClassFailing (one "
                "class fails where others pass).",
                f"count(rdma_probe_up{{{lsel}}} == 0) or vector(0)",
@@ -968,25 +992,30 @@ def latency():
                "device returns. Alert: RdmaProbeDeviceGone.",
                f'count(rdma_probe_device_state{{{rsel}, state="gone"}} == 1) or vector(0)', "none",
                limits=((1, "red"),)), w=4, h=4)
-    b.add(stat("Loss in range", "Probes that timed out over probes sent, in the selected range. "
-               "Alert: RdmaProbeLoss (1%).",
+    b.add(stat("Loss in range", "Probes that timed out (UD: got no reply) over probes sent, in "
+               "the selected range. Alerts: RdmaProbeLoss (RC, 1%), RdmaProbeUdLoss (UD, 1%).",
                f"sum({rate('rdma_probe_timeouts_total', lsel, '$__range')}) / "
                f"sum({rate('rdma_probe_sent_total', lsel, '$__range')})", "percentunit",
                limits=loss_limits), w=4, h=4)
-    b.add(stat("p99 round-trip in range", "99th percentile of every selected probe's round-trip time "
-               "in the selected range. The thresholds are the alert's example SLO (100 µs).",
+    b.add(stat("p99 round-trip in range", "99th percentile of every selected RC probe's "
+               "round-trip time in the selected range (UD: the network round trip panels). The "
+               "thresholds are the alert's example SLO (100 µs).",
                f"histogram_quantile(0.99, sum by (le) ({rate(bucket, lsel, '$__range')}))", "s",
                limits=slo), w=4, h=4)
 
     b.row("Rails")
     down_pairs = (f"count by (rail) (max by (rail, {port_pair}) (rdma_probe_up{{{lsel}}}) == 0)"
                   f" or 0 * count by (rail) (max by (rail, {port_pair}) (rdma_probe_up{{{lsel}}}))")
+    ud_down = (f"count by (rail) ({ud_silent}) or 0 * count by (rail) "
+               f"(rdma_probe_sent_total{{{udsel}}})")
     b.add(timeseries("NIC pairs not answering", "Per rail, pairs of a local port and a target "
-                     "port of which no class succeeded at its last probe (0 for a rail whose "
+                     "port of which no RC class succeeded at its last probe, and (UD) pairs and "
+                     "UD classes without an answer in the last 5 minutes (0 for a rail whose "
                      "pairs all answer). A whole rail failing points at its switches; one "
-                     "source or target NIC at that NIC, its cable or its leaf port. Alert: "
-                     "RdmaProbePairDown.",
-                     [target(down_pairs, "{{rail}}")], "short", limits=((1, "red"),)))
+                     "source or target NIC at that NIC, its cable or its leaf port. Alerts: "
+                     "RdmaProbePairDown, RdmaProbeUdPairDown.",
+                     [target(down_pairs, "{{rail}}"), target(ud_down, "{{rail}} UD")], "short",
+                     limits=((1, "red"),)))
     b.add(timeseries("p99 round-trip per rail", "99th percentile of the round-trip time of "
                      "every selected probe on each rail. Rails share nothing but the hosts: one "
                      "rail slower than the others points at its own switches.",
@@ -1008,6 +1037,45 @@ def latency():
         [target(f"sum by ({series}) ({rate('rdma_probe_latency_seconds_sum', lsel)}) / "
                 f"sum by ({series}) ({rate('rdma_probe_latency_seconds_count', lsel)})",
                 legend)], "s", limits=slo), w=8, h=9)
+
+    b.row("UD: network round trip and the hosts' delays")
+    port_scope = "instance, device, port, scope"
+    port_only = "instance, device, port"
+    b.add(timeseries(
+        "UD network round trip per port and scope", "Median and p99 of the network round trip "
+        "of UD probes per local port and scope (`rdma_probe_group_latency_seconds`): `group`, "
+        "the hosts of this host's own rack; `remote`, the hosts of other racks the pinglist "
+        "picked. The probe's round trip less the responder's delay: with `clock=\"device\"` "
+        "nothing of either host's software is in it. `remote` above `group` is what the layers "
+        "above the leaves add. Alert: RdmaProbeUdLatencyHigh.",
+        [target(ud_quantile("rdma_probe_group_latency_seconds", 0.5, port_scope),
+                "{{instance}} {{device}}/{{port}} {{scope}} p50"),
+         target(ud_quantile("rdma_probe_group_latency_seconds", 0.99, port_scope),
+                "{{instance}} {{device}}/{{port}} {{scope}} p99")], "s", limits=slo), w=12)
+    b.add(stat("UD pairs not answering", "UD probe series (local port → target port, UD "
+               "class) without an answer in the last 5 minutes (`rdma_probe_sent_total` without "
+               "a recent `rdma_probe_last_success_timestamp_seconds`). Alerts: "
+               "RdmaProbeUdPairDown, RdmaProbeClassFailing.",
+               f"count({ud_silent}) or vector(0)", "none", limits=((1, "red"),)), w=4)
+    b.add(timeseries(
+        "Responder delay", "Median and p99 of the targets' delay between receiving a UD probe "
+        "and answering it, as their replies report it (`rdma_probe_responder_delay_seconds`), "
+        "per local port: the time the targets' software takes, which the network round trip "
+        "leaves out. It rises with the targets' CPU load, interrupt moderation and power "
+        "states.",
+        [target(ud_quantile("rdma_probe_responder_delay_seconds", 0.5, port_only),
+                "{{instance}} {{device}}/{{port}} p50"),
+         target(ud_quantile("rdma_probe_responder_delay_seconds", 0.99, port_only),
+                "{{instance}} {{device}}/{{port}} p99")], "s"), w=4)
+    b.add(timeseries(
+        "Prober delay", "Median and p99 of the time a UD probe spent on this host outside the "
+        "device (`rdma_probe_prober_delay_seconds`: host round trip less device round trip), "
+        "per local port. Only devices with completion timestamps have it (`clock` "
+        "`completion_timestamp` in Probe devices).",
+        [target(ud_quantile("rdma_probe_prober_delay_seconds", 0.5, port_only),
+                "{{instance}} {{device}}/{{port}} p50"),
+         target(ud_quantile("rdma_probe_prober_delay_seconds", 0.99, port_only),
+                "{{instance}} {{device}}/{{port}} p99")], "s"), w=4)
 
     b.row("Loss and errors")
     b.add(timeseries("Loss", "Probes that timed out over probes sent, per NIC pair (summed "
@@ -1052,6 +1120,78 @@ def latency():
                 [target(nic_matrix(loss(nic_pair, "$__range")), instant=True, fmt="table")],
                 "percentunit", transformations=[nic_grid], limits=loss_limits,
                 color_cells=True))
+
+    b.row("Racks and paths")
+    rack_grid = {"id": "groupingToMatrix", "options": {"columnField": "rack",
+                                                       "rowField": "group",
+                                                       "valueField": "Value"}}
+    b.add(table("Loss, rack × rack", "Probes lost over probes sent in the selected range, from "
+                "the hosts of one rack (rows: each exporter's own group, "
+                "`rdma_probe_pinglist_info`) to the hosts of another (columns: the targets' "
+                "`rack` label, the default `probe.pinglist.group_label`). Pairs towards other "
+                "racks change every epoch; over a range of a few epochs every rack pair is "
+                "covered. A row losing everywhere is that rack's uplinks, a column its "
+                "downlinks, one cell the path between two racks.",
+                [target(f"{increase_by('rdma_probe_timeouts_total', 'group, rack', lsel, True)} / "
+                        f"{increase_by('rdma_probe_sent_total', 'group, rack', lsel, True)}",
+                        instant=True, fmt="table")],
+                "percentunit", transformations=[rack_grid], limits=loss_limits,
+                color_cells=True))
+    worst = "instance, device, port, target, rack, remote_device, remote_port"
+    worst_table = table(
+        "Worst NIC pairs by UD loss", "The 20 UD NIC pairs that lost the largest share of their "
+        "probes in the selected range (probes without a reply over probes sent, summed over "
+        "UD classes), including pairs that have left the pinglist since.",
+        [target(f"topk(20, {increase_by('rdma_probe_timeouts_total', worst, udsel)} / "
+                f"{increase_by('rdma_probe_sent_total', worst, udsel)})",
+                instant=True, fmt="table")],
+        "percentunit", transformations=[organize(exclude=("Time",),
+                                                 rename={"Value": "loss in range"})],
+        limits=loss_limits)
+    worst_table["options"]["sortBy"] = [{"displayName": "loss in range", "desc": True}]
+    b.add(worst_table)
+    b.add(timeseries("Lost UD probes by path", "UD probes without a reply per NIC pair and "
+                     "path (`rdma_probe_path_timeouts_total`: the flow label, so on RoCE v2 the "
+                     "UDP source port, the probe went out with; a path has a series once it "
+                     "lost one). One path losing while the pair's others do not is one ECMP "
+                     "route. Alert: RdmaProbeUdPathLoss.",
+                     [target(f"sum by ({nic_pair}, path) "
+                             f"({rate('rdma_probe_path_timeouts_total', udsel)})",
+                             pair_legend + " path {{path}}")], "cps"))
+    b.add(timeseries("UD datagrams dropped by reason", "Datagrams each local port's UD queue "
+                     "pair dropped or could not send (`rdma_probe_ud_dropped_total`): "
+                     "`not_admitted` (a request from a queue pair without an open session; "
+                     "alert: RdmaProbeUdNotAdmitted), `unexpected` (a reply no session waits "
+                     "for), `malformed`, `send_queue_full`, `send_error`, `queue_pair_failed`.",
+                     [target(f"sum by (instance, device, port, reason) "
+                             f"({rate('rdma_probe_ud_dropped_total', dsel)})",
+                             "{{instance}} {{device}}/{{port}} {{reason}}")], "cps"))
+
+    b.row("Pinglists and the UD responder")
+    b.add(timeseries("Pinglist hosts", "Target hosts each exporter probes in the current "
+                     "epoch (`rdma_probe_pinglist_hosts`): `group`, the other hosts of its own "
+                     "rack; `remote`, the hosts of other racks picked for the epoch (up to "
+                     "`remote_per_rail` per local port); and the hosts of the whole target list "
+                     "(`rdma_probe_pinglist_fleet_hosts`).",
+                     [target(f"rdma_probe_pinglist_hosts{{{rsel}}}", "{{instance}} {{scope}}"),
+                      target(f"rdma_probe_pinglist_fleet_hosts{{{rsel}}}",
+                             "{{instance}} fleet")], "short"), w=8)
+    b.add(table("Pinglist groups", "Each exporter's group (rack) and whether it found itself "
+                "in the target list (`rdma_probe_pinglist_info`): `listed` false with no group "
+                "means its address in the list is not one of its own (alert: "
+                "RdmaProbeHostNotListed).",
+                [target(f"rdma_probe_pinglist_info{{{rsel}}}", instant=True, fmt="table")],
+                "none", transformations=[organize(exclude=("Time", "__name__", "job",
+                                                           "Value"))]), w=8)
+    b.add(timeseries("UD peers admitted and probes answered", "Probers admitted to each local "
+                     "port's UD queue pair (`rdma_probe_ud_peers`, one per open UD session), "
+                     "and the UD probes the port answered per second "
+                     "(`rdma_probe_ud_answered_total`).",
+                     [target(f"rdma_probe_ud_peers{{{dsel}}}",
+                             "{{instance}} {{device}}/{{port}} peers"),
+                      target(f"sum by (instance, device, port) "
+                             f"({rate('rdma_probe_ud_answered_total', dsel)})",
+                             "{{instance}} {{device}}/{{port}} answered/s")], "short"), w=8)
 
     b.row("Target hosts")
     b.add(state_timeline("Target hosts answering", "Whether each target host's probe control "

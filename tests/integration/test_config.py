@@ -17,6 +17,19 @@ class ConfigTest(unittest.TestCase):
         self.assertEqual(r.returncode, 0, r.stderr)
         self.assertIn("configuration is valid", r.stdout)
 
+    def test_probe_example_of_the_reference_is_valid(self):
+        # docs/configuration.md's fleet-style probe example: a UD default
+        # class, an RC class and a pinglist block.
+        with open(os.path.join(SOURCE_DIR, "docs/configuration.md"), encoding="utf-8") as f:
+            doc = f.read()
+        section = doc.split("## `probe`", 1)[1]
+        example = section.split("```yaml\n", 1)[1].split("```", 1)[0]
+        self.assertIn("pinglist:", example)
+        self.assertIn("op: ud", example)
+        r = run("--config.check", write_config(example))
+        self.assertEqual(r.returncode, 0, r.stderr)
+        self.assertIn("configuration is valid", r.stdout)
+
     def test_check_reports_every_problem_with_position_and_exits_2(self):
         path = write_config("web:\n  max_connections: -1\n  colour: blue\nlog: {level: loud}\n")
         r = run("--config.check", path)

@@ -22,8 +22,10 @@ combination, unless its panel is in NEEDS_HARDWARE (the needs-hardware list in
 dashboard_queries.py), which the test prints when it is used.
 """
 import os
+import shutil
 import subprocess
 import sys
+import tempfile
 import time
 import unittest
 
@@ -33,7 +35,7 @@ from dashboard_queries import (DASHBOARD_DIR, DASHBOARDS, DATASOURCE_REF, LABEL_
                                Evaluation, load, panels, prometheus_config, substitute,
                                variable_query, variables, wait_for_data)
 from harness import (FAKE_HOST_BIN, SOURCE_DIR, Exporter, Prometheus, free_port, make_proc,
-                     make_sysfs)
+                     make_sysfs, promtool)
 from metrics_doc import MetricsDoc, metric_names
 
 # The needs-hardware list: panels whose queries may return nothing here,
@@ -175,6 +177,142 @@ class DashboardStructureTest(unittest.TestCase):
         self.assertIsNone(doc.problem("rdma_port_hw_out_of_sequence_total"))
         self.assertIsNone(doc.problem("rdma_port_pma_unicast_xmit_packets_total"))
         self.assertIsNotNone(doc.name_regex_problem("rdma_port_.+"))
+
+
+# Probe series of two exporters for the UD panels of the latency dashboard,
+# one sample a minute from 0 to 10m (promtool's clock starts at 0). h1 is in
+# rack r1, h2 in r2 (rdma_probe_pinglist_info). Pairs: (exporter, local
+# port, rail, target and its rack, class): sent, timeouts and last success.
+UD_PAIR = ('job="rdma_exporter", instance="{instance}", target="{target}", device="{device}", '
+           'port="1", remote_device="{device}", remote_port="1", rail="{rail}", op="{op}", '
+           'size="64", tclass="{tclass}", rack="{rack}"')
+RAIL0, RAIL1 = "192.168.100.0/24", "192.168.101.0/24"
+UD_PAIRS = [
+    # h1 -> its own rack: answers everything.
+    (dict(instance="h1:10910", target="10.0.0.2:10911", device="mlx5_0", rail=RAIL0, op="ud",
+          tclass="0", rack="r1"), "0+60x10", "0x10", "0+60x10"),
+    # h1 -> rack r2: 10% lost, all of it on path 1.
+    (dict(instance="h1:10910", target="10.0.1.5:10911", device="mlx5_0", rail=RAIL0, op="ud",
+          tclass="0", rack="r2"), "0+60x10", "0+6x10", "0+60x10"),
+    # h2 -> its own rack: 5% lost.
+    (dict(instance="h2:10910", target="10.0.1.6:10911", device="mlx5_0", rail=RAIL0, op="ud",
+          tclass="0", rack="r2"), "0+60x10", "0+3x10", "0+60x10"),
+    # h2 -> rack r1: nothing answered since 2m (480 of 600 lost).
+    (dict(instance="h2:10910", target="10.0.0.3:10911", device="mlx5_0", rail=RAIL0, op="ud",
+          tclass="0", rack="r1"), "0+60x10", "0 0 0 60+60x7", "0 60 120x9"),
+    # h1 -> its own rack, another rail: answers everything.
+    (dict(instance="h1:10910", target="10.0.0.2:10911", device="mlx5_1", rail=RAIL1, op="ud",
+          tclass="0", rack="r1"), "0+60x10", "0x10", "0+60x10"),
+    # An RC class, h1 -> its own rack: half lost. Not in the UD panels.
+    (dict(instance="h1:10910", target="10.0.0.2:10911", device="mlx5_0", rail=RAIL0, op="write",
+          tclass="106", rack="r1"), "0+60x10", "0+30x10", "0+60x10"),
+]
+UD_PORT = ('job="rdma_exporter", instance="h1:10910", device="mlx5_0", port="1", '
+           'rail="192.168.100.0/24", op="ud", size="64", tclass="0", clock="device"')
+
+
+def ud_input_series():
+    series = [
+        ('rdma_probe_pinglist_info{job="rdma_exporter", instance="h1:10910", group="r1", '
+         'listed="true"}', "1x10"),
+        ('rdma_probe_pinglist_info{job="rdma_exporter", instance="h2:10910", group="r2", '
+         'listed="true"}', "1x10"),
+        ('rdma_probe_path_timeouts_total{' + UD_PAIR.format(**UD_PAIRS[1][0]) + ', path="1"}',
+         "_ 6+6x9"),
+        ('rdma_probe_ud_dropped_total{job="rdma_exporter", instance="h1:10910", device="mlx5_0", '
+         'port="1", reason="not_admitted"}', "0+30x10"),
+    ]
+    for labels, sent, lost, success in UD_PAIRS:
+        pair = UD_PAIR.format(**labels)
+        series += [(f"rdma_probe_sent_total{{{pair}}}", sent),
+                   (f"rdma_probe_timeouts_total{{{pair}}}", lost),
+                   (f"rdma_probe_last_success_timestamp_seconds{{{pair}}}", success)]
+    # Network round trip to other racks: half the probes up to 1 ms, the
+    # rest up to 2 ms; within the rack all up to 1 ms. Responder and prober
+    # delay: all up to 100 us.
+    buckets = [("rdma_probe_group_latency_seconds", ', scope="remote"',
+                (("0.001", 50), ("0.002", 100), ("+Inf", 100))),
+               ("rdma_probe_group_latency_seconds", ', scope="group"',
+                (("0.001", 100), ("0.002", 100), ("+Inf", 100))),
+               ("rdma_probe_responder_delay_seconds", "", (("0.0001", 100), ("+Inf", 100))),
+               ("rdma_probe_prober_delay_seconds", "", (("0.0001", 100), ("+Inf", 100)))]
+    for name, extra, counts in buckets:
+        series += [(f'{name}_bucket{{{UD_PORT}{extra}, le="{le}"}}', f"0+{n}x10")
+                   for le, n in counts]
+    return [{"series": name, "values": values} for name, values in series]
+
+
+def pair_labels(i, *names):
+    labels = dict(UD_PAIRS[i][0], port="1", remote_device=UD_PAIRS[i][0]["device"],
+                  remote_port="1")
+    return "{" + ", ".join(f'{n}="{labels[n]}"' for n in names) + "}"
+
+
+WORST = ("instance", "device", "port", "target", "rack", "remote_device", "remote_port")
+PORT_H1 = '{instance="h1:10910", device="mlx5_0", port="1"'
+# Panel title, query (refId) -> expected samples at 10m, with $__range 10m,
+# $__rate_interval 2m and every variable at "All". Worked out by hand from
+# the series above.
+UD_EXPECTED = {
+    ("Loss, rack × rack", "A"): [
+        # r1 -> r1: 300 lost (the RC class) of 1800 sent (two UD pairs, RC).
+        ('{group="r1", rack="r1"}', 300 / 1800),
+        ('{group="r1", rack="r2"}', 0.1),
+        ('{group="r2", rack="r2"}', 0.05),
+        ('{group="r2", rack="r1"}', 0.8)],
+    ("Worst NIC pairs by UD loss", "A"): [
+        (pair_labels(3, *WORST), 0.8), (pair_labels(1, *WORST), 0.1),
+        (pair_labels(2, *WORST), 0.05), (pair_labels(0, *WORST), 0),
+        (pair_labels(4, *WORST), 0)],
+    ("UD pairs not answering", "A"): [("{}", 1)],
+    ("NIC pairs not answering", "B"): [(f'{{rail="{RAIL0}"}}', 1), (f'{{rail="{RAIL1}"}}', 0)],
+    ("Lost UD probes by path", "A"): [
+        (pair_labels(1, "instance", "device", "target", "remote_device")[:-1] + ', path="1"}',
+         0.1)],
+    ("UD datagrams dropped by reason", "A"): [(PORT_H1 + ', reason="not_admitted"}', 0.5)],
+    ("UD network round trip per port and scope", "A"): [
+        (PORT_H1 + ', scope="remote"}', 0.001), (PORT_H1 + ', scope="group"}', 0.0005)],
+    ("UD network round trip per port and scope", "B"): [
+        (PORT_H1 + ', scope="remote"}', 0.00198), (PORT_H1 + ', scope="group"}', 0.00099)],
+    # p99 of one bucket from 0 to 100 us: 99% of its width.
+    ("Responder delay", "B"): [(PORT_H1 + "}", 0.0001 * 0.99)],
+    ("Prober delay", "B"): [(PORT_H1 + "}", 0.0001 * 0.99)],
+}
+
+
+class UdPanelsOnSyntheticDataTest(unittest.TestCase):
+    """The latency dashboard's UD, rack and pinglist queries need an RDMA
+    device to have data (DashboardQueriesTest only checks that they
+    evaluate); here promtool evaluates them on hand-written series of two
+    exporters in two racks and compares with hand-worked results."""
+
+    def test_ud_panels_compute_what_their_descriptions_say(self):
+        if promtool() is None:
+            raise RuntimeError("promtool not found (scripts/setup installs prometheus)")
+        d = load("rdma-latency.json")
+        names = {v["name"] for v in variables(d)}
+        assignment = {"job": "rdma_exporter", **{n: ".*" for n in names if n != "job"}}
+        by_title = {p["title"]: p for p in panels(d)}
+        tests = []
+        for (title, ref), samples in UD_EXPECTED.items():
+            (t,) = [t for t in by_title[title]["targets"] if t["refId"] == ref]
+            expr = t["expr"].replace("$__range", "10m").replace("$__rate_interval", "2m")
+            expr, unknown = substitute(expr, assignment, names)
+            self.assertEqual(unknown, set(), title)
+            tests.append({"expr": expr, "eval_time": "10m",
+                          "exp_samples": [{"labels": labels, "value": value}
+                                          for labels, value in samples]})
+        work = tempfile.mkdtemp(prefix="rdma_ud_panels_")
+        try:
+            with open(os.path.join(work, "ud.test.yml"), "w") as f:
+                yaml.safe_dump({"rule_files": [], "evaluation_interval": "1m",
+                                "tests": [{"interval": "1m", "input_series": ud_input_series(),
+                                           "promql_expr_test": tests}]}, f)
+            r = subprocess.run([promtool(), "test", "rules", "ud.test.yml"], cwd=work,
+                               capture_output=True, text=True, timeout=120)
+            self.assertEqual(r.returncode, 0, r.stdout + r.stderr)
+        finally:
+            shutil.rmtree(work)
 
 
 class DashboardQueriesTest(unittest.TestCase):

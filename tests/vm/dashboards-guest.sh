@@ -34,11 +34,14 @@ note "rxe0 up, GID index $gid_index"
 # A: manages rxe0's counter mode (rxe accepts auto mode and binds nothing),
 # names processes in the QP inventory, and probes B, itself (loopback) and a
 # port where nothing listens; its 8 KiB class is more than B offers, so B
-# refuses it. B probes A.
+# refuses it, and its UD class with a 1 ms timeout loses the probes whose
+# reply takes longer (on emulated rxe, most: the lost-by-path panels). B
+# probes A. A is in rack r1, B in r2 (neither is in its own target list).
 classes="
     - {name: send, op: send, size: 64, interval: 200ms, timeout: 1s}
     - {name: write, op: write, size: 64, interval: 200ms, timeout: 1s}
-    - {name: read, op: read, size: 64, interval: 200ms, timeout: 1s}"
+    - {name: read, op: read, size: 64, interval: 200ms, timeout: 1s}
+    - {name: ud, op: ud, size: 64, interval: 200ms, timeout: 1s}"
 cat >"$R/a.yml" <<CONF
 web:
   listen_address: ":$PORT_A"
@@ -53,8 +56,10 @@ probe:
   listen_address: 127.0.0.1:10911
   loopback: true
   backoff_max: 2s
+  pinglist: {group: r1}
   classes:$classes
     - {name: large, op: write, size: 8192, interval: 1s, timeout: 1s}
+    - {name: ud_short, op: ud, size: 128, interval: 200ms, timeout: 1ms}
   targets:
     - address: 127.0.0.1:10921
       labels: {rack: r2}
@@ -69,6 +74,7 @@ probe:
   device: $RXE
   listen_address: 127.0.0.1:10921
   max_message_size: 4096
+  pinglist: {group: r2}
   classes:$classes
   targets:
     - address: 127.0.0.1:10911
