@@ -5,11 +5,11 @@
 
 #include <rdma/rdma_netlink.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <filesystem>
 #include <fstream>
 #include <iostream>
-#include <algorithm>
 #include <iterator>
 #include <string>
 #include <vector>
