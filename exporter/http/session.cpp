@@ -205,7 +205,7 @@ class HttpSession : public HttpSessionBase,
     // The parser takes the request line whole, so until its end has come
     // the buffer holds the request from its first byte; the bytes scanned
     // before are not scanned again.
-    if (!line_ended_) {
+    if (!line_ended_ && buffer_.size() > line_scanned_) {
       const auto data = buffer_.data();
       const auto* bytes = static_cast<const char*>(data.data());
       line_ended_ =
