@@ -684,7 +684,6 @@ void ProbeService::apply() {
           continue;
         }
         if (cls.port && *cls.port != local.info.port) continue;
-        if (cls.op == Op::ud && !local.ud) continue;  // no UD queue pair: said in the log
         const Labels labels = series_labels(w.name, rail_ports[l], remote, cls, w.target.labels);
         std::string prober_key = w.address + '\n' + cls.name + labels_key(labels) + '\n';
         // A port whose GID changed, or whose UD queue pair was made anew, is
@@ -702,11 +701,11 @@ void ProbeService::apply() {
                                 {"op", op_name(cls.op)},
                                 {"size", std::to_string(cls.size)},
                                 {"tclass", std::to_string(cls.tclass)},
-                                {"clock", local.ud->timestamps() ? "device" : "host"}};
+                                {"clock", local.ud && local.ud->timestamps() ? "device" : "host"}};
           ud_stats.responder_delay = stats_->histogram("rdma_probe_responder_delay_seconds",
                                                        kResponderDelayHelp, port_labels);
           keep_histograms.push_back(ud_stats.responder_delay);
-          if (local.ud->timestamps()) {
+          if (local.ud && local.ud->timestamps()) {
             ud_stats.prober_delay =
                 stats_->histogram("rdma_probe_prober_delay_seconds", kProberDelayHelp, port_labels);
             keep_histograms.push_back(ud_stats.prober_delay);
@@ -729,7 +728,8 @@ void ProbeService::apply() {
         }
         std::shared_ptr<ControlClient> p;
         if (cls.op == Op::ud) {
-          p = std::make_shared<UdProber>(io_, local.ud, w.address, remote, cls, ps, ud_stats);
+          p = std::make_shared<UdProber>(io_, local, local.ud, w.address, remote, cls, ps,
+                                         ud_stats);
         } else {
           p = std::make_shared<Prober>(io_, local, w.address, remote, cls, ps, series);
         }

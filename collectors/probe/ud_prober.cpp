@@ -28,20 +28,22 @@ UdTiming ud_timing(double host_rtt, std::optional<double> device_rtt, double res
   return t;
 }
 
-UdProber::UdProber(boost::asio::io_context& io, std::shared_ptr<UdPort> port, std::string address,
-                   wire::PortAd remote, ProbeClass cls, ProberSettings settings,
-                   UdProberStats stats)
+UdProber::UdProber(boost::asio::io_context& io, const LocalPort& local,
+                   std::shared_ptr<UdPort> port, std::string address, wire::PortAd remote,
+                   ProbeClass cls, ProberSettings settings, UdProberStats stats)
     : ControlClient(io, address, remote,
-                    address + " " + port->port().name() + "->" + remote.device + "/" +
+                    address + " " + local.name() + "->" + remote.device + "/" +
                         std::to_string(remote.port) + " " + cls.name,
                     std::move(settings), stats.pair),
+      local_name_(local.name()),
       port_(std::move(port)),
       class_(std::move(cls)),
       ud_stats_(std::move(stats)) {}
 
 void UdProber::on_hello() {
+  if (!port_) return fail(reason::setup, local_name_ + " has no UD queue pair (see the log)");
   if (!port_->working()) {
-    return fail_verbs(reason::setup, Error{EIO, port_->port().name() + ": UD queue pair failed"});
+    return fail_verbs(reason::setup, Error{EIO, local_name_ + ": UD queue pair failed"});
   }
   wire::UdSetup setup;
   static_cast<QpParams&>(setup) = class_;
@@ -140,7 +142,7 @@ void UdProber::on_teardown() {
     for (const auto& [seq, p] : in_flight_) stats_->lost(p.path);
   }
   in_flight_.clear();
-  if (session_ != 0) {
+  if (session_ != 0 && port_) {
     port_->close_session(session_);
     session_ = 0;
   }

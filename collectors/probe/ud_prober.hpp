@@ -48,8 +48,11 @@ UdTiming ud_timing(double host_rtt, std::optional<double> device_rtt, double res
 // within the timeout is lost, counted against its path.
 class UdProber : public ControlClient {
  public:
-  UdProber(boost::asio::io_context& io, std::shared_ptr<UdPort> port, std::string address,
-           wire::PortAd remote, ProbeClass cls, ProberSettings settings, UdProberStats stats);
+  // `port` is the local port's UD queue pair; without one (it could not be
+  // made) every session fails with reason "setup" until the port has one.
+  UdProber(boost::asio::io_context& io, const LocalPort& local, std::shared_ptr<UdPort> port,
+           std::string address, wire::PortAd remote, ProbeClass cls, ProberSettings settings,
+           UdProberStats stats);
 
  private:
   void on_hello() override;
@@ -60,6 +63,7 @@ class UdProber : public ControlClient {
   void sweep(Clock::time_point now);
   void on_reply(const UdReply& reply);
 
+  const std::string local_name_;
   const std::shared_ptr<UdPort> port_;
   const ProbeClass class_;
   const UdProberStats ud_stats_;
