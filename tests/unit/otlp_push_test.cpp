@@ -51,11 +51,7 @@ OtlpOptions fast_options(const HttpReceiver& receiver) {
 }
 
 Snapshot self_metrics(const OtlpPusher& pusher) {
-  MetricSink sink;
-  pusher.add_metrics(sink);
-  Snapshot s;
-  s.families = sink.take();
-  return s;
+  return rdma_exporter::testing::metrics_of(pusher);
 }
 
 double self_metric(const OtlpPusher& p, const std::string& name) {
