@@ -51,16 +51,19 @@ class DeployTest(unittest.TestCase):
                                             "CapabilityBoundingSet=CAP_NET_ADMIN"])
 
     def test_man_page_documents_every_flag_of_help(self):
+        # The build generates the page from --help (docs/man/build-man).
+        page = os.path.join(os.path.dirname(os.path.abspath(BIN)), "man", "rdma_exporter.8")
         help_text = subprocess.run([BIN, "--help"], capture_output=True, text=True).stdout
         flags = set(re.findall(r"--[a-z][a-z.-]*[a-z]", help_text))
         self.assertGreater(len(flags), 8)
-        with open(os.path.join(SOURCE_DIR, "docs/man/rdma_exporter.8")) as f:
-            man = f.read().replace("\\-", "-")
-        man_flags = set(re.findall(r"--[a-z][a-z.-]*[a-z]", man))
-        self.assertEqual(flags, man_flags)
+        with open(page) as f:
+            man = f.read()
+        # Each flag of --help is a bold option heading (.TP) of its own.
+        headings = set(re.findall(r"^\\fB(\\-\\-[a-z][a-z.\\-]*[a-z])\\fR", man, re.M))
+        self.assertEqual(flags - {"--help"}, {h.replace("\\-", "-") for h in headings})
+        self.assertIn("\\fB\\-h\\fR [ \\fB\\-\\-help\\fR ]", man)
         # The page renders without a single groff warning.
-        r = subprocess.run(["groff", "-man", "-ww", "-z",
-                            os.path.join(SOURCE_DIR, "docs/man/rdma_exporter.8")],
+        r = subprocess.run(["groff", "-man", "-ww", "-z", page],
                            capture_output=True, text=True, timeout=30)
         self.assertEqual((r.returncode, r.stderr.strip()), (0, ""))
 
@@ -71,14 +74,16 @@ class DeployTest(unittest.TestCase):
                            env=dict(os.environ, DESTDIR=dest), capture_output=True, text=True,
                            timeout=120)
         self.assertEqual(r.returncode, 0, r.stdout + r.stderr)
-        for rel in ("usr/bin/rdma_exporter", "usr/lib/systemd/system/rdma_exporter.service",
+        for rel in ("usr/bin/rdma_exporter", "lib/systemd/system/rdma_exporter.service",
                     "usr/lib/sysusers.d/rdma_exporter.conf",
-                    "usr/share/doc/rdma_exporter/metrics.md",
-                    "usr/share/man/man8/rdma_exporter.8",
-                    # runbook_url of every alert points at this file
+                    "usr/share/doc/rdma-exporter/metrics.md",
+                    "usr/share/man/man8/rdma_exporter.8.gz",
+                    # runbook_url of every alert points at this file (through
+                    # the link usr/share/doc/rdma_exporter -> rdma-exporter)
                     "usr/share/doc/rdma_exporter/alerts.md",
-                    "usr/share/doc/rdma_exporter/examples/prometheus.yml",
-                    "usr/share/doc/rdma_exporter/examples/rdma_exporter-dashboards.yml",
+                    "usr/share/doc/rdma-exporter/examples/prometheus.yml",
+                    "usr/share/doc/rdma-exporter/examples/rdma_exporter-dashboards.yml",
+                    "etc/rdma_exporter/rdma_exporter.yml",
                     "usr/share/rdma_exporter/prometheus/rdma-alerts.yml",
                     "usr/share/rdma_exporter/dashboards/rdma-fleet.json",
                     "usr/share/rdma_exporter/dashboards/rdma-latency.json"):
