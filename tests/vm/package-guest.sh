@@ -30,6 +30,15 @@ fact pid1 "$(cat /proc/1/comm)"
 t 120 "$RXE_UP" >"$R/rxe-up.log" 2>&1 || die "rxe-up failed (see rxe-up.log)"
 note "rxe0 up"
 
+# The host's root may carry a policy-rc.d that forbids starting services (as
+# container images do); this VM is a whole system, so it goes (from the
+# overlay only) and the package's postinst starts the service as it would on
+# a host.
+if [[ -e /usr/sbin/policy-rc.d ]]; then
+	rm /usr/sbin/policy-rc.d
+	fact policy_rc_d removed
+fi
+
 # What the overlay holds before the package: files only (directories are
 # copied up by any change below them), without the paths that change on
 # their own or with every dpkg run.
@@ -39,18 +48,13 @@ changed_files() {
 		-o -path ./tmp -o -path ./root \) -prune -o ! -type d -print) | LC_ALL=C sort
 }
 changed_files >"$R/upper-before.txt"
+accounts="passwd group shadow gshadow subuid subgid"
 mkdir -p /run/accounts
-cp /etc/passwd /etc/group /etc/shadow /etc/gshadow /run/accounts/
+for f in $accounts; do
+	if [[ -e /etc/$f ]]; then cp "/etc/$f" /run/accounts/; fi
+done
 fact user_before "$(getent passwd rdma_exporter >/dev/null && echo present || echo absent)"
 
-# The host's root may carry a policy-rc.d that forbids starting services (as
-# container images do); this VM is a whole system, so it goes (from the
-# overlay only) and the package's postinst starts the service as it would on
-# a host.
-if [[ -e /usr/sbin/policy-rc.d ]]; then
-	rm /usr/sbin/policy-rc.d
-	fact policy_rc_d removed
-fi
 t 300 dpkg -i "$DEB" >"$R/dpkg-install.log" 2>&1 || die "dpkg -i failed (see dpkg-install.log)"
 note "installed"
 fact user "$(getent passwd rdma_exporter | cut -d: -f1,6,7)"
@@ -103,20 +107,30 @@ journalctl -u "$UNIT" --no-pager -o cat >"$R/journal.txt" 2>&1 || true
 t 300 dpkg --purge rdma-exporter >"$R/dpkg-purge.log" 2>&1 || die "dpkg --purge failed (see dpkg-purge.log)"
 note "purged"
 systemctl daemon-reload
-fact dpkg_status "$(dpkg-query -W -f='${db:Status-Status}' rdma-exporter 2>/dev/null || echo unknown)"
+fact dpkg_knows "$(dpkg -s rdma-exporter >/dev/null 2>&1 && echo yes || echo no)"
 fact process "$(pgrep -x rdma_exporter >/dev/null && echo running || echo none)"
 fact unit_files "$(systemctl list-unit-files --no-legend "$UNIT" | wc -l)"
 fact unit_load "$(systemctl show -P LoadState "$UNIT")"
 fact user_after "$(getent passwd rdma_exporter >/dev/null && echo present || echo absent)"
 fact group_after "$(getent group rdma_exporter >/dev/null && echo present || echo absent)"
-for f in passwd group shadow gshadow; do
-	cmp -s "/etc/$f" "/run/accounts/$f" && fact "accounts_$f" unchanged || fact "accounts_$f" changed
+unchanged=""
+for f in $accounts; do
+	if [[ ! -e /run/accounts/$f ]]; then
+		[[ -e /etc/$f ]] && fact "accounts_$f" created || fact "accounts_$f" unchanged
+	elif cmp -s "/etc/$f" "/run/accounts/$f"; then
+		fact "accounts_$f" unchanged
+		unchanged+="|$f"
+	else
+		fact "accounts_$f" changed
+	fi
 done
 changed_files >"$R/upper-after.txt"
 # Files that the install and purge left: new in the overlay, minus the
-# shadow tools' backups of the account files.
+# account files (copied up by useradd and userdel; their contents are
+# compared above) and the shadow tools' backups and lock.
 comm -13 "$R/upper-before.txt" "$R/upper-after.txt" |
-	grep -v -E '^\./etc/(passwd|group|shadow|gshadow)-$|^\./etc/\.pwd\.lock$' >"$R/leftovers.txt" || true
+	grep -v -E "^\./etc/(${unchanged#|})\$|^\./etc/(passwd|group|shadow|gshadow|subuid|subgid)-\$|^\./etc/\.pwd\.lock\$" \
+		>"$R/leftovers.txt" || true
 for path in /usr/bin/rdma_exporter /etc/rdma_exporter /lib/systemd/system/$UNIT \
 	/usr/lib/sysusers.d/rdma_exporter.conf /usr/share/doc/rdma-exporter \
 	/usr/share/doc/rdma_exporter /usr/share/rdma_exporter /usr/share/man/man8/rdma_exporter.8.gz \

@@ -93,9 +93,9 @@ class PackageOnSystemdTest(unittest.TestCase):
                     if "=" in line)
         for key, value in (("User", "rdma_exporter"), ("NoNewPrivileges", "yes"),
                            ("ProtectSystem", "strict"), ("ProtectHome", "yes"),
-                           ("PrivateTmp", "yes"), ("CapabilityBoundingSet", ""),
-                           ("MemoryDenyWriteExecute", "yes"),
-                           ("RestrictAddressFamilies", "AF_UNIX AF_INET AF_INET6 AF_NETLINK"),
+                           ("PrivateTmp", "yes"), ("MemoryDenyWriteExecute", "yes"),
+                           ("LimitMEMLOCK", str(2 << 30)),
+                           ("RestrictAddressFamilies", "AF_INET AF_INET6 AF_NETLINK AF_UNIX"),
                            ("FragmentPath", "/lib/systemd/system/rdma_exporter.service"),
                            ("Documentation", '"man:rdma_exporter(8)"')):
             self.assertEqual(show.get(key), value, key)
@@ -105,13 +105,13 @@ class PackageOnSystemdTest(unittest.TestCase):
         self.assertEqual(self.facts["healthz_after_reload"], "ok")
 
     def test_purge_leaves_nothing(self):
-        self.assertEqual(self.facts["dpkg_status"], "not-installed")
+        self.assertEqual(self.facts["dpkg_knows"], "no")
         self.assertEqual(self.facts["process"], "none")
         self.assertEqual(self.facts["unit_files"], "0")
         self.assertEqual(self.facts["unit_load"], "not-found")
         self.assertEqual(self.facts["user_after"], "absent")
         self.assertEqual(self.facts["group_after"], "absent")
-        for f in ("passwd", "group", "shadow", "gshadow"):
+        for f in ("passwd", "group", "shadow", "gshadow", "subuid", "subgid"):
             self.assertEqual(self.facts[f"accounts_{f}"], "unchanged", f)
         self.assertEqual(self.read("leftovers.txt"), "")
 
