@@ -58,8 +58,11 @@ class DeployTest(unittest.TestCase):
         self.assertGreater(len(flags), 8)
         with open(page) as f:
             man = f.read()
-        # Each flag of --help is a bold option heading (.TP) of its own.
-        headings = set(re.findall(r"^\\fB(\\-\\-[a-z][a-z.\\-]*[a-z])\\fR", man, re.M))
+        # Each flag of --help is a bold option heading (.TP) of its own, its
+        # description on the next line.
+        headings = set(re.findall(r"^\.TP\n\\fB(\\-\\-[a-z][a-z.\\-]*[a-z])\\fR( arg)?\n",
+                                  man, re.M))
+        headings = {h for h, _ in headings}
         self.assertEqual(flags - {"--help"}, {h.replace("\\-", "-") for h in headings})
         self.assertIn("\\fB\\-h\\fR [ \\fB\\-\\-help\\fR ]", man)
         # The page renders without a single groff warning.
