@@ -115,8 +115,9 @@ void OtlpPusher::start() {
     std::lock_guard lock(mutex_);
     if (stopping_) return;
   }
-  log::info("OTLP push", {{"endpoint", options_.endpoint},
-                          {"interval", std::to_string(options_.interval.count()) + "ms"}});
+  log::info("pushing metrics over OTLP",
+            {{"endpoint", options_.endpoint},
+             {"interval", std::to_string(options_.interval.count()) + "ms"}});
   thread_ = std::thread([this] { run(); });
 }
 
