@@ -123,7 +123,7 @@ def main():
                              "--path.sysfs", sysfs], stderr=subprocess.PIPE, text=True)
     port = None
     for line in proc.stderr:
-        m = re.search(r"listening on \S+:(\d+)", line)
+        m = re.search(r"listening on\" address=\S+:(\d+)", line)
         if m:
             port = int(m.group(1))
             break

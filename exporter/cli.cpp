@@ -36,7 +36,9 @@ std::vector<std::string> parse_command_line(int argc, const char* const* argv, C
                                                                 "names to read (repeatable)")
       ("devices.exclude", po::value<std::vector<std::string>>(), "regular expression of device "
                                                                 "names never to read (repeatable)")
-      ("log.level", po::value<std::string>(), "debug, info, warn or error (default info)");
+      ("log.level", po::value<std::string>(), "debug, info, warn or error (default info)")
+      ("log.format", po::value<std::string>(), "logfmt or json (default logfmt): one line per "
+                                               "event on stderr");
   // clang-format on
   std::ostringstream help;
   help << desc << "\nExit codes: 0 success, 1 runtime failure, 2 usage or configuration error.\n";
@@ -63,6 +65,7 @@ std::vector<std::string> parse_command_line(int argc, const char* const* argv, C
   get("web.config.file", out.web_config_file);
   get("path.sysfs", out.sysfs_root);
   get("log.level", out.log_level);
+  get("log.format", out.log_format);
   get("output", out.output);
   if (vm.count("format") != 0U) out.format = vm["format"].as<std::string>();
   static const char* kFormats[] = {"prometheus", "openmetrics", "json", "otlp-json"};
@@ -87,6 +90,7 @@ void apply_overrides(const CommandLine& cli, Config& config) {
   if (cli.web_config_file) config.web.config_file = *cli.web_config_file;
   if (cli.sysfs_root) config.sysfs.root = *cli.sysfs_root;
   if (cli.log_level) config.log.level = *cli.log_level;
+  if (cli.log_format) config.log.format = *cli.log_format;
   if (!cli.devices_include.empty()) config.devices.include = cli.devices_include;
   if (!cli.devices_exclude.empty()) config.devices.exclude = cli.devices_exclude;
 }

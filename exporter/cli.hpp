@@ -20,6 +20,7 @@ struct CommandLine {
   std::optional<std::string> web_config_file;
   std::optional<std::string> sysfs_root;
   std::optional<std::string> log_level;
+  std::optional<std::string> log_format;
   std::vector<std::string> devices_include;
   std::vector<std::string> devices_exclude;
   std::string format = "prometheus";  // --once output format

@@ -42,7 +42,7 @@ void Collection::retire(Running& running) {
   try {
     m->restore(scrape);
   } catch (const std::exception& e) {
-    log::error(std::string(running.collector->name()) + ": restore failed: " + e.what());
+    log::error("restore failed", {{"collector", running.collector->name()}, {"err", e.what()}});
   }
 }
 
@@ -108,7 +108,7 @@ void Collection::maintain() {
     try {
       m->reconcile(scrape);
     } catch (const std::exception& e) {
-      log::error(std::string(r.collector->name()) + ": reconcile failed: " + e.what());
+      log::error("reconcile failed", {{"collector", r.collector->name()}, {"err", e.what()}});
     }
   }
 }
@@ -127,11 +127,10 @@ void Collection::log_changes(const CollectorOutcome& o) {
   auto& last = last_errors_[o.name];
   if (last == o.errors) return;
   if (o.errors.empty()) {
-    log::info("collector " + o.name + " recovered");
+    log::info("collector recovered", {{"collector", o.name}});
   } else {
-    std::string msg = "collector " + o.name + " failed: " + o.errors.front();
-    if (o.errors.size() > 1) msg += " (and " + std::to_string(o.errors.size() - 1) + " more)";
-    log::warn(msg);
+    log::warn("collector failed",
+              {{"collector", o.name}, {"err", o.errors.front()}, {"errors", o.errors.size()}});
   }
   last = o.errors;
 }
@@ -165,7 +164,7 @@ std::shared_ptr<const Snapshot> Collection::collect() {
     // The first state is reported at start-up; changes are logged here.
     if (last_netlink_present_ != -1 && present != last_netlink_present_) {
       if (present == 0) {
-        log::warn("rdma netlink went away (" + scrape.topology().error().message + ")");
+        log::warn("rdma netlink went away", {{"err", scrape.topology().error().message}});
       } else {
         log::info("rdma netlink is available");
       }
@@ -209,7 +208,7 @@ std::shared_ptr<const Snapshot> Collection::collect() {
     snap->text = render_text(snap->families);
     snap->gzip = gzip_compress(snap->text);
   } catch (const std::exception& e) {
-    log::error(std::string("rendering the exposition failed: ") + e.what());
+    log::error("rendering the exposition failed", {{"err", e.what()}});
   }
   return snap;
 }

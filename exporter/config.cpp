@@ -64,7 +64,7 @@ std::vector<std::string> parse_config(const std::string& yaml_text, const std::s
        }},
       {"log",
        [&](const YAML::Node& n, const std::string& p) {
-         w.mapping(n, p, {{"level", w.string(c.log.level)}});
+         w.mapping(n, p, {{"level", w.string(c.log.level)}, {"format", w.string(c.log.format)}});
        }},
       {"probe", [&](const YAML::Node& n,
                     const std::string& p) { probe::parse_probe_options(w, n, p, c.probe); }},
@@ -123,6 +123,9 @@ std::vector<std::string> validate_config(const Config& c) {
   if (std::find(std::begin(kLevels), std::end(kLevels), c.log.level) == std::end(kLevels)) {
     errors.push_back("log.level: expected debug, info, warn or error, got \"" + c.log.level + "\"");
   }
+  if (log::Format f{}; !log::parse_format(c.log.format, f)) {
+    errors.push_back("log.format: expected logfmt or json, got \"" + c.log.format + "\"");
+  }
   for (auto& e : validate_otlp_options(c.otlp)) errors.push_back(std::move(e));
   for (auto& e : probe::validate_probe_options(c.probe)) errors.push_back(std::move(e));
   for (const auto* list : {&c.devices.include, &c.devices.exclude}) {
@@ -154,6 +157,9 @@ void apply_log_level(const Config& config) {
   log::Level level = log::Level::info;
   log::parse_level(config.log.level, level);
   log::set_level(level);
+  log::Format format = log::Format::logfmt;
+  log::parse_format(config.log.format, format);
+  log::set_format(format);
 }
 
 }  // namespace rdma_exporter

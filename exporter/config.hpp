@@ -62,6 +62,7 @@ struct Config {
 
   struct Log {
     std::string level = "info";
+    std::string format = "logfmt";  // or json
   } log;
 };
 
@@ -81,7 +82,7 @@ std::string resolve_relative(const std::string& path, const std::string& file);
 // Checks the values that command-line flags may also set.
 std::vector<std::string> validate_config(const Config& config);
 
-// Sets the process's log level to `log.level`.
+// Sets the process's log level and format to `log.level` and `log.format`.
 void apply_log_level(const Config& config);
 
 }  // namespace rdma_exporter

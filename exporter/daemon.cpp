@@ -102,7 +102,7 @@ void Daemon::reload(const ReloadDone& done) {
   // broken one rejects the reload like a broken configuration file.
   if (errors.empty()) errors = load_web_security(next.web.config_file, next_security);
   if (!errors.empty()) {
-    for (const auto& e : errors) log::error("reload rejected: " + e);
+    for (const auto& e : errors) log::error("reload rejected", {{"err", e}});
     reload_status_->successful = false;
     done(false,
          "reload rejected, configuration kept: " + errors.front() +
@@ -128,8 +128,11 @@ void Daemon::reload(const ReloadDone& done) {
                          server_.update_config(config_.web);
                          server_.update_security(next_security);
                          if (!config_.web.config_file.empty()) {
-                           log::info("web configuration " + config_.web.config_file + ": " +
-                                     next_security->describe());
+                           log::info("web configuration",
+                                     {
+                                         {"path", config_.web.config_file},
+                                         {"security", next_security->describe()},
+                                     });
                          }
                          cache_.set_max_age(config_.collection.max_age);
                          cache_.start_maintenance(collection_.maintenance_interval());
@@ -154,8 +157,8 @@ void Daemon::wait_for_signal() {
 }
 
 void Daemon::shut_down(int sig) {
-  log::info(std::string("received ") + (sig == SIGTERM ? "SIGTERM" : "SIGINT") +
-            ", finishing requests in flight");
+  log::info("received a signal, finishing requests in flight",
+            {{"signal", sig == SIGTERM ? "SIGTERM" : "SIGINT"}});
   signals_.cancel();
   // Requests in flight get a bounded time to finish.
   deadline_.expires_after(config_.web.write_timeout + config_.web.read_timeout);
@@ -174,7 +177,7 @@ int Daemon::run() {
   if (config_.otlp.enabled) start_otlp();
   if (config_.probe.enabled) {
     if (Status s = start_probe(); !s) {
-      log::error(s.error().message);
+      log::error("starting the probe failed", {{"err", s.error().message}});
       return 1;
     }
   }
@@ -182,7 +185,7 @@ int Daemon::run() {
   // that signals right after the "listening" line is never too early.
   wait_for_signal();
   if (Status s = server_.start(); !s) {
-    log::error(s.error().message);
+    log::error("starting the HTTP server failed", {{"err", s.error().message}});
     return 1;
   }
   if (collection_.manages_kernel_state()) {
@@ -191,11 +194,15 @@ int Daemon::run() {
   if (pusher_) pusher_->start();
   const auto ep = server_.local_endpoint();
   if (!config_.web.config_file.empty()) {
-    log::info("web configuration " + config_.web.config_file + ": " + security_->describe());
+    log::info("web configuration",
+              {{"path", config_.web.config_file}, {"security", security_->describe()}});
   }
-  log::info("rdma_exporter " + std::string(exporter_version()) + " listening on " +
-            ep.address().to_string() + ":" + std::to_string(ep.port()) +
-            (server_.serves_tls() ? " (TLS)" : ""));
+  log::info("listening on",
+            {{"address", (ep.address().is_v6() ? "[" + ep.address().to_string() + "]"
+                                               : ep.address().to_string()) +
+                             ":" + std::to_string(ep.port())},
+             {"tls", server_.serves_tls()},
+             {"version", exporter_version()}});
 
   io_.run();
   if (pusher_) pusher_->stop();

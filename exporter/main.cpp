@@ -32,12 +32,13 @@ void report_rdma_presence(const Config& config) {
   const sysfs::Reader reader(config.sysfs.root);
   if (netlink) return;
   if (!reader.class_dir_exists()) {
-    log::warn("no RDMA on this host: " + netlink.error().message + ", and " +
-              reader.class_dir().string() +
-              " does not exist; serving the exporter's own metrics only");
+    log::warn(
+        "no RDMA on this host: no rdma netlink and no RDMA class directory in sysfs; "
+        "serving the exporter's own metrics only",
+        {{"path", reader.class_dir().string()}, {"err", netlink.error().message}});
   } else {
-    log::warn("rdma netlink unavailable (" + netlink.error().message +
-              "); exporting what sysfs has");
+    log::warn("rdma netlink unavailable; exporting what sysfs has",
+              {{"err", netlink.error().message}});
   }
 }
 
@@ -128,7 +129,7 @@ int main(int argc, char** argv) {
   try {
     return cli.once ? run_once(config, cli) : Daemon(cli, config, security).run();
   } catch (const std::exception& e) {
-    log::error(std::string("fatal: ") + e.what());
+    log::error("fatal", {{"err", e.what()}});
     return kExitFailure;
   }
 }

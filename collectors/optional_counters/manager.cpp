@@ -70,7 +70,7 @@ void OptionalCounterManager::note(const PortKey& key, const std::string& topic,
   auto& last = last_note_[{key, topic}];
   if (last == text) return;
   last = text;
-  if (!text.empty()) log::warn(text);
+  if (!text.empty()) log::warn(text, {{"device", key.first}, {"port", key.second}});
 }
 
 void OptionalCounterManager::reconcile(Scrape& scrape) {
@@ -103,9 +103,11 @@ void OptionalCounterManager::reconcile(Scrape& scrape) {
       for (const auto& c : status->counters) {
         if (c.enabled && *c.enabled) before.push_back(c.index);
       }
-      log::info(where + ": enabled set now " +
-                optional_counter_names(status->counters, plan.indices) + " (was " +
-                optional_counter_names(status->counters, before) + ")");
+      log::info("optional counters: enabled set changed",
+                {{"device", key.first},
+                 {"port", key.second},
+                 {"enabled", optional_counter_names(status->counters, plan.indices)},
+                 {"was", optional_counter_names(status->counters, before)}});
       note(key, "write", "");
     } else {
       note(key, "write",

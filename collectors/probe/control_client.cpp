@@ -129,7 +129,7 @@ void ControlClient::on_answer(Result<wire::Message> msg) {
 
 void ControlClient::established() {
   deadline_.cancel();
-  log::debug("probe " + name_ + ": session up");
+  log::debug("probe: session up", {{"target", name_}});
   watch_control();
   send_keepalive();
 }
@@ -158,16 +158,16 @@ void ControlClient::send_keepalive() {
 }
 
 void ControlClient::recovered() {
-  if (backoff_.count() != 0) log::info("probe " + name_ + ": up again");
+  if (backoff_.count() != 0) log::info("probe: session up again", {{"target", name_}});
   backoff_ = std::chrono::milliseconds(0);
 }
 
 void ControlClient::fail(const char* why, const std::string& detail) {
   stats_->error(why);
   if (backoff_.count() == 0) {
-    log::warn("probe " + name_ + ": " + why + ": " + detail);
+    log::warn("probe: session failed", {{"target", name_}, {"reason", why}, {"err", detail}});
   } else {
-    log::debug("probe " + name_ + ": " + why + ": " + detail);
+    log::debug("probe: session failed", {{"target", name_}, {"reason", why}, {"err", detail}});
   }
   teardown();
   schedule_reconnect();

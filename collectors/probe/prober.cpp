@@ -166,8 +166,8 @@ void Prober::complete() {
 void Prober::probe_timed_out() {
   stats_->timeout();
   if (backoff_.count() == 0) {
-    log::warn("probe " + name_ + ": no completion within " +
-              std::to_string(class_.timeout.count()) + " ms; setting the session up again");
+    log::warn("probe: no completion within the timeout; setting the session up again",
+              {{"target", name_}, {"timeout", std::to_string(class_.timeout.count()) + "ms"}});
   }
   teardown();
   schedule_reconnect();

@@ -293,7 +293,7 @@ void Responder::accept() {
   acceptor_.async_accept([this](const boost::system::error_code& ec, tcp::socket socket) {
     if (stopped_) return;
     if (ec) {
-      log::warn("probe responder: accept failed: " + ec.message());
+      log::warn("probe responder: accept failed", {{"err", ec.message()}});
       auto timer = std::make_shared<boost::asio::steady_timer>(io_, std::chrono::milliseconds(100));
       timer->async_wait([this, timer](const boost::system::error_code& tec) {
         if (!tec && !stopped_) accept();

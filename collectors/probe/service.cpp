@@ -124,12 +124,12 @@ Status ProbeService::start() {
     try {
       io_.run();
     } catch (const std::exception& e) {
-      log::error(std::string("probe stopped: ") + e.what());
+      log::error("probe stopped", {{"err", e.what()}});
       health_.set_loop_failed(e.what());
     }
     loop_running_ = false;
   });
-  log::info("probe responder listening on port " + std::to_string(port_));
+  log::info("probe responder listening", {{"port", port_}});
   return ok_status();
 }
 
@@ -276,8 +276,10 @@ void ProbeService::scan() {
       auto device = Device::open(id.name);
       if (!device) {
         if (failed_[id.name] != device.error().message) {
-          log::warn("probe: " + device.error().message + "; trying again every " +
-                    std::to_string(kScanInterval.count()) + " s");
+          log::warn("probe: cannot open the device; trying again",
+                    {{"device", id.name},
+                     {"err", device.error().message},
+                     {"interval", std::to_string(kScanInterval.count()) + "s"}});
         }
         failed_[id.name] = device.error().message;
         states_[id.name] = device_state::failed;
@@ -292,14 +294,18 @@ void ProbeService::scan() {
       if (auto trial = Memory::create(*held.device, 64, options_.memory); !trial) {
         const std::string problem = "probe.memory " + options_.memory + " cannot be used on " +
                                     d.name() + ": " + trial.error().message;
-        log::error("probe: " + problem + "; every probe session will fail with reason \"setup\"");
+        log::error(
+            "probe: memory cannot be used; every probe session will fail with reason "
+            "\"setup\"",
+            {{"device", d.name()}, {"err", problem}});
         health_.set_memory_problem(problem);
       }
       const bool back = states_[id.name] == device_state::gone;
-      log::info(std::string("probe: ") +
-                (back ? "using " + d.name() + " again" : "using " + d.name()) + " (" +
-                (d.thread_domain() ? "thread domain" : "plain PD") + ", " +
-                (d.completion_timestamps() ? "completion timestamps" : "host clock") + ")");
+      log::info(
+          back ? "probe: using the device again" : "probe: using the device",
+          {{"device", d.name()},
+           {"pd", d.thread_domain() ? "thread domain" : "plain PD"},
+           {"timestamps", d.completion_timestamps() ? "completion timestamps" : "host clock"}});
       it = devices_.emplace(id.name, std::move(held)).first;
       watch_events(id.name);
     }
@@ -411,8 +417,10 @@ void ProbeService::attach_ud(std::vector<LocalPort>& ports) {
     auto ud = UdPort::create(io_, p, us, stats);
     if (!ud) {
       if (ud_failed_[p.name()] != ud.error().message) {
-        log::warn("probe " + p.name() + ": no UD queue pair: " + ud.error().message +
-                  "; UD probes from and to it fail with reason \"setup\"");
+        log::warn(
+            "probe: no UD queue pair; UD probes from and to the port fail with reason "
+            "\"setup\"",
+            {{"port", p.name()}, {"err", ud.error().message}});
       }
       ud_failed_[p.name()] = ud.error().message;
       continue;
@@ -459,8 +467,10 @@ void ProbeService::watch_events(const std::string& name) {
 void ProbeService::release(const std::string& name, const std::string& why) {
   auto it = devices_.find(name);
   if (it == devices_.end()) return;
-  log::warn("probe: releasing " + name + " (" + why + "); its ports stop probing" +
-            (why == "excluded" ? "" : " until it returns"));
+  log::warn(why == "excluded" ? "probe: releasing the device; its ports stop probing"
+                              : "probe: releasing the device; its ports stop probing until it "
+                                "returns",
+            {{"device", name}, {"reason", why}});
   if (it->second.events) {
     it->second.events->cancel();
     it->second.events->release();  // the device's context owns the descriptor
@@ -485,7 +495,9 @@ void ProbeService::refresh_files() {
     struct stat st {};
     if (::stat(path.c_str(), &st) != 0) {
       const std::string problem = "file_sd " + path + ": " + std::strerror(errno);
-      if (!f.missing) log::warn("probe " + problem + "; keeping its targets");
+      if (!f.missing) {
+        log::warn("probe: file_sd keeps its targets", {{"path", path}, {"err", problem}});
+      }
       health_.set_file_sd_problem(path, problem);
       stats_->file_sd_read(false);
       f.missing = true;
@@ -500,7 +512,7 @@ void ProbeService::refresh_files() {
       const std::string problem = "file_sd " + path + ": " + std::to_string(st.st_size) +
                                   " bytes, more than the " + std::to_string(kMaxFileSdBytes) +
                                   " a target list may have";
-      log::error("probe " + problem + "; keeping its previous targets");
+      log::error("probe: file_sd keeps its previous targets", {{"path", path}, {"err", problem}});
       health_.set_file_sd_problem(path, problem);
       stats_->file_sd_read(false);
       continue;
@@ -509,7 +521,7 @@ void ProbeService::refresh_files() {
     auto parsed = text ? parse_file_sd(*text, path) : Result<std::vector<Target>>(text.error());
     if (!parsed) {
       const std::string problem = "file_sd: " + parsed.error().message;
-      log::error("probe " + problem + "; keeping its previous targets");
+      log::error("probe: file_sd keeps its previous targets", {{"path", path}, {"err", problem}});
       health_.set_file_sd_problem(path, problem);
       stats_->file_sd_read(false);
       continue;
@@ -625,7 +637,7 @@ void ProbeService::apply() {
         if (found == watched_.end()) return;
         Watched& target = found->second;
         target.stats->answered(ports.size());
-        if (target.failing) log::info("probe " + target.name + ": answering again");
+        if (target.failing) log::info("probe: target answering again", {{"target", target.name}});
         target.failing = false;
         if (ports != target.ports) {
           target.ports = std::move(ports);
@@ -638,8 +650,8 @@ void ProbeService::apply() {
         Watched& target = found->second;
         target.stats->failed(why);
         if (!target.failing) {
-          log::warn("probe " + target.name + ": asking for its ports: " + why + ": " + detail +
-                    "; its known ports stay probed");
+          log::warn("probe: asking the target for its ports failed; its known ports stay probed",
+                    {{"target", target.name}, {"reason", why}, {"err", detail}});
         }
         target.failing = true;
       };

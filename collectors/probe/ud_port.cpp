@@ -318,7 +318,7 @@ void UdPort::answer(const wire::Datagram& request, std::span<const uint8_t> byte
   if (!slot) return stats_->dropped(ud_drop::send_queue_full);
   auto handle = ah(from, lid, request.tclass, sl, request.path);
   if (!handle) {
-    log::debug("probe " + port_.name() + ": " + handle.error().message);
+    log::debug("probe: UD send failed", {{"port", port_.name()}, {"err", handle.error().message}});
     return stats_->dropped(ud_drop::send_error);
   }
   uint8_t* buf = memory_->data() +
@@ -343,7 +343,7 @@ void UdPort::answer(const wire::Datagram& request, std::span<const uint8_t> byte
   d.responder_delay_ns = std::min(d.responder_delay_ns, wire::kMaxResponderDelayNs);
   wire::encode_datagram(d, std::span<uint8_t>(buf, bytes.size()));
   if (Status s = post(*slot, static_cast<uint32_t>(bytes.size()), *handle, qpn, qkey); !s) {
-    log::debug("probe " + port_.name() + ": " + s.error().message);
+    log::debug("probe: UD send failed", {{"port", port_.name()}, {"err", s.error().message}});
     return stats_->dropped(ud_drop::send_error);
   }
   send_slots_[*slot].request = false;
@@ -486,7 +486,7 @@ void UdPort::wait() {
 void UdPort::fail(const std::string& what) {
   if (broken_) return;
   broken_ = true;
-  log::warn("probe " + port_.name() + ": UD queue pair: " + what);
+  log::warn("probe: UD queue pair failed", {{"port", port_.name()}, {"err", what}});
   stats_->dropped(ud_drop::queue_pair_failed);
 }
 

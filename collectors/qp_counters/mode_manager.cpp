@@ -65,12 +65,17 @@ void CounterModeManager::record(const PortKey& key, const std::string& operation
   auto& last = last_result_[{key.first, key.second, operation}];
   if (last == res) return;
   last = res;
-  const std::string where = key.first + " port " + std::to_string(key.second);
   if (result) {
-    log::info("qp counters: " + operation + " on " + where + " succeeded");
+    log::info("qp counters: operation succeeded",
+              {{"device", key.first}, {"port", key.second}, {"operation", operation}});
   } else {
-    log::warn("qp counters: " + operation + " on " + where + " failed: " + result.error().message +
-              (result.error().code == EPERM ? " (writing counter modes needs CAP_NET_ADMIN)" : ""));
+    log::warn(result.error().code == EPERM
+                  ? "qp counters: operation failed (writing counter modes needs CAP_NET_ADMIN)"
+                  : "qp counters: operation failed",
+              {{"device", key.first},
+               {"port", key.second},
+               {"operation", operation},
+               {"err", result.error().message}});
   }
 }
 
@@ -177,10 +182,12 @@ void CounterModeManager::reconcile_auto(nldev::Client& nl, const PortKey& key, P
     st.drift = true;
     if (!drift_logged_[key]) {
       drift_logged_[key] = true;
-      log::warn("qp counters: " + key.first + " port " + std::to_string(key.second) + " is in " +
-                nldev::counter_mode_name(mode.mode) +
-                " mode set by someone else; leaving it (set "
-                "take_over to change it)");
+      log::warn(
+          "qp counters: port mode set by someone else; leaving it (set take_over to change "
+          "it)",
+          {{"device", key.first},
+           {"port", key.second},
+           {"mode", nldev::counter_mode_name(mode.mode)}});
     }
     return;
   }
@@ -223,8 +230,10 @@ void CounterModeManager::reconcile_manual(nldev::Client& nl, const PortKey& key,
       st.drift = true;
       if (!drift_logged_[key]) {
         drift_logged_[key] = true;
-        log::warn("qp counters: " + key.first + " port " + std::to_string(key.second) +
-                  " is in auto mode set by someone else; manual rules need it off (set take_over)");
+        log::warn(
+            "qp counters: port in auto mode set by someone else; manual rules need it off "
+            "(set take_over)",
+            {{"device", key.first}, {"port", key.second}, {"mode", "auto"}});
       }
       return;
     }

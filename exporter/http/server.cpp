@@ -77,7 +77,7 @@ void HttpServer::accept() {
     if (state->stopping || !acceptor_.is_open()) return;
     if (ec) {
       // Out of file descriptors and the like: back off instead of spinning.
-      log::warn("accept failed: " + ec.message());
+      log::warn("accept failed", {{"err", ec.message()}});
       auto timer = std::make_shared<asio::steady_timer>(io_, std::chrono::milliseconds(100));
       timer->async_wait([this, state, timer](boost::system::error_code) {
         if (!state->stopping) accept();

@@ -161,7 +161,8 @@ class HttpSession : public HttpSessionBase,
       if (!server_->stopping && !evicted_) {
         const std::string reason = tls_failure_reason(ec);
         server_->stats->count_tls_handshake_failure(reason);
-        log::debug("TLS handshake with " + peer() + " failed (" + reason + "): " + ec.message());
+        log::debug("TLS handshake failed",
+                   {{"address", peer()}, {"reason", reason}, {"err", ec.message()}});
       }
       return close_socket();
     }

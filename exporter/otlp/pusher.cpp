@@ -115,8 +115,9 @@ void OtlpPusher::start() {
     std::lock_guard lock(mutex_);
     if (stopping_) return;
   }
-  log::info("OTLP push to " + options_.endpoint + " every " +
-            std::to_string(options_.interval.count()) + "ms");
+  log::info("pushing metrics over OTLP",
+            {{"endpoint", options_.endpoint},
+             {"interval", std::to_string(options_.interval.count()) + "ms"}});
   thread_ = std::thread([this] { run(); });
 }
 
@@ -173,7 +174,7 @@ bool OtlpPusher::collect() {
   try {
     snapshot = fetch_();
   } catch (const std::exception& e) {
-    log::warn(std::string("OTLP push: collecting failed: ") + e.what());
+    log::warn("OTLP push: collecting failed", {{"err", e.what()}});
     return false;
   }
   if (!snapshot || snapshot->families.empty()) return false;

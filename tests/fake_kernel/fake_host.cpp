@@ -318,13 +318,13 @@ int run(int argc, char** argv) {
     cache.stop([](Collection& c) { c.restore_kernel_state(); });
   });
   if (Status s = server.start(); !s) {
-    log::error(s.error().message);
+    log::error("starting the HTTP server failed", {{"err", s.error().message}});
     return 1;
   }
   cache.start_maintenance(collection.maintenance_interval());
   const auto ep = server.local_endpoint();
-  log::info("fake RDMA host listening on " + ep.address().to_string() + ":" +
-            std::to_string(ep.port()));
+  log::info("fake RDMA host listening on",
+            {{"address", ep.address().to_string() + ":" + std::to_string(ep.port())}});
   io.run();
   return 0;
 }

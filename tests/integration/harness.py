@@ -21,6 +21,12 @@ SOURCE_DIR = os.environ.get("RDMA_EXPORTER_SOURCE_DIR",
                             os.path.abspath(os.path.join(os.path.dirname(__file__), "..", "..")))
 
 
+# The line that says where the daemon listens, in logfmt or JSON:
+#   ... msg="listening on" address=127.0.0.1:10910 tls=false ...
+#   ... "msg":"listening on","address":"127.0.0.1:10910","tls":"false" ...
+LISTENING = re.compile(r"listening on\b.*\baddress\W{1,3}\S*?:(\d+)[\"\s]")
+
+
 def make_sysfs(specs):
     """A fake sysfs tree from tests/fixtures/sysfs_tree.py; returns its root."""
     root = tempfile.mkdtemp(prefix="rdma_sysfs_")
@@ -69,7 +75,7 @@ class Exporter:
     def _read_log(self):
         for line in self.proc.stderr:
             self.log_lines.append(line)
-            m = re.search(r"listening on \S+:(\d+)", line)
+            m = LISTENING.search(line)
             if m and self.port is None:
                 self.port = int(m.group(1))
                 self._listening.set()

@@ -321,7 +321,8 @@ class ShutdownTest(unittest.TestCase):
         self.assertEqual(resp.status, 200)
         self.assertIn(b"rdma_port_pma", body)
         self.assertEqual(exp.proc.wait(10), 0, exp.log())
-        self.assertIn("received SIGTERM", exp.log())
+        self.assertIn("msg=\"received a signal, finishing requests in flight\" signal=SIGTERM",
+                      exp.log())
         with self.assertRaises(OSError):
             socket.create_connection(("127.0.0.1", exp.port), timeout=2).close()
 

@@ -43,7 +43,8 @@ def value(text, name, **labels):
 
 # What the probe says on a host without RDMA: the device list cannot be
 # read (no verbs kernel interface), or no port can be probed from.
-NO_PORT_PROBLEM = (r"collector probe failed: (listing RDMA devices: Function not implemented"
+NO_PORT_PROBLEM = (r"collector failed\" collector=probe "
+                   r"err=\"(listing RDMA devices: Function not implemented"
                    r"|no RDMA port to probe from)")
 
 

@@ -56,7 +56,7 @@ class ReloadTest(unittest.TestCase):
         self.rewrite(self.base + "devices: {exclude: [mlx5_1]}\nweb: {max_connections: none}\n")
         exp.proc.send_signal(signal.SIGHUP)
         wait_log(exp, "reload rejected")
-        self.assertRegex(exp.log(), r"reload rejected: \S+:4:\d+: web.max_connections")
+        self.assertRegex(exp.log(), r"reload rejected\" err=\"\S+:4:\d+: web.max_connections")
         _, text = get(exp.port, "/metrics")
         self.assertIn('device="mlx5_1"', text)  # the old configuration still applies
         self.assertEqual(value(text, "rdma_exporter_config_last_reload_successful"), 0)

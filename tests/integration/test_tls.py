@@ -159,7 +159,7 @@ TLS = "tls_server_config:\n  cert_file: server.pem\n  key_file: server.key\n"
 class ServerTlsTest(TlsTestCase):
     def test_tls12_and_tls13_serve_metrics(self):
         exp = self.start(TLS)
-        self.assertRegex(exp.log(), r"listening on 127\.0\.0\.1:\d+ \(TLS\)")
+        self.assertRegex(exp.log(), r"listening on\" address=127\.0\.0\.1:\d+ tls=true")
         for flags in (["--tlsv1.2", "--tls-max", "1.2"], ["--tlsv1.3", "--tls-max", "1.3"]):
             text = self.metrics(exp, "-v", *flags)
             self.assertIn("rdma_exporter_build_info", text)
@@ -408,7 +408,7 @@ class ReloadTest(TlsTestCase):
             f.write(web + "  min_version: TLS11\n")
         exp.proc.send_signal(signal.SIGHUP)
         wait_log(exp, "reload rejected", count=2)
-        self.assertRegex(exp.log(), r"reload rejected: \S+web_\w+\.yml:4:16: "
+        self.assertRegex(exp.log(), r"reload rejected\" err=\"\S+web_\w+\.yml:4:16: "
                                     r"tls_server_config\.min_version")
 
         # Fixed: the reload succeeds again.

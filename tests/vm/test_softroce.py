@@ -300,8 +300,8 @@ class SoftRoceTest(VmTestCase):
         self.assertEqual(self.code("exporter.rc"), "0", "exit code after SIGTERM")
         log = self.text("exporter.log").splitlines()
         for line in log:
-            self.assertRegex(line, r'^ts=\S+ level=(debug|info|warn|error) msg="', "log format")
-        self.assertTrue(any("listening on 127.0.0.1:10910" in l for l in log))
+            self.assertRegex(line, r'^ts=\S+ level=(debug|info|warn|error) msg=', "log format")
+        self.assertTrue(any('msg="listening on" address=127.0.0.1:10910 ' in l for l in log))
         self.assertIn("stopped", log[-1] if log else "")
         # One line per collector state change: at worst each collector fails
         # once while the device goes away and once while it comes back.
