@@ -81,7 +81,7 @@ TEST(Exposition, ValuesAreWrittenAsTheTextFormatWritesThem) {
        {0.0, 1.0, -1.0, 12.5e9, 0.1, 1e15, 1e16, 123456789012345678.0, 1.5e-7,
         18446744073709551615.0, -0.0, std::numeric_limits<double>::quiet_NaN(),
         std::numeric_limits<double>::infinity(), -std::numeric_limits<double>::infinity(),
-        312500000.0, 9999999999999999.0, 0.000123}) {
+        312500000.0, 1234567890123456.0, 0.000123}) {
     sink.gauge("v", "Values.", {{"a", "b"}}, v);
   }
   sink.counter("c_total", "", {}, 7);
