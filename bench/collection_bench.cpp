@@ -207,14 +207,15 @@ long peak_rss_kib() {
   return u.ru_maxrss;
 }
 
-// 10,000 QPs in 2,000 per-QP counter sets on 4 ports (2 devices x 2 ports),
-// auto mode by pid: one whole collection with per-QP counters, attribution
-// and the QP inventory. Peak RSS is the whole process, the fake kernel's
-// model and reply bytes included.
-void BM_QpCounters10kQps2kSets(benchmark::State& state) {
+// `devices` devices of 2 ports, each port with `sets_per_port` per-QP
+// counter sets of 5 QPs (auto mode by pid: one pid a set): one whole
+// collection with per-QP counters, attribution and the QP inventory. Peak
+// RSS is the whole process, the fake kernel's model and reply bytes
+// included.
+void run_qp_counters(benchmark::State& state, uint32_t devices, int sets_per_port) {
   auto k = std::make_unique<testing::FakeNldev>();
   k->sets_per_message = 64;
-  for (uint32_t d = 0; d < 2; ++d) {
+  for (uint32_t d = 0; d < devices; ++d) {
     testing::FakeDevice dev{.index = d + 1, .name = "mlx5_" + std::to_string(d)};
     for (uint32_t p = 1; p <= 2; ++p) {
       dev.ports.push_back(testing::FakePort{
@@ -223,10 +224,11 @@ void BM_QpCounters10kQps2kSets(benchmark::State& state) {
     k->devices.push_back(std::move(dev));
   }
   uint32_t pid = 1000;
-  for (uint32_t d = 1; d <= 2; ++d) {
+  std::size_t qps = 0;
+  for (uint32_t d = 1; d <= devices; ++d) {
     for (uint32_t p = 1; p <= 2; ++p) {
-      for (int set = 0; set < 500; ++set, ++pid) {
-        for (int q = 0; q < 5; ++q) {
+      for (int set = 0; set < sets_per_port; ++set, ++pid) {
+        for (int q = 0; q < 5; ++q, ++qps) {
           const uint32_t qpn = k->create_qp(d, p, 2, pid);
           k->traffic(d, qpn, "rx_write_requests", pid);
         }
@@ -247,10 +249,25 @@ void BM_QpCounters10kQps2kSets(benchmark::State& state) {
   collection.collect();
   std::size_t bytes = 0;
   for (auto _ : state) bytes = collection.collect()->text.size();
+  state.counters["qps"] = static_cast<double>(qps);
+  state.counters["us_per_qp"] = benchmark::Counter(
+      static_cast<double>(qps) * 1e-6,
+      benchmark::Counter::kIsIterationInvariantRate | benchmark::Counter::kInvert);
   state.counters["exposition_bytes"] = static_cast<double>(bytes);
   state.counters["peak_rss_MiB"] = static_cast<double>(peak_rss_kib()) / 1024.0;
 }
+
+// 10,000 QPs in 2,000 sets on 4 ports (2 devices x 2 ports).
+void BM_QpCounters10kQps2kSets(benchmark::State& state) {
+  run_qp_counters(state, 2, 500);
+}
 BENCHMARK(BM_QpCounters10kQps2kSets)->Unit(benchmark::kMillisecond);
+
+// 100,000 QPs in 20,000 sets on 8 ports (4 devices x 2 ports).
+void BM_QpCounters100kQps20kSets(benchmark::State& state) {
+  run_qp_counters(state, 4, 2500);
+}
+BENCHMARK(BM_QpCounters100kQps20kSets)->Unit(benchmark::kMillisecond);
 
 }  // namespace
 }  // namespace rdma_exporter

@@ -1,20 +1,32 @@
 #!/usr/bin/env python3
 """Scrape cost of rdma_exporter next to Debian's prometheus-node-exporter.
 
-Both read the same sysfs fixture (8 mlx5-like devices, 2 ports each): the
-node exporter with only its infiniband collector, rdma_exporter with only its
-sysfs collector (this machine has no rdma netlink) and collection.max_age 0s,
-so every scrape is a fresh collection. Each server is scraped sequentially,
-gzip accepted as Prometheus does. Reported per scrape: wall time seen by the
-client, and the CPU time (user + system) the server process spent, read from
-/proc/<pid>/stat before and after.
+Both read the same sysfs fixture (by default 8 mlx5-like devices with 2 ports
+each, and 128 one-port devices): the node exporter with only its infiniband
+collector, rdma_exporter with only its sysfs collector (this machine has no
+rdma netlink) and collection.max_age 0s, so every scrape is a fresh
+collection. Each server is scraped sequentially, gzip accepted as Prometheus
+does. Reported per scrape: wall time seen by the client, and the CPU time
+(user + system) the server process spent, read from /proc/<pid>/stat before
+and after. With --before, a second rdma_exporter binary (an older build) is
+measured in the same run.
 
-Usage: bench/scrape_vs_node_exporter.py [--scrapes N] [--exporter PATH]
+The floor: build/bench/sysfs_read_floor opens, reads and closes the same
+attribute files rdma_exporter's sysfs collector reads (listed by walking the
+fixture the way the collector does), nothing else: what a scrape costs that
+opens every file anew and does no other work.
+
+The servers are measured in turns (--rounds), each turn every server once;
+the median turn is reported.
+
+Usage: bench/scrape_vs_node_exporter.py [--scrapes N] [--rounds R]
+           [--exporter PATH] [--before PATH] [--trees mlx5:8:2,mlx5:128:1]
 """
 import argparse
 import http.client
 import os
 import re
+import shutil
 import socket
 import statistics
 import subprocess
@@ -77,53 +89,110 @@ def count_samples(port, prefix):
     return sum(1 for line in text.splitlines() if line.startswith(prefix))
 
 
-def main():
-    ap = argparse.ArgumentParser()
-    ap.add_argument("--scrapes", type=int, default=500)
-    ap.add_argument("--exporter", default=os.path.join(ROOT, "build", "rdma_exporter"))
-    args = ap.parse_args()
+def attribute_files(tree):
+    """The files rdma_exporter's sysfs collector reads, walked the same way."""
+    root = os.path.join(tree, "class", "infiniband")
+    files = []
+    for dev in sorted(os.listdir(root)):
+        d = os.path.join(root, dev)
+        for name in ("fw_ver", "board_id", "hca_type", "node_desc"):
+            if os.path.exists(os.path.join(d, name)):
+                files.append(os.path.join(d, name))
+        hw = os.path.join(d, "hw_counters")
+        if os.path.isdir(hw):
+            files += [os.path.join(hw, c) for c in sorted(os.listdir(hw)) if c != "lifespan"]
+        ports = os.path.join(d, "ports")
+        for p in sorted(os.listdir(ports)) if os.path.isdir(ports) else []:
+            pd = os.path.join(ports, p)
+            for name in ("rate", "link_layer"):
+                if os.path.exists(os.path.join(pd, name)):
+                    files.append(os.path.join(pd, name))
+            counters = os.path.join(pd, "counters")
+            if os.path.isdir(counters):
+                files += [os.path.join(counters, c) for c in sorted(os.listdir(counters))]
+    return files
 
+
+def floor_ms(floor_bin, tree, passes):
+    listing = os.path.join(tree, "files.txt")
+    files = attribute_files(tree)
+    with open(listing, "w") as f:
+        f.write("\n".join(files) + "\n")
+    out = subprocess.run([floor_bin, listing, str(passes)], check=True, capture_output=True,
+                         text=True).stdout
+    return float(re.search(r"cpu_per_pass_ms (\S+)", out).group(1)), len(files)
+
+
+def measure_tree(spec, args):
     tree = tempfile.mkdtemp(prefix="rdma_bench_sysfs_")
     subprocess.run([sys.executable, os.path.join(ROOT, "tests/fixtures/sysfs_tree.py"), tree,
-                    "mlx5:8:2"], check=True)
+                    spec], check=True)
     cfg = os.path.join(tree, "bench.yml")
     with open(cfg, "w") as f:
         f.write("collection: {max_age: 0s}\n"
                 "collectors: {devices: false, hw_counters: false, resources: false}\n")
 
-    rport, nport = free_port(), free_port()
-    procs = {
-        "rdma_exporter": subprocess.Popen(
-            [args.exporter, "--config.file", cfg, "--path.sysfs", tree,
-             "--web.listen-address", f"127.0.0.1:{rport}", "--log.level", "error"]),
-        "node_exporter": subprocess.Popen(
-            ["prometheus-node-exporter", "--collector.disable-defaults", "--collector.infiniband",
-             f"--path.sysfs={tree}", f"--web.listen-address=127.0.0.1:{nport}",
-             "--log.level=error"]),
-    }
-    ports = {"rdma_exporter": rport, "node_exporter": nport}
+    exporters = {"rdma_exporter": args.exporter}
+    if args.before:
+        exporters = {"rdma_exporter (before)": args.before, "rdma_exporter": args.exporter}
+    procs, ports = {}, {}
     try:
+        for name, binary in exporters.items():
+            ports[name] = free_port()
+            procs[name] = subprocess.Popen(
+                [binary, "--config.file", cfg, "--path.sysfs", tree,
+                 "--web.listen-address", f"127.0.0.1:{ports[name]}", "--log.level", "error"])
+        ports["node_exporter"] = free_port()
+        procs["node_exporter"] = subprocess.Popen(
+            ["prometheus-node-exporter", "--collector.disable-defaults", "--collector.infiniband",
+             f"--path.sysfs={tree}", f"--web.listen-address=127.0.0.1:{ports['node_exporter']}",
+             "--log.level=error"])
         for name in procs:
             wait_ready(ports[name])
-        print(f"fixture: 8 mlx5-like devices x 2 ports, {args.scrapes} sequential scrapes each")
+        print(f"\nfixture {spec}: {args.scrapes} sequential scrapes per server and round, "
+              f"{args.rounds} rounds")
         print("samples: rdma_exporter rdma_port_pma_* =",
-              count_samples(rport, "rdma_port_pma_"),
-              "; node_exporter node_infiniband_* =", count_samples(nport, "node_infiniband_"))
-        results = {}
+              count_samples(ports["rdma_exporter"], "rdma_port_pma_"),
+              "; node_exporter node_infiniband_* =",
+              count_samples(ports["node_exporter"], "node_infiniband_"))
         for name in procs:
             scrape_many(ports[name], procs[name].pid, 20)  # warm up
-            walls, cpu, size = scrape_many(ports[name], procs[name].pid, args.scrapes)
-            results[name] = (statistics.median(walls), statistics.mean(walls), cpu, size)
-        print(f"{'server':<15} {'wall p50 ms':>12} {'wall mean ms':>13} {'cpu/scrape ms':>14} {'gzip bytes':>11}")
+        rounds = {name: [] for name in procs}
+        floors = []
+        for _ in range(args.rounds):
+            for name in procs:
+                walls, cpu, size = scrape_many(ports[name], procs[name].pid, args.scrapes)
+                rounds[name].append((statistics.median(walls), statistics.mean(walls), cpu, size))
+            floors.append(floor_ms(args.floor, tree, args.scrapes))
+        results = {name: sorted(r, key=lambda x: x[2])[len(r) // 2] for name, r in rounds.items()}
+        floor = sorted(floors)[len(floors) // 2]
+        print(f"{'server':<23} {'wall p50 ms':>12} {'wall mean ms':>13} {'cpu/scrape ms':>14} "
+              f"{'gzip bytes':>11} {'x floor':>8} {'x node':>7}")
+        node_cpu = results["node_exporter"][2]
         for name, (p50, mean, cpu, size) in results.items():
-            print(f"{name:<15} {p50 * 1e3:12.3f} {mean * 1e3:13.3f} {cpu * 1e3:14.3f} {size:11d}")
-        r, n = results["rdma_exporter"], results["node_exporter"]
-        print(f"ratio node_exporter / rdma_exporter: wall p50 {n[0] / r[0]:.2f}x, "
-              f"cpu {n[2] / r[2] if r[2] > 0 else float('inf'):.2f}x")
+            print(f"{name:<23} {p50 * 1e3:12.3f} {mean * 1e3:13.3f} {cpu * 1e3:14.3f} {size:11d} "
+                  f"{cpu * 1e3 / floor[0]:8.2f} {cpu / node_cpu:7.2f}")
+        print(f"{'floor (open/read/close)':<23} {'':>12} {'':>13} {floor[0]:14.3f} {'':>11} "
+              f"{1.0:8.2f} {floor[0] / 1e3 / node_cpu:7.2f}   ({floor[1]} files)")
     finally:
         for p in procs.values():
             p.terminate()
             p.wait(10)
+        shutil.rmtree(tree, ignore_errors=True)
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--scrapes", type=int, default=300)
+    ap.add_argument("--rounds", type=int, default=3)
+    ap.add_argument("--exporter", default=os.path.join(ROOT, "build", "rdma_exporter"))
+    ap.add_argument("--before", help="a second rdma_exporter binary, measured in the same run")
+    ap.add_argument("--floor", default=os.path.join(ROOT, "build", "bench", "sysfs_read_floor"))
+    ap.add_argument("--trees", default="mlx5:8:2,mlx5:128:1",
+                    help="sysfs_tree.py specs, comma-separated")
+    args = ap.parse_args()
+    for spec in args.trees.split(","):
+        measure_tree(spec, args)
 
 
 if __name__ == "__main__":

@@ -18,16 +18,25 @@ prometheus::ClientMetric make_metric(Labels labels) {
 
 prometheus::MetricFamily* MetricSink::find_or_add(std::string_view name, std::string_view help,
                                                   prometheus::MetricType type) {
-  auto it = index_.find(std::string(name));
-  if (it != index_.end()) {
-    auto& fam = families_[it->second];
+  std::size_t at = 0;
+  if (last_ < families_.size() && families_[last_].name == name) {
+    at = last_;
+  } else if (auto it = index_.find(name); it != index_.end()) {
+    at = it->second;
+  } else {
+    at = families_.size();
+  }
+  if (at < families_.size()) {
+    auto& fam = families_[at];
     if (fam.type != type) {
       ++rejected_;
       return nullptr;
     }
+    last_ = at;
     return &fam;
   }
   index_.emplace(std::string(name), families_.size());
+  last_ = families_.size();
   families_.push_back(prometheus::MetricFamily{std::string(name), std::string(help), type, {}});
   return &families_.back();
 }
@@ -57,6 +66,7 @@ void MetricSink::family(prometheus::MetricFamily family) {
 
 std::vector<prometheus::MetricFamily> MetricSink::take() {
   index_.clear();
+  last_ = 0;
   return std::move(families_);
 }
 

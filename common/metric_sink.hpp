@@ -2,6 +2,7 @@
 
 #include <prometheus/metric_family.h>
 
+#include <functional>
 #include <string>
 #include <string_view>
 #include <unordered_map>
@@ -36,8 +37,15 @@ class MetricSink {
   prometheus::MetricFamily* find_or_add(std::string_view name, std::string_view help,
                                         prometheus::MetricType type);
 
+  struct NameHash {
+    using is_transparent = void;
+    std::size_t operator()(std::string_view s) const { return std::hash<std::string_view>{}(s); }
+  };
+
   std::vector<prometheus::MetricFamily> families_;
-  std::unordered_map<std::string, std::size_t> index_;
+  // Looked up by string_view, without a copy of the name per sample.
+  std::unordered_map<std::string, std::size_t, NameHash, std::equal_to<>> index_;
+  std::size_t last_ = 0;  // the family of the previous sample: most often the next one's too
   std::size_t rejected_ = 0;
 };
 

@@ -206,7 +206,7 @@ std::shared_ptr<const Snapshot> Collection::collect() {
   snap->taken = clock::now();
   try {
     snap->text = render_text(snap->families);
-    snap->gzip = gzip_compress(snap->text);
+    snap->gzip = gzip_compress(snap->text, kExpositionGzipLevel);
   } catch (const std::exception& e) {
     log::error("rendering the exposition failed", {{"err", e.what()}});
   }

@@ -6,6 +6,7 @@
 #include <future>
 
 #include "collectors/probe/probe.hpp"
+#include "collectors/sysfs/sysfs_collector.hpp"
 #include "common/log.hpp"
 #include "exporter/build_info.hpp"
 #include "exporter/otlp/pusher.hpp"
@@ -52,6 +53,7 @@ Daemon::Daemon(const CommandLine& cli, const Config& config,
       [stats = server_.stats()](MetricSink& sink) { stats->add_metrics(sink); });
   collection_.add_self_metrics(
       [status = reload_status_](MetricSink& sink) { status->add_metrics(sink); });
+  collection_.add_self_metrics(add_sysfs_file_metrics);
   server_.set_reload_hook([this](const ReloadDone& done) { reload(done); });
 }
 

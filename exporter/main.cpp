@@ -123,6 +123,8 @@ int main(int argc, char** argv) {
     return kExitUsage;
   }
   apply_log_level(config);
+  // Room for the sysfs files the collectors keep open between collections.
+  sysfs::raise_open_file_limit();
   report_rdma_presence(config);
   for (const auto& problem : privilege_problems(config, read_privileges())) log::warn(problem);
 

@@ -8,16 +8,27 @@ namespace rdma_exporter {
 namespace {
 
 using Source = HwCountersOptions::Source;
+using MetricNames = HwCountersCollector::MetricNames;
+
+const std::pair<std::string, std::string>& names_of(MetricNames& names,
+                                                    const std::string& kernel_name) {
+  auto it = names.find(kernel_name);
+  if (it != names.end()) return it->second;
+  return names
+      .emplace(kernel_name,
+               std::make_pair(port_hw_counter_metric(kernel_name),
+                              "Port hw counter \"" + kernel_name + "\" of the driver."))
+      .first->second;
+}
 
 // One port's counters, from either source, and where they came from.
 template <typename Counters>
-void export_port(MetricSink& sink, const std::string& device, uint32_t port,
+void export_port(MetricSink& sink, MetricNames& names, const std::string& device, uint32_t port,
                  const Counters& counters, const char* source) {
   const Labels labels{{"device", device}, {"port", std::to_string(port)}};
   for (const auto& c : counters) {
-    sink.counter(port_hw_counter_metric(c.name),
-                 "Port hw counter \"" + c.name + "\" of the driver.", labels,
-                 static_cast<double>(c.value));
+    const auto& [metric, help] = names_of(names, c.name);
+    sink.counter(metric, help, labels, static_cast<double>(c.value));
   }
   Labels info = labels;
   info.emplace_back("source", source);
@@ -29,20 +40,21 @@ void export_port(MetricSink& sink, const std::string& device, uint32_t port,
 }
 
 // Reads one port's hw_counters/ directory. False when the port has none.
-bool export_from_sysfs(const sysfs::Reader& reader, const std::string& device, uint32_t port,
-                       MetricSink& sink, std::vector<std::string>& errors) {
+bool export_from_sysfs(const sysfs::Reader& reader, MetricNames& names, const std::string& device,
+                       uint32_t port, MetricSink& sink, std::vector<std::string>& errors) {
   sysfs::ReadNotes notes;
   const auto counters = reader.port_hw_counters(device, port, notes);
   errors.insert(errors.end(), notes.problems.begin(), notes.problems.end());
   if (!counters) return false;
-  export_port(sink, device, port, *counters, "sysfs");
+  export_port(sink, names, device, port, *counters, "sysfs");
   return true;
 }
 
 // Every port of every device sysfs lists and the filter allows; returns the
 // number of ports that had hw counters.
-std::size_t export_all_from_sysfs(const sysfs::Reader& reader, const DeviceFilter& filter,
-                                  MetricSink& sink, std::vector<std::string>& errors) {
+std::size_t export_all_from_sysfs(const sysfs::Reader& reader, MetricNames& metric_names,
+                                  const DeviceFilter& filter, MetricSink& sink,
+                                  std::vector<std::string>& errors) {
   auto names = reader.device_names();
   if (!names) {
     errors.push_back(names.error().message);
@@ -53,7 +65,7 @@ std::size_t export_all_from_sysfs(const sysfs::Reader& reader, const DeviceFilte
     if (!filter.allows(device)) continue;
     sysfs::ReadNotes notes;
     for (uint32_t port : reader.port_numbers(device, notes)) {
-      if (export_from_sysfs(reader, device, port, sink, errors)) ++ports;
+      if (export_from_sysfs(reader, metric_names, device, port, sink, errors)) ++ports;
     }
     errors.insert(errors.end(), notes.problems.begin(), notes.problems.end());
   }
@@ -69,7 +81,7 @@ std::string port_hw_counter_metric(std::string_view kernel_name) {
 std::vector<std::string> HwCountersCollector::collect(Scrape& scrape, MetricSink& sink) {
   std::vector<std::string> errors;
   if (options_.source == Source::sysfs) {
-    export_all_from_sysfs(reader_, scrape.filter(), sink, errors);
+    export_all_from_sysfs(reader_, names_, scrape.filter(), sink, errors);
     return errors;
   }
   const bool fallback = options_.source == Source::automatic;
@@ -80,7 +92,7 @@ std::vector<std::string> HwCountersCollector::collect(Scrape& scrape, MetricSink
     // without rdma netlink is no failure; another listing error is one
     // only when sysfs has no port counters either.
     const Error& e = topology.error();
-    if (fallback && export_all_from_sysfs(reader_, scrape.filter(), sink, errors) > 0) {
+    if (fallback && export_all_from_sysfs(reader_, names_, scrape.filter(), sink, errors) > 0) {
       return errors;
     }
     if (!is_protocol_absent(e)) errors.push_back("list devices: " + e.message);
@@ -95,7 +107,7 @@ std::vector<std::string> HwCountersCollector::collect(Scrape& scrape, MetricSink
       if (!fallback) continue;
       sysfs::ReadNotes notes;
       for (uint32_t port : reader_.port_numbers(device.name, notes)) {
-        export_from_sysfs(reader_, device.name, port, sink, errors);
+        export_from_sysfs(reader_, names_, device.name, port, sink, errors);
       }
       errors.insert(errors.end(), notes.problems.begin(), notes.problems.end());
       continue;
@@ -103,10 +115,12 @@ std::vector<std::string> HwCountersCollector::collect(Scrape& scrape, MetricSink
     for (const nldev::Port& port : *entry.ports) {
       auto counters = scrape.netlink().port_counters(device.index, port.index);
       if (counters) {
-        export_port(sink, device.name, port.index, counters->counters, "netlink");
+        export_port(sink, names_, device.name, port.index, counters->counters, "netlink");
         continue;
       }
-      if (fallback && export_from_sysfs(reader_, device.name, port.index, sink, errors)) continue;
+      if (fallback && export_from_sysfs(reader_, names_, device.name, port.index, sink, errors)) {
+        continue;
+      }
       // A driver without port hw counters (siw, for one) makes the kernel
       // answer EINVAL (older kernels: EOPNOTSUPP): nothing to export. The
       // kernel answers EINVAL too when the driver fails to read them.

@@ -1,6 +1,9 @@
 #pragma once
 
 #include <filesystem>
+#include <string>
+#include <unordered_map>
+#include <utility>
 
 #include "collectors/collector.hpp"
 #include "collectors/hw_counters/options.hpp"
@@ -21,6 +24,9 @@ namespace rdma_exporter {
 // source each port's counters came from.
 class HwCountersCollector final : public Collector {
  public:
+  // Metric name and HELP text of each kernel counter name, made once.
+  using MetricNames = std::unordered_map<std::string, std::pair<std::string, std::string>>;
+
   HwCountersCollector(std::filesystem::path sysfs_root, HwCountersOptions options)
       : reader_(std::move(sysfs_root)), options_(options) {}
   std::string_view name() const override { return "hw_counters"; }
@@ -29,6 +35,7 @@ class HwCountersCollector final : public Collector {
  private:
   sysfs::Reader reader_;
   HwCountersOptions options_;
+  MetricNames names_;
 };
 
 // "rdma_port_hw_<name>_total" for a kernel counter name.

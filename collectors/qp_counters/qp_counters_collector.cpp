@@ -3,7 +3,8 @@
 #include <rdma/rdma_netlink.h>
 
 #include <algorithm>
-#include <set>
+#include <optional>
+#include <unordered_map>
 
 #include "collectors/kernel/nldev/counter_codec.hpp"
 #include "collectors/qp_counters/mode_manager.hpp"
@@ -75,25 +76,47 @@ void QpCountersCollector::choose_labels() {
   if (with_cgroup_) label_names_.emplace_back("cgroup");
 }
 
+// One value that all of a set's QPs share, if they share one.
+template <typename T>
+class Common {
+ public:
+  void add(const T& v) {
+    if (!seen_) {
+      value_ = v;
+      seen_ = true;
+    } else if (!(value_ == v)) {
+      several_ = true;
+    }
+  }
+  bool empty() const { return !seen_; }
+  // The value when exactly one distinct value was seen.
+  std::optional<T> only() const {
+    return seen_ && !several_ ? std::optional<T>(value_) : std::nullopt;
+  }
+
+ private:
+  T value_{};
+  bool seen_ = false;
+  bool several_ = false;
+};
+
 SeriesBook::Key QpCountersCollector::key_of(const nldev::CounterSet& set,
-                                            const std::map<uint32_t, const nldev::Qp*>& qps) {
+                                            const std::vector<const nldev::Qp*>& qps) {
   // The set's own criteria first; otherwise what all its QPs have in common.
   std::optional<uint8_t> type = set.qp_type;
   std::optional<uint32_t> pid = set.pid;
   std::optional<std::string> kern = set.kern_name;
-  std::set<uint8_t> types;
-  std::set<uint32_t> pids;
-  std::set<std::string> kerns;
-  for (uint32_t lqpn : set.lqpns) {
-    auto it = qps.find(lqpn);
-    if (it == qps.end()) continue;
-    types.insert(it->second->type);
-    if (it->second->pid) pids.insert(*it->second->pid);
-    if (it->second->kern_name) kerns.insert(*it->second->kern_name);
+  Common<uint8_t> types;
+  Common<uint32_t> pids;
+  Common<std::string> kerns;
+  for (const nldev::Qp* q : qps) {
+    types.add(q->type);
+    if (q->pid) pids.add(*q->pid);
+    if (q->kern_name) kerns.add(*q->kern_name);
   }
-  if (!type && types.size() == 1) type = *types.begin();
-  if (!pid && !kern && pids.size() == 1 && kerns.empty()) pid = *pids.begin();
-  if (!pid && !kern && kerns.size() == 1 && pids.empty()) kern = *kerns.begin();
+  if (!type) type = types.only();
+  if (!pid && !kern && kerns.empty()) pid = pids.only();
+  if (!pid && !kern && pids.empty()) kern = kerns.only();
 
   SeriesBook::Key key{set.dev_name, std::to_string(set.port)};
   if (with_type_) key.push_back(type ? nldev::qp_type_name(*type) : "");
@@ -160,15 +183,19 @@ std::vector<std::string> QpCountersCollector::collect(Scrape& scrape, MetricSink
     for (auto& s : *sets) all_sets.push_back(std::move(s));
   }
 
-  std::map<std::pair<uint32_t, uint32_t>, const nldev::Qp*> by_dev_qpn;
-  for (const auto& q : all_qps) by_dev_qpn[{q.dev_index, q.lqpn}] = &q;
+  // QPs by device and number; a number listed twice is the last one's.
+  std::unordered_map<uint64_t, const nldev::Qp*> by_dev_qpn;
+  by_dev_qpn.reserve(all_qps.size());
+  auto dev_qpn = [](uint32_t dev, uint32_t lqpn) { return (uint64_t{dev} << 32) | lqpn; };
+  for (const auto& q : all_qps) by_dev_qpn[dev_qpn(q.dev_index, q.lqpn)] = &q;
   std::vector<SeriesBook::Key> keys;
   keys.reserve(all_sets.size());
+  std::vector<const nldev::Qp*> qps_of_set;
   for (const auto& s : all_sets) {
-    std::map<uint32_t, const nldev::Qp*> qps_of_set;
+    qps_of_set.clear();
     for (uint32_t lqpn : s.lqpns) {
-      auto it = by_dev_qpn.find({s.dev_index, lqpn});
-      if (it != by_dev_qpn.end()) qps_of_set.emplace(lqpn, it->second);
+      auto it = by_dev_qpn.find(dev_qpn(s.dev_index, lqpn));
+      if (it != by_dev_qpn.end()) qps_of_set.push_back(it->second);
     }
     keys.push_back(key_of(s, qps_of_set));
     ++live_sets[{s.dev_name, s.port}];
@@ -184,11 +211,8 @@ std::vector<std::string> QpCountersCollector::collect(Scrape& scrape, MetricSink
     for (std::size_t i = 0; i < label_names_.size(); ++i)
       labels.emplace_back(label_names_[i], s.key[i]);
     for (const auto& [name, value] : s.values) {
-      sink.counter("rdma_qp_stat_" + sanitize_metric_fragment(name) + "_total",
-                   "Counter \"" + name +
-                       "\" of per-QP counter sets, summed over the sets of the series. Already "
-                       "included in the port's rdma_port_hw_* totals.",
-                   labels, value);
+      const auto& [metric, help] = stat_names(name);
+      sink.counter(metric, help, labels, value);
     }
   }
   for (const auto& [port, count] : live_sets) {
@@ -202,16 +226,42 @@ std::vector<std::string> QpCountersCollector::collect(Scrape& scrape, MetricSink
                labels, folded == book_.folded().end() ? 0.0 : static_cast<double>(folded->second));
   }
 
-  // QP inventory.
-  std::map<std::vector<std::string>, std::size_t> inventory;
+  // QP inventory: counted by device, port, type, state (and comm) first,
+  // then labelled once per group.
+  struct Group {
+    uint32_t dev_index;
+    std::optional<uint32_t> port;
+    uint8_t type;
+    uint8_t state;
+    std::string comm;
+    bool operator==(const Group&) const = default;
+  };
+  struct GroupHash {
+    std::size_t operator()(const Group& g) const {
+      std::size_t h = std::hash<std::string>{}(g.comm);
+      for (uint64_t v : {uint64_t{g.dev_index}, uint64_t{g.port.value_or(0xffffffffU)},
+                         uint64_t{g.type}, uint64_t{g.state}}) {
+        h = h * 1000003U ^ std::hash<uint64_t>{}(v);
+      }
+      return h;
+    }
+  };
+  std::unordered_map<Group, std::pair<const nldev::Qp*, std::size_t>, GroupHash> groups;
   for (const auto& q : all_qps) {
+    Group g{q.dev_index, q.port, q.type, q.state, {}};
+    if (options_.inventory_by_comm) {
+      g.comm = q.kern_name ? *q.kern_name : (q.pid ? processes_.comm(*q.pid).value_or("") : "");
+    }
+    auto [it, inserted] = groups.try_emplace(std::move(g), &q, 0);
+    ++it->second.second;
+  }
+  std::map<std::vector<std::string>, std::size_t> inventory;
+  for (const auto& [g, first_and_count] : groups) {
+    const nldev::Qp& q = *first_and_count.first;
     std::vector<std::string> key{q.dev_name, q.port ? std::to_string(*q.port) : "",
                                  nldev::qp_type_name(q.type), nldev::qp_state_name(q.state)};
-    if (options_.inventory_by_comm) {
-      key.push_back(q.kern_name ? *q.kern_name
-                                : (q.pid ? processes_.comm(*q.pid).value_or("") : ""));
-    }
-    ++inventory[key];
+    if (options_.inventory_by_comm) key.push_back(g.comm);
+    inventory[std::move(key)] += first_and_count.second;
   }
   for (const auto& [key, count] : inventory) {
     Labels labels{{"device", key[0]}, {"port", key[1]}, {"qp_type", key[2]}, {"state", key[3]}};
@@ -222,6 +272,20 @@ std::vector<std::string> QpCountersCollector::collect(Scrape& scrape, MetricSink
 
   manager_.add_metrics(sink);
   return errors;
+}
+
+const std::pair<std::string, std::string>& QpCountersCollector::stat_names(
+    const std::string& counter) {
+  auto it = stat_names_.find(counter);
+  if (it != stat_names_.end()) return it->second;
+  return stat_names_
+      .emplace(counter,
+               std::make_pair("rdma_qp_stat_" + sanitize_metric_fragment(counter) + "_total",
+                              "Counter \"" + counter +
+                                  "\" of per-QP counter sets, summed over the sets of the "
+                                  "series. Already included in the port's rdma_port_hw_* "
+                                  "totals."))
+      .first->second;
 }
 
 CollectorEntry qp_counters_entry() {

@@ -1,5 +1,10 @@
 #pragma once
 
+#include <string>
+#include <unordered_map>
+#include <utility>
+#include <vector>
+
 #include "collectors/collector.hpp"
 #include "collectors/qp_counters/mode_manager.hpp"
 #include "collectors/qp_counters/options.hpp"
@@ -31,14 +36,17 @@ class QpCountersCollector final : public Collector {
 
  private:
   void choose_labels();
-  SeriesBook::Key key_of(const nldev::CounterSet& set,
-                         const std::map<uint32_t, const nldev::Qp*>& qps);
+  // `qps`: the set's QPs found in the QP dump.
+  SeriesBook::Key key_of(const nldev::CounterSet& set, const std::vector<const nldev::Qp*>& qps);
+  // Metric name and HELP text of a per-QP counter, made once per name.
+  const std::pair<std::string, std::string>& stat_names(const std::string& counter);
 
   QpCountersOptions options_;
   CounterModeManager manager_;
   ProcessInfo processes_;
   SeriesBook book_;
   std::vector<std::string> label_names_;  // device, port, then the chosen dimensions
+  std::unordered_map<std::string, std::pair<std::string, std::string>> stat_names_;
   bool with_type_ = true, with_pid_ = true, with_comm_ = true, with_cgroup_ = false;
 };
 

@@ -78,6 +78,9 @@ class SeriesBook {
     std::map<std::string, double> retired;
     Clock::time_point last_live;
     bool overflow = false;
+    // Within one update: the sum of the live sets' values, and their number.
+    std::map<std::string, double> live_values;
+    std::size_t live_sets = 0;
   };
 
   void retire(const SetState& s);

@@ -23,6 +23,25 @@ double pma_counter_scale(std::string_view file_name) {
   return is_pma_data_counter(file_name) ? 4.0 : 1.0;
 }
 
+const SysfsCollector::Prepared& SysfsCollector::pma(const std::string& file_name) {
+  auto it = pma_.find(file_name);
+  if (it != pma_.end()) return it->second;
+  Prepared p{
+      pma_counter_metric(file_name),
+      "InfiniBand PMA port counter \"" + file_name + "\" from sysfs" +
+          (is_pma_data_counter(file_name) ? ", in bytes (the kernel counts 4-byte words)." : "."),
+      pma_counter_scale(file_name)};
+  return pma_.emplace(file_name, std::move(p)).first->second;
+}
+
+const SysfsCollector::Prepared& SysfsCollector::device_hw(const std::string& file_name) {
+  auto it = device_hw_.find(file_name);
+  if (it != device_hw_.end()) return it->second;
+  Prepared p{"rdma_device_hw_" + sanitize_metric_fragment(file_name) + "_total",
+             "Device-level hw counter \"" + file_name + "\" of the driver, from sysfs.", 1.0};
+  return device_hw_.emplace(file_name, std::move(p)).first->second;
+}
+
 std::vector<std::string> SysfsCollector::collect(Scrape& scrape, MetricSink& sink) {
   auto names = reader_.device_names();
   if (!names) return {names.error().message};
@@ -45,9 +64,8 @@ std::vector<std::string> SysfsCollector::collect(Scrape& scrape, MetricSink& sin
                {"hca_type", d.hca_type.value_or("")},
                {"node_desc", d.node_desc.value_or("")}});
     for (const auto& c : d.hw_counters) {
-      sink.counter("rdma_device_hw_" + sanitize_metric_fragment(c.name) + "_total",
-                   "Device-level hw counter \"" + c.name + "\" of the driver, from sysfs.",
-                   {{"device", d.name}}, static_cast<double>(c.value));
+      const Prepared& m = device_hw(c.name);
+      sink.counter(m.metric, m.help, {{"device", d.name}}, static_cast<double>(c.value));
     }
     for (const auto& p : d.ports) {
       const Labels base{{"device", d.name}, {"port", std::to_string(p.index)}};
@@ -64,12 +82,8 @@ std::vector<std::string> SysfsCollector::collect(Scrape& scrape, MetricSink& sin
                   std::move(info));
       }
       for (const auto& c : p.pma_counters) {
-        sink.counter(
-            pma_counter_metric(c.name),
-            "InfiniBand PMA port counter \"" + c.name + "\" from sysfs" +
-                (is_pma_data_counter(c.name) ? ", in bytes (the kernel counts 4-byte words)."
-                                             : "."),
-            base, static_cast<double>(c.value) * pma_counter_scale(c.name));
+        const Prepared& m = pma(c.name);
+        sink.counter(m.metric, m.help, base, static_cast<double>(c.value) * m.scale);
       }
     }
   }
@@ -78,6 +92,17 @@ std::vector<std::string> SysfsCollector::collect(Scrape& scrape, MetricSink& sin
              "them (EINVAL, EOPNOTSUPP, \"N/A (no PMA)\").",
              {}, static_cast<double>(unavailable));
   return errors;
+}
+
+void add_sysfs_file_metrics(MetricSink& sink) {
+  sink.gauge("rdma_exporter_sysfs_open_files",
+             "sysfs attribute files the exporter keeps open between collections, re-read in "
+             "place each time.",
+             {}, static_cast<double>(sysfs::open_attribute_files()));
+  sink.gauge("rdma_exporter_sysfs_uncached_files",
+             "sysfs attribute files opened, read and closed on every collection because the "
+             "budget of open files (from the open-file limit) was exhausted.",
+             {}, static_cast<double>(sysfs::uncached_attribute_files()));
 }
 
 CollectorEntry sysfs_entry() {

@@ -1,6 +1,9 @@
 #pragma once
 
 #include <filesystem>
+#include <functional>
+#include <string>
+#include <unordered_map>
 
 #include "collectors/collector.hpp"
 #include "collectors/kernel/sysfs/reader.hpp"
@@ -19,6 +22,8 @@ namespace rdma_exporter {
 //                                      read (EINVAL, "N/A (no PMA)"), skipped
 // Port hw_counters/ are not read here: the hw_counters collector has the
 // same values from netlink, and reads them here where netlink cannot.
+// The reader keeps the files open between collections; metric names and
+// HELP texts are made once per counter file name.
 class SysfsCollector final : public Collector {
  public:
   explicit SysfsCollector(std::filesystem::path sysfs_root) : reader_(std::move(sysfs_root)) {}
@@ -26,8 +31,30 @@ class SysfsCollector final : public Collector {
   std::vector<std::string> collect(Scrape& scrape, MetricSink& sink) override;
 
  private:
+  struct Prepared {
+    std::string metric;
+    std::string help;
+    double scale = 1.0;
+  };
+  struct NameHash {
+    using is_transparent = void;
+    std::size_t operator()(std::string_view s) const { return std::hash<std::string_view>{}(s); }
+  };
+  using PreparedMap = std::unordered_map<std::string, Prepared, NameHash, std::equal_to<>>;
+  const Prepared& pma(const std::string& file_name);
+  const Prepared& device_hw(const std::string& file_name);
+
   sysfs::Reader reader_;
+  PreparedMap pma_;
+  PreparedMap device_hw_;
 };
+
+// The process-wide state of the sysfs files kept open (every reader's):
+//   rdma_exporter_sysfs_open_files       files held open now
+//   rdma_exporter_sysfs_uncached_files   files read with open/read/close
+//                                        because the open-file budget ran out
+// Added by the daemon with its own telemetry.
+void add_sysfs_file_metrics(MetricSink& sink);
 
 // Metric name of an IB PMA counter file.
 std::string pma_counter_metric(std::string_view file_name);

@@ -6,11 +6,10 @@
 
 namespace rdma_exporter {
 
-std::string gzip_compress(std::string_view data) {
+std::string gzip_compress(std::string_view data, int level) {
   z_stream zs{};
   // windowBits 15 + 16 selects the gzip wrapper.
-  if (deflateInit2(&zs, Z_DEFAULT_COMPRESSION, Z_DEFLATED, 15 + 16, 8, Z_DEFAULT_STRATEGY) !=
-      Z_OK) {
+  if (deflateInit2(&zs, level, Z_DEFLATED, 15 + 16, 8, Z_DEFAULT_STRATEGY) != Z_OK) {
     throw std::runtime_error("zlib: deflateInit2 failed");
   }
   std::string out;

@@ -1,5 +1,6 @@
 #include <fcntl.h>
 #include <gtest/gtest.h>
+#include <sys/resource.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -190,6 +191,126 @@ TEST(SysfsReader, MissingClassDirectoryIsNoDevices) {
   auto names = reader.device_names();
   ASSERT_TRUE(names);
   EXPECT_TRUE(names->empty());
+}
+
+// A kept file is re-read in place: a value written since the last read is
+// what the next read gives.
+TEST(SysfsReader, KeptFilesAreReadAgainInPlace) {
+  const fs::path root = testing::make_sysfs_fixture("mlx5:1:1");
+  const std::size_t before = open_attribute_files();
+  Reader reader(root);
+  ReadNotes notes;
+  auto d = reader.read_device("mlx5_0", notes);
+  ASSERT_TRUE(d);
+  // fw_ver, board_id, hca_type, node_desc; rate, link_layer; 21 PMA counters.
+  EXPECT_EQ(open_attribute_files() - before, 27U);
+  ASSERT_NE(find(d->ports[0].pma_counters, "port_xmit_packets"), nullptr);
+  EXPECT_EQ(find(d->ports[0].pma_counters, "port_xmit_packets")->value, 1840010U);
+  std::ofstream(root / "class/infiniband/mlx5_0/ports/1/counters/port_xmit_packets",
+                std::ios::trunc)
+      << "77\n";
+  d = reader.read_device("mlx5_0", notes);
+  ASSERT_TRUE(d);
+  EXPECT_EQ(find(d->ports[0].pma_counters, "port_xmit_packets")->value, 77U);
+  EXPECT_EQ(open_attribute_files() - before, 27U);  // the same files, not opened again
+  EXPECT_TRUE(notes.problems.empty());
+}
+
+// A device that goes away while its files are kept open, and comes back
+// with other files (here: the directory renamed away, a counter replaced by
+// a new file, renamed back): gone while away, its new values once back.
+TEST(SysfsReader, DeviceThatGoesAndComesBackIsReadAnew) {
+  const fs::path root = testing::make_sysfs_fixture("mlx5:2:1");
+  const fs::path cls = root / "class/infiniband";
+  const std::size_t before = open_attribute_files();
+  Reader reader(root);
+  ReadNotes notes;
+  ASSERT_TRUE(reader.device_names());
+  ASSERT_TRUE(reader.read_device("mlx5_0", notes));
+  ASSERT_TRUE(reader.read_device("mlx5_1", notes));
+  EXPECT_EQ(open_attribute_files() - before, 54U);
+
+  fs::rename(cls / "mlx5_1", root / "mlx5_1.away");
+  // No longer listed: forgotten, its files closed.
+  auto names = reader.device_names();
+  ASSERT_TRUE(names);
+  EXPECT_EQ(*names, std::vector<std::string>{"mlx5_0"});
+  EXPECT_EQ(reader.cached_devices(), 1U);
+  EXPECT_EQ(open_attribute_files() - before, 27U);
+  EXPECT_FALSE(reader.read_device("mlx5_1", notes));
+
+  // A new file in place of the old one: a file kept open would still read
+  // the old value.
+  const fs::path counter = root / "mlx5_1.away/ports/1/counters/port_xmit_packets";
+  std::ofstream(counter.string() + ".new") << "4242\n";
+  fs::rename(counter.string() + ".new", counter);
+  fs::rename(root / "mlx5_1.away", cls / "mlx5_1");
+  auto d = reader.read_device("mlx5_1", notes);
+  ASSERT_TRUE(d);
+  ASSERT_NE(find(d->ports[0].pma_counters, "port_xmit_packets"), nullptr);
+  EXPECT_EQ(find(d->ports[0].pma_counters, "port_xmit_packets")->value, 4242U);
+  EXPECT_EQ(find(d->ports[0].pma_counters, "symbol_error")->value, 1311110U);
+  EXPECT_TRUE(notes.problems.empty()) << notes.problems.front();
+}
+
+// A device renamed in place of another keeps the reader from serving the
+// other's files: the directory under the name is another one.
+TEST(SysfsReader, DirectoryReplacedUnderTheSameNameIsReadAnew) {
+  const fs::path root = testing::make_sysfs_fixture("mlx5:2:1");
+  const fs::path cls = root / "class/infiniband";
+  Reader reader(root);
+  ReadNotes notes;
+  ASSERT_TRUE(reader.read_device("mlx5_0", notes));
+  fs::remove_all(cls / "mlx5_0");
+  fs::rename(cls / "mlx5_1", cls / "mlx5_0");
+  auto d = reader.read_device("mlx5_0", notes);
+  ASSERT_TRUE(d);
+  EXPECT_EQ(d->node_desc, "host01 mlx5_1");
+  EXPECT_EQ(find(d->ports[0].pma_counters, "port_xmit_packets")->value, 1840110U);
+}
+
+// Beyond the budget of open files, files are read with open/read/close every
+// time, counted, and give the same values.
+TEST(SysfsReader, FilesBeyondTheBudgetAreReadEveryTimeAndCounted) {
+  const fs::path root = testing::make_sysfs_fixture("mlx5:1:1");
+  const std::size_t saved = open_file_budget();
+  const std::size_t held = open_attribute_files();
+  const std::size_t uncached = uncached_attribute_files();
+  set_open_file_budget(held + 5);
+  {
+    Reader reader(root);
+    ReadNotes notes;
+    for (int round = 0; round < 2; ++round) {
+      auto d = reader.read_device("mlx5_0", notes);
+      ASSERT_TRUE(d);
+      EXPECT_EQ(d->fw_ver, "16.35.2000");
+      ASSERT_EQ(d->ports.size(), 1U);
+      EXPECT_EQ(d->ports[0].pma_counters.size(), 21U);
+      EXPECT_EQ(find(d->ports[0].pma_counters, "port_xmit_packets")->value, 1840010U);
+      EXPECT_EQ(open_attribute_files() - held, 5U);
+      EXPECT_EQ(uncached_attribute_files() - uncached, 22U);
+    }
+    EXPECT_TRUE(notes.problems.empty());
+    // Room again: the files read the plain way are kept at their next read.
+    set_open_file_budget(saved);
+    ASSERT_TRUE(reader.read_device("mlx5_0", notes));
+    EXPECT_EQ(open_attribute_files() - held, 27U);
+    EXPECT_EQ(uncached_attribute_files(), uncached);
+  }
+  EXPECT_EQ(open_attribute_files(), held);
+}
+
+TEST(SysfsReader, TheOpenFileLimitIsRaisedToTheHardLimit) {
+  rlimit rl{};
+  ASSERT_EQ(::getrlimit(RLIMIT_NOFILE, &rl), 0);
+  const rlimit saved = rl;
+  if (rl.rlim_max == RLIM_INFINITY || rl.rlim_max < 64) GTEST_SKIP() << "no finite hard limit";
+  rl.rlim_cur = 64;
+  ASSERT_EQ(::setrlimit(RLIMIT_NOFILE, &rl), 0);
+  EXPECT_EQ(raise_open_file_limit(), static_cast<std::size_t>(saved.rlim_max));
+  ASSERT_EQ(::getrlimit(RLIMIT_NOFILE, &rl), 0);
+  EXPECT_EQ(rl.rlim_cur, saved.rlim_max);
+  ::setrlimit(RLIMIT_NOFILE, &saved);
 }
 
 TEST(SysfsReader, RateText) {

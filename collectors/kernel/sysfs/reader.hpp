@@ -2,10 +2,12 @@
 
 #include <cstdint>
 #include <filesystem>
+#include <memory>
 #include <optional>
 #include <string>
 #include <vector>
 
+#include "collectors/kernel/sysfs/attribute_file.hpp"
 #include "collectors/kernel/sysfs/model.hpp"
 #include "common/result.hpp"
 
@@ -13,9 +15,21 @@ namespace rdma_exporter::sysfs {
 
 // Reads /sys/class/infiniband below a configurable root (the real /sys, a
 // fixture tree in tests, a host mount in a container).
+//
+// The files of a device are found once (its discovery) and kept open
+// (AttributeFile): later reads re-read them with pread. A device is
+// discovered again when its directory is no longer the one discovered
+// (another inode, or a changed mtime or ctime: the device was removed and
+// added again, renamed, or its entries changed), when a kept file answers
+// that it is gone (ENODEV, ENOENT, ESTALE: the kernel removed it), and a
+// device that device_names() no longer lists is forgotten, its files closed.
+// One collection at a time: the reader is not thread-safe.
 class Reader {
  public:
   explicit Reader(std::filesystem::path sysfs_root);
+  ~Reader();
+  Reader(Reader&&) noexcept;
+  Reader& operator=(Reader&&) noexcept;
 
   // The names under <root>/class/infiniband, sorted. An absent directory is
   // an empty list: the host has no RDMA devices (or no RDMA at all).
@@ -42,8 +56,13 @@ class Reader {
 
   const std::filesystem::path& class_dir() const { return class_dir_; }
 
+  // Devices discovered and kept (tests).
+  std::size_t cached_devices() const;
+
  private:
+  struct Cache;
   std::filesystem::path class_dir_;
+  std::unique_ptr<Cache> cache_;  // what was discovered; reads go through it
 };
 
 // Parses sysfs "rate" text ("100 Gb/sec (4X EDR)", "2.5 Gb/sec (1X SDR)") into
