@@ -135,6 +135,12 @@ class Server {
   }
 
   unsigned short port() const { return port_; }
+  // Every listener's port, in the order of web.listen_addresses.
+  std::vector<unsigned short> ports() const {
+    std::vector<unsigned short> out;
+    for (const auto& ep : server_.local_endpoints()) out.push_back(ep.port());
+    return out;
+  }
   int collections() const { return collections_; }
 
   // Runs `f` on the server's event loop.
@@ -149,7 +155,11 @@ class Server {
 
  private:
   static Config::Web with_ephemeral_port(Config::Web web) {
-    web.listen_address = "127.0.0.1:0";
+    // The default (:10910) becomes an ephemeral port; addresses a test
+    // gives stay.
+    if (web.listen_addresses == std::vector<std::string>{kDefaultListenAddress}) {
+      web.listen_addresses = {"127.0.0.1:0"};
+    }
     return web;
   }
   std::shared_ptr<const Snapshot> collect() {
