@@ -122,7 +122,8 @@ class SocketActivationTest(SystemdTestCase):
         sock.bind(os.path.join(d, "s"))
         sock.listen()
         daemon = self.activated(sock)
-        self.assertEqual(daemon.stop(), 1, daemon.log())
+        self.assertEqual(daemon.proc.wait(30), 1)
+        daemon.stop()
         self.assertIn("is not a TCP socket", daemon.log())
 
     def test_with_systemd_socket_activate(self):
