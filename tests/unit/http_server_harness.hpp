@@ -33,7 +33,9 @@ namespace rdma_exporter::testing {
 // answers fails the test instead of hanging it.
 class Client {
  public:
-  explicit Client(unsigned short port, const char* source = "127.0.0.1") {
+  // `to`: the server's address.
+  explicit Client(unsigned short port, const char* source = "127.0.0.1",
+                  const char* to = "127.0.0.1") {
     fd_ = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
     EXPECT_GE(fd_, 0);
     timeval limit{5, 0};
@@ -46,7 +48,7 @@ class Client {
     sockaddr_in addr{};
     addr.sin_family = AF_INET;
     addr.sin_port = htons(port);
-    addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    EXPECT_EQ(::inet_pton(AF_INET, to, &addr.sin_addr), 1) << to;
     EXPECT_EQ(::connect(fd_, reinterpret_cast<sockaddr*>(&addr), sizeof addr), 0)
         << std::strerror(errno);
   }

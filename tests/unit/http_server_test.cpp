@@ -613,14 +613,14 @@ TEST(HttpServer, EveryListenAddressServesAndTheLimitsAreShared) {
   ASSERT_EQ(ports.size(), 2U);
   EXPECT_NE(ports[0], ports[1]);
   {
-    Client second(ports[1], "127.0.0.5");
+    Client second(ports[1], "127.0.0.5", "127.0.0.2");
     second.send(request("GET", "/healthz"));
     EXPECT_EQ(second.response(), kHealthz);
   }
   // One place per source, over both listeners.
   Client a(ports[0], "127.0.0.3");
   a.send("GET /healthz HTTP/1.1\r\n");
-  Client b(ports[1], "127.0.0.3");
+  Client b(ports[1], "127.0.0.3", "127.0.0.2");
   EXPECT_EQ(b.until_closed(), kBusy);
   EXPECT_EQ(
       sample(
