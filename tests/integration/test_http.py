@@ -383,6 +383,20 @@ class ListenersAndPathTest(unittest.TestCase):
             self.assertIn(b'<a href="rdma/metrics">', get("/"))
             self.assertEqual(status_of(get("/healthz")), 200)
 
+    def test_a_reload_moves_the_telemetry_path(self):
+        with Exporter("--path.sysfs", "/nonexistent", config="web: {telemetry_path: /a}\n") as exp:
+            config = exp.proc.args[exp.proc.args.index("--config.file") + 1]
+
+            def status(path):
+                return status_of(raw_request(
+                    exp.port, f"GET {path} HTTP/1.1\r\nConnection: close\r\n\r\n".encode()))
+            self.assertEqual((status("/a"), status("/b"), status("/metrics")), (200, 404, 404))
+            with open(config, "w") as f:
+                f.write("web: {telemetry_path: /b}\n")
+            exp.proc.send_signal(signal.SIGHUP)
+            wait_log(exp, "configuration reloaded")
+            self.assertEqual((status("/a"), status("/b")), (404, 200))
+
     def test_a_bad_telemetry_path_is_a_usage_error(self):
         r = subprocess.run([BIN, "--web.telemetry-path", "metrics", "--once"],
                            capture_output=True, text=True, timeout=30)
