@@ -12,8 +12,10 @@ std::vector<std::string> parse_command_line(int argc, const char* const* argv, C
       "Usage: rdma_exporter [options]\n\n"
       "Exports the Linux RDMA stack's counters (rdma netlink and sysfs) for Prometheus.\n"
       "Flags override the configuration file; see docs/configuration.md.\n\nOptions");
-  std::string listen_help =
-      std::string("address to listen on (default ") + kDefaultListenAddress + ")";
+  std::string listen_help = std::string("address to listen on (default ") + kDefaultListenAddress +
+                            "); repeatable: each address gets its own listener";
+  std::string path_help = std::string("path under which the metrics are served (default ") +
+                          kDefaultTelemetryPath + ")";
   // clang-format off
   desc.add_options()
       ("help,h", "print this help and exit")
@@ -27,7 +29,10 @@ std::vector<std::string> parse_command_line(int argc, const char* const* argv, C
       ("config.file", po::value<std::string>(), "YAML configuration file")
       ("config.check", po::value<std::string>(), "validate a configuration file and exit: 0 when "
                                                  "valid, 2 with one line per problem")
-      ("web.listen-address", po::value<std::string>(), listen_help.c_str())
+      ("web.listen-address", po::value<std::vector<std::string>>(), listen_help.c_str())
+      ("web.telemetry-path", po::value<std::string>(), path_help.c_str())
+      ("web.systemd-socket", "listen on the sockets systemd passes (socket activation, "
+                             "rdma_exporter.socket) instead of --web.listen-address")
       ("web.config.file", po::value<std::string>(), "web configuration file (exporter-toolkit "
                                                     "format): TLS, basic auth; overrides "
                                                     "web.config_file")
@@ -61,7 +66,11 @@ std::vector<std::string> parse_command_line(int argc, const char* const* argv, C
   };
   get("config.file", out.config_file);
   get("config.check", out.check_file);
-  get("web.listen-address", out.listen_address);
+  get("web.telemetry-path", out.telemetry_path);
+  out.systemd_socket = vm.count("web.systemd-socket") > 0;
+  if (vm.count("web.listen-address") != 0U) {
+    out.listen_addresses = vm["web.listen-address"].as<std::vector<std::string>>();
+  }
   get("web.config.file", out.web_config_file);
   get("path.sysfs", out.sysfs_root);
   get("log.level", out.log_level);
@@ -76,6 +85,11 @@ std::vector<std::string> parse_command_line(int argc, const char* const* argv, C
   if (!out.once && (vm.count("format") != 0U || out.output)) {
     return {"--format and --output go with --once"};
   }
+  if (out.systemd_socket && !out.listen_addresses.empty()) {
+    return {
+        "--web.systemd-socket and --web.listen-address exclude each other: with socket "
+        "activation the .socket unit says where to listen"};
+  }
   if (vm.count("devices.include") != 0U) {
     out.devices_include = vm["devices.include"].as<std::vector<std::string>>();
   }
@@ -86,7 +100,8 @@ std::vector<std::string> parse_command_line(int argc, const char* const* argv, C
 }
 
 void apply_overrides(const CommandLine& cli, Config& config) {
-  if (cli.listen_address) config.web.listen_address = *cli.listen_address;
+  if (!cli.listen_addresses.empty()) config.web.listen_addresses = cli.listen_addresses;
+  if (cli.telemetry_path) config.web.telemetry_path = *cli.telemetry_path;
   if (cli.web_config_file) config.web.config_file = *cli.web_config_file;
   if (cli.sysfs_root) config.sysfs.root = *cli.sysfs_root;
   if (cli.log_level) config.log.level = *cli.log_level;

@@ -16,7 +16,9 @@ struct CommandLine {
   std::string help_text;
   std::optional<std::string> config_file;
   std::optional<std::string> check_file;
-  std::optional<std::string> listen_address;
+  std::vector<std::string> listen_addresses;  // --web.listen-address, repeatable
+  std::optional<std::string> telemetry_path;
+  bool systemd_socket = false;  // listen on the sockets systemd passes instead of binding
   std::optional<std::string> web_config_file;
   std::optional<std::string> sysfs_root;
   std::optional<std::string> log_level;

@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <cctype>
 #include <charconv>
+#include <cstring>
 #include <filesystem>
 #include <fstream>
 #include <functional>
@@ -34,7 +35,16 @@ std::vector<std::string> parse_config(const std::string& yaml_text, const std::s
       {"web",
        [&](const YAML::Node& n, const std::string& p) {
          w.mapping(n, p,
-                   {{"listen_address", w.string(c.web.listen_address)},
+                   {{"listen_address",
+                     [&](const YAML::Node& v, const std::string& key) {
+                       // One address, or a list of them.
+                       if (v.IsScalar()) {
+                         c.web.listen_addresses = {v.Scalar()};
+                       } else {
+                         w.string_list(c.web.listen_addresses)(v, key);
+                       }
+                     }},
+                    {"telemetry_path", w.string(c.web.telemetry_path)},
                     {"max_connections", w.integer(c.web.max_connections, 1, 100000)},
                     {"max_connections_per_source",
                      w.integer(c.web.max_connections_per_source, 1, 100000)},
@@ -98,10 +108,22 @@ std::vector<std::string> parse_config(const std::string& yaml_text, const std::s
 
 std::vector<std::string> validate_config(const Config& c) {
   std::vector<std::string> errors;
-  ListenAddress addr;
-  if (!parse_listen_address(c.web.listen_address, addr)) {
-    errors.push_back("web.listen_address: expected host:port, :port or [v6]:port, got \"" +
-                     c.web.listen_address + "\"");
+  if (c.web.listen_addresses.empty()) {
+    errors.push_back("web.listen_address: give at least one address");
+  }
+  for (std::size_t i = 0; i < c.web.listen_addresses.size(); ++i) {
+    const std::string& address = c.web.listen_addresses[i];
+    ListenAddress addr;
+    if (!parse_listen_address(address, addr)) {
+      errors.push_back("web.listen_address: expected host:port, :port or [v6]:port, got \"" +
+                       address + "\"");
+    } else if (std::find(c.web.listen_addresses.begin(), c.web.listen_addresses.begin() + i,
+                         address) != c.web.listen_addresses.begin() + i) {
+      errors.push_back("web.listen_address: \"" + address + "\" is given twice");
+    }
+  }
+  if (std::string problem = telemetry_path_problem(c.web.telemetry_path); !problem.empty()) {
+    errors.push_back("web.telemetry_path: " + problem);
   }
   if (c.web.read_timeout.count() <= 0) errors.push_back("web.read_timeout: must be positive");
   if (c.web.header_timeout.count() <= 0) {
@@ -136,6 +158,22 @@ std::vector<std::string> validate_config(const Config& c) {
     }
   }
   return errors;
+}
+
+std::string telemetry_path_problem(const std::string& path) {
+  if (path.size() < 2 || path.front() != '/') {
+    return "expected a path below / such as /metrics, got \"" + path + "\"";
+  }
+  const bool plain = std::all_of(path.begin(), path.end(), [](char ch) {
+    return std::isalnum(static_cast<unsigned char>(ch)) || std::strchr("/-._~", ch) != nullptr;
+  });
+  if (!plain) {
+    return "only letters, digits and / - . _ ~ may appear in it, got \"" + path + "\"";
+  }
+  for (const char* taken : {"/healthz", "/-/reload"}) {
+    if (path == taken) return "\"" + path + "\" is the path of another endpoint";
+  }
+  return {};
 }
 
 std::string resolve_relative(const std::string& path, const std::string& file) {

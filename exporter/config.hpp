@@ -15,12 +15,15 @@
 namespace rdma_exporter {
 
 inline constexpr const char* kDefaultListenAddress = ":10910";
+inline constexpr const char* kDefaultTelemetryPath = "/metrics";
 
 // The whole configuration. Every field has a default, so the exporter runs
 // with no file at all. docs/configuration.md documents each key.
 struct Config {
   struct Web {
-    std::string listen_address = kDefaultListenAddress;
+    // Each address gets its own listener; all of them share the limits below.
+    std::vector<std::string> listen_addresses{kDefaultListenAddress};
+    std::string telemetry_path = kDefaultTelemetryPath;  // where the metrics are served
     int max_connections = 64;
     int max_connections_per_source = 16;              // open connections from one client address
     Duration read_timeout{std::chrono::seconds(10)};  // a whole request must arrive within
@@ -78,6 +81,9 @@ std::vector<std::string> load_config_file(const std::string& path, Config& out);
 // A path read from `file`: relative ones are resolved against the file's
 // directory; empty and absolute paths are returned unchanged.
 std::string resolve_relative(const std::string& path, const std::string& file);
+
+// Why `path` cannot be web.telemetry_path; empty when it can.
+std::string telemetry_path_problem(const std::string& path);
 
 // Checks the values that command-line flags may also set.
 std::vector<std::string> validate_config(const Config& config);

@@ -11,6 +11,7 @@
 #include "exporter/build_info.hpp"
 #include "exporter/otlp/pusher.hpp"
 #include "exporter/probe_collector.hpp"
+#include "exporter/systemd.hpp"
 
 namespace rdma_exporter {
 namespace {
@@ -47,6 +48,7 @@ Daemon::Daemon(const CommandLine& cli, const Config& config,
       server_(io_, config_.web, cache_, security_),
       signals_(io_, SIGINT, SIGTERM, SIGHUP),
       deadline_(io_),
+      watchdog_(io_),
       reload_status_(std::make_shared<ReloadStatus>()) {
   reload_status_->success_timestamp = now_seconds();
   collection_.add_self_metrics(
@@ -96,7 +98,13 @@ Status Daemon::start_probe() {
 // Reads and checks the file on the event loop; an invalid file changes
 // nothing. A valid one is applied between collections, keeping counters,
 // per-QP series and bindings.
-void Daemon::reload(const ReloadDone& done) {
+void Daemon::reload(const ReloadDone& reload_done) {
+  systemd::notify(systemd::reloading_state());
+  // Whatever the outcome, the daemon serves again afterwards.
+  const ReloadDone done = [this, reload_done](bool ok, std::string message) {
+    if (!stopping_) systemd::notify("READY=1\nSTATUS=" + message);
+    reload_done(ok, std::move(message));
+  };
   Config next;
   std::shared_ptr<const WebSecurity> next_security;
   auto errors = load_config(cli_, next);
@@ -111,7 +119,7 @@ void Daemon::reload(const ReloadDone& done) {
              (errors.size() > 1 ? " (and " + std::to_string(errors.size() - 1) + " more)" : ""));
     return;
   }
-  if (next.web.listen_address != config_.web.listen_address) {
+  if (next.web.listen_addresses != config_.web.listen_addresses) {
     log::warn("reload: web.listen_address changes take effect at the next start");
   }
   if (next.collection.netlink_timeout != config_.collection.netlink_timeout) {
@@ -161,6 +169,9 @@ void Daemon::wait_for_signal() {
 void Daemon::shut_down(int sig) {
   log::info("received a signal, finishing requests in flight",
             {{"signal", sig == SIGTERM ? "SIGTERM" : "SIGINT"}});
+  stopping_ = true;
+  systemd::notify("STOPPING=1\nSTATUS=finishing requests in flight");
+  watchdog_.cancel();
   signals_.cancel();
   // Requests in flight get a bounded time to finish.
   deadline_.expires_after(config_.web.write_timeout + config_.web.read_timeout);
@@ -175,6 +186,21 @@ void Daemon::shut_down(int sig) {
   cache_.stop([](Collection& c) { c.restore_kernel_state(); });
 }
 
+void Daemon::schedule_watchdog() {
+  watchdog_.expires_after(watchdog_period_);
+  watchdog_.async_wait([this](const boost::system::error_code& ec) {
+    if (ec || stopping_) return;
+    // Through the collecting thread and back: a wedged collection or event
+    // loop stops the pings, and systemd restarts the service.
+    cache_.run_exclusive([](Collection&) {},
+                         [this] {
+                           if (stopping_) return;
+                           systemd::notify("WATCHDOG=1");
+                           schedule_watchdog();
+                         });
+  });
+}
+
 int Daemon::run() {
   if (config_.otlp.enabled) start_otlp();
   if (config_.probe.enabled) {
@@ -186,25 +212,51 @@ int Daemon::run() {
   // Signals are caught before the server announces itself, so a supervisor
   // that signals right after the "listening" line is never too early.
   wait_for_signal();
-  if (Status s = server_.start(); !s) {
-    log::error("starting the HTTP server failed", {{"err", s.error().message}});
+  Status started = ok_status();
+  if (cli_.systemd_socket) {
+    auto fds = systemd::listen_fds();
+    started = fds ? server_.start(*fds) : Status(fds.error());
+  } else {
+    started = server_.start();
+  }
+  if (!started) {
+    log::error("starting the HTTP server failed", {{"err", started.error().message}});
+    systemd::notify("STATUS=" + started.error().message);
     return 1;
   }
   if (collection_.manages_kernel_state()) {
     cache_.start_maintenance(collection_.maintenance_interval());
   }
   if (pusher_) pusher_->start();
-  const auto ep = server_.local_endpoint();
   if (!config_.web.config_file.empty()) {
     log::info("web configuration",
               {{"path", config_.web.config_file}, {"security", security_->describe()}});
   }
-  log::info("listening on",
-            {{"address", (ep.address().is_v6() ? "[" + ep.address().to_string() + "]"
-                                               : ep.address().to_string()) +
-                             ":" + std::to_string(ep.port())},
-             {"tls", server_.serves_tls()},
-             {"version", exporter_version()}});
+  // One line per listener.
+  const auto endpoints = server_.local_endpoints();
+  for (const auto& ep : endpoints) {
+    const auto address = ep.address();
+    const std::string host = address.is_v6() && !address.to_v6().is_v4_mapped()
+                                 ? "[" + address.to_string() + "]"
+                                 : address.to_string();
+    log::info("listening on", {{"address", host + ":" + std::to_string(ep.port())},
+                               {"tls", server_.serves_tls()},
+                               {"systemd_socket", cli_.systemd_socket},
+                               {"version", exporter_version()}});
+  }
+  // Ready once a scrape would be answered from a finished collection.
+  cache_.get([this, listeners = endpoints.size()](const std::shared_ptr<const Snapshot>&) {
+    if (stopping_) return;
+    log::debug("first collection done; ready");
+    systemd::notify("READY=1\nSTATUS=serving metrics on " + std::to_string(listeners) +
+                    " listener(s)");
+  });
+  if (auto timeout = systemd::watchdog_timeout()) {
+    watchdog_period_ = *timeout / 2;
+    log::info("systemd watchdog enabled",
+              {{"interval_ms", std::to_string(watchdog_period_.count() / 1000)}});
+    schedule_watchdog();
+  }
 
   io_.run();
   if (pusher_) pusher_->stop();

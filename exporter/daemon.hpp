@@ -27,6 +27,10 @@ struct ReloadStatus;
 // run on threads of their own. SIGHUP and POST /-/reload reload the
 // configuration; SIGINT and SIGTERM finish the requests in flight, restore
 // the kernel state the configuration asks to restore, and return.
+// Under systemd it listens on the sockets passed to it (--web.systemd-socket)
+// and reports through sd_notify: READY=1 once it listens and the first
+// collection is done, RELOADING=1 then READY=1 around a reload, STOPPING=1
+// on shutdown, and WATCHDOG=1 when the unit sets WatchdogSec=.
 class Daemon {
  public:
   Daemon(const CommandLine& cli, const Config& config, std::shared_ptr<const WebSecurity> security);
@@ -45,6 +49,9 @@ class Daemon {
   void reload(const ReloadDone& done);
   void wait_for_signal();
   void shut_down(int signal);
+  // systemd's watchdog: WATCHDOG=1 every half timeout, once a round trip
+  // through the event loop and the collecting thread has completed.
+  void schedule_watchdog();
 
   const CommandLine& cli_;
   Config config_;
@@ -55,6 +62,9 @@ class Daemon {
   HttpServer server_;
   boost::asio::signal_set signals_;
   boost::asio::steady_timer deadline_;
+  boost::asio::steady_timer watchdog_;
+  std::chrono::microseconds watchdog_period_{0};
+  bool stopping_ = false;
   std::shared_ptr<ReloadStatus> reload_status_;
   // Held by shared_ptr: a collection still running after a forced shutdown
   // may read their metrics.

@@ -12,12 +12,6 @@ namespace http = boost::beast::http;
 
 namespace {
 
-constexpr const char* kLanding =
-    "<!DOCTYPE html>\n<html><head><title>rdma_exporter</title></head><body>\n"
-    "<h1>rdma_exporter</h1>\n<p>Prometheus exporter for Linux RDMA counters.</p>\n"
-    "<ul><li><a href=\"metrics\">metrics</a></li><li><a href=\"healthz\">healthz</a></li></ul>\n"
-    "</body></html>\n";
-
 std::string_view trim(std::string_view s) {
   while (!s.empty() && (s.front() == ' ' || s.front() == '\t')) s.remove_prefix(1);
   while (!s.empty() && (s.back() == ' ' || s.back() == '\t')) s.remove_suffix(1);
@@ -29,10 +23,20 @@ HttpHandler fixed(HttpResponse res) {
   return [res = std::move(res)](const HttpRequest&, HttpReply reply) { reply(res); };
 }
 
-HttpResponse landing_page() {
+// Its links are relative, so the page works behind a proxy that serves the
+// exporter under a prefix. `telemetry_path` holds no character HTML or a URL
+// would treat specially (telemetry_path_problem).
+HttpResponse landing_page(const std::string& telemetry_path) {
+  const std::string metrics = telemetry_path.substr(1);
   HttpResponse res;
   res.content_type = "text/html; charset=utf-8";
-  res.body = std::make_shared<const std::string>(kLanding);
+  res.body = std::make_shared<const std::string>(
+      "<!DOCTYPE html>\n<html><head><title>rdma_exporter</title></head><body>\n"
+      "<h1>rdma_exporter</h1>\n<p>Prometheus exporter for Linux RDMA counters.</p>\n"
+      "<ul><li><a href=\"" +
+      metrics + "\">" + metrics +
+      "</a></li><li><a href=\"healthz\">healthz</a></li></ul>\n"
+      "</body></html>\n");
   return res;
 }
 
@@ -73,11 +77,12 @@ HttpHandler reload_with(ReloadHook hook) {
 
 }  // namespace
 
-std::shared_ptr<const HttpRouter> exporter_routes(SnapshotCache& cache, ReloadHook reload) {
+std::shared_ptr<const HttpRouter> exporter_routes(SnapshotCache& cache, ReloadHook reload,
+                                                  const std::string& telemetry_path) {
   const std::vector<http::verb> read{http::verb::get, http::verb::head};
   std::vector<HttpRoute> routes{
-      {"/metrics", read, metrics(cache)},
-      {"/", read, fixed(landing_page())},
+      {telemetry_path, read, metrics(cache)},
+      {"/", read, fixed(landing_page(telemetry_path))},
       {"/healthz", read, fixed(HttpResponse::text(http::status::ok, "OK\n"))},
   };
   if (reload) {

@@ -1,7 +1,11 @@
 #include "exporter/http/server.hpp"
 
+#include <sys/socket.h>
+
 #include <boost/asio/post.hpp>
 #include <boost/asio/steady_timer.hpp>
+#include <cerrno>
+#include <cstring>
 #include <string>
 #include <string_view>
 #include <utility>
@@ -17,7 +21,7 @@ using tcp = asio::ip::tcp;
 
 HttpServer::HttpServer(asio::io_context& io, const Config::Web& config, SnapshotCache& cache,
                        std::shared_ptr<const WebSecurity> security)
-    : io_(io), cache_(cache), state_(std::make_shared<HttpServerState>()), acceptor_(io) {
+    : io_(io), cache_(cache), state_(std::make_shared<HttpServerState>()) {
   state_->config = config;
   update_security(std::move(security));
   update_routes();
@@ -42,13 +46,20 @@ void HttpServer::update_security(std::shared_ptr<const WebSecurity> security) {
     verifier_ = std::make_unique<asio::thread_pool>(1);
     state_->verifier = verifier_.get();
   }
+  const auto& rate = security->rate_limit;
+  if (rate.interval.count() <= 0) {
+    state_->limiter = nullptr;
+  } else if (!state_->limiter || state_->limiter->interval() != rate.interval ||
+             state_->limiter->burst() != rate.burst) {
+    state_->limiter = std::make_shared<RateLimiter>(rate.interval, rate.burst);
+  }
   state_->security = std::move(security);
 }
 
 void HttpServer::update_config(const Config::Web& config) {
-  const std::string listen = state_->config.listen_address;
+  const auto listen = state_->config.listen_addresses;
   state_->config = config;
-  state_->config.listen_address = listen;
+  state_->config.listen_addresses = listen;
   update_routes();
 }
 
@@ -58,35 +69,82 @@ void HttpServer::set_reload_hook(ReloadHook hook) {
 }
 
 void HttpServer::update_routes() {
-  state_->routes = exporter_routes(cache_, state_->config.enable_lifecycle ? reload_ : nullptr);
+  state_->routes = exporter_routes(cache_, state_->config.enable_lifecycle ? reload_ : nullptr,
+                                   state_->config.telemetry_path);
 }
 
 Status HttpServer::start() {
-  if (Status s = open_listener(acceptor_, state_->config.listen_address); !s) return s;
-  accept();
+  std::vector<std::unique_ptr<tcp::acceptor>> acceptors;
+  for (const auto& address : state_->config.listen_addresses) {
+    auto acceptor = std::make_unique<tcp::acceptor>(io_);
+    if (Status s = open_listener(*acceptor, address); !s) return s;
+    acceptors.push_back(std::move(acceptor));
+  }
+  if (acceptors.empty()) return Error{EINVAL, "no listen address"};
+  acceptors_ = std::move(acceptors);
+  for (auto& a : acceptors_) accept(*a);
+  return ok_status();
+}
+
+Status HttpServer::start(const std::vector<int>& listening_fds) {
+  std::vector<std::unique_ptr<tcp::acceptor>> acceptors;
+  for (std::size_t i = 0; i < listening_fds.size(); ++i) {
+    const int fd = listening_fds[i];
+    sockaddr_storage addr{};
+    socklen_t length = sizeof addr;
+    if (::getsockname(fd, reinterpret_cast<sockaddr*>(&addr), &length) != 0) {
+      return Error{errno, "socket " + std::to_string(i + 1) + " (fd " + std::to_string(fd) +
+                              "): " + std::strerror(errno)};
+    }
+    if (addr.ss_family != AF_INET && addr.ss_family != AF_INET6) {
+      return Error{EINVAL, "socket " + std::to_string(i + 1) + " (fd " + std::to_string(fd) +
+                               ") is not a TCP socket (use ListenStream=[address:]port)"};
+    }
+    auto acceptor = std::make_unique<tcp::acceptor>(io_);
+    boost::system::error_code ec;
+    acceptor->assign(addr.ss_family == AF_INET ? tcp::v4() : tcp::v6(), fd, ec);
+    if (ec) {
+      return Error{ec.value(), "socket " + std::to_string(i + 1) + " (fd " + std::to_string(fd) +
+                                   "): " + ec.message()};
+    }
+    acceptors.push_back(std::move(acceptor));
+  }
+  if (acceptors.empty()) return Error{EINVAL, "no listening socket"};
+  acceptors_ = std::move(acceptors);
+  for (auto& a : acceptors_) accept(*a);
   return ok_status();
 }
 
 tcp::endpoint HttpServer::local_endpoint() const {
   boost::system::error_code ec;
-  return acceptor_.local_endpoint(ec);
+  return acceptors_.empty() ? tcp::endpoint() : acceptors_.front()->local_endpoint(ec);
 }
 
-void HttpServer::accept() {
-  acceptor_.async_accept([this, state = state_](boost::system::error_code ec, tcp::socket socket) {
-    if (state->stopping || !acceptor_.is_open()) return;
-    if (ec) {
-      // Out of file descriptors and the like: back off instead of spinning.
-      log::warn("accept failed", {{"err", ec.message()}});
-      auto timer = std::make_shared<asio::steady_timer>(io_, std::chrono::milliseconds(100));
-      timer->async_wait([this, state, timer](boost::system::error_code) {
-        if (!state->stopping) accept();
+std::vector<tcp::endpoint> HttpServer::local_endpoints() const {
+  std::vector<tcp::endpoint> out;
+  for (const auto& a : acceptors_) {
+    boost::system::error_code ec;
+    out.push_back(a->local_endpoint(ec));
+  }
+  return out;
+}
+
+void HttpServer::accept(tcp::acceptor& acceptor) {
+  acceptor.async_accept(
+      [this, &acceptor, state = state_](boost::system::error_code ec, tcp::socket socket) {
+        if (state->stopping || !acceptor.is_open()) return;
+        if (ec) {
+          // Out of file descriptors and the like: back off instead of spinning.
+          log::warn("accept failed", {{"err", ec.message()}});
+          auto timer = std::make_shared<asio::steady_timer>(io_, std::chrono::milliseconds(100));
+          timer->async_wait([this, &acceptor, state, timer](boost::system::error_code) {
+            if (!state->stopping) accept(acceptor);
+          });
+          return;
+        }
+        on_accept(std::move(socket));
+        accept(acceptor);
       });
-      return;
-    }
-    on_accept(std::move(socket));
-    accept();
-  });
 }
 
 // A connection that gets no place is closed at once: with a 503 over plain
@@ -129,7 +187,7 @@ void HttpServer::stop(std::function<void()> drained) {
   state_->stopping = true;
   state_->drained = std::move(drained);
   boost::system::error_code ignored;
-  acceptor_.close(ignored);
+  for (auto& a : acceptors_) a->close(ignored);
   for (const auto& weak : state_->sessions) {
     if (auto s = weak.lock()) s->close_if_idle();
   }

@@ -9,6 +9,7 @@
 #include <set>
 
 #include "exporter/config.hpp"
+#include "exporter/http/rate_limiter.hpp"
 #include "exporter/http/router.hpp"
 #include "exporter/http/stats.hpp"
 #include "exporter/http/web_security.hpp"
@@ -35,6 +36,8 @@ struct HttpServerState {
   // Read by a session when a request arrives; replaced on reload.
   std::shared_ptr<const HttpRouter> routes;
   std::shared_ptr<const WebSecurity> security;  // for connections accepted from now on
+  // The web configuration's rate_limit, over every listener; null: none.
+  std::shared_ptr<RateLimiter> limiter;
   // For bcrypt checks (exporter/http/auth.hpp). Owned by the server; null
   // once it is gone.
   boost::asio::thread_pool* verifier = nullptr;

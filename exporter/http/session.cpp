@@ -291,6 +291,11 @@ class HttpSession : public HttpSessionBase,
     routes_ = server_->routes;
     route_ = routes_->find(std::string_view(req.target().data(), req.target().size()));
     label_ = route_ ? route_->path : "other";
+    // As in exporter-toolkit, the rate limit comes before authentication,
+    // so refused requests cost no bcrypt check.
+    if (server_->limiter && !server_->limiter->allow()) {
+      return respond(HttpResponse::text(http::status::too_many_requests, "Too Many Requests\n"));
+    }
     const auto header = req[http::field::authorization];
     authenticate(security_->auth, std::string_view(header.data(), header.size()), server_->verifier,
                  lowest().get_executor(), [self = this->shared_from_this()](AuthOutcome outcome) {

@@ -161,11 +161,6 @@ std::vector<std::string> parse_web_config(const std::string& yaml_text, const st
       dst = n.Scalar();
     };
   };
-  auto unsupported = [&w](const char* what) -> Walker::Field {
-    return [&w, what](const YAML::Node& n, const std::string& key) {
-      w.error_at(n, key, std::string("not supported by rdma_exporter (") + what + ")");
-    };
-  };
   auto cipher_list = [&w, &tls](const YAML::Node& n, const std::string& key) {
     if (n.IsNull()) return;
     if (!n.IsSequence()) return w.error_at(n, key, "expected a list of cipher suite names");
@@ -291,8 +286,10 @@ std::vector<std::string> parse_web_config(const std::string& yaml_text, const st
                {"cipher_suites", cipher_list},
                {"curve_preferences", curve_list},
                {"prefer_server_cipher_suites", w.boolean(tls.prefer_server_cipher_suites)},
-               {"client_allowed_sans", unsupported("use RequireAndVerifyClientCert with a CA "
-                                                   "that signs only the allowed clients")}});
+               {"client_allowed_sans",
+                w.string_list(tls.client_allowed_sans, [](const std::string& san) {
+                  return san.empty() ? std::string("an empty name") : std::string();
+                })}});
           tls_errors = w.take_count() - tls_errors;
         }},
        {"http_server_config",
@@ -300,7 +297,18 @@ std::vector<std::string> parse_web_config(const std::string& yaml_text, const st
           w.mapping(n, p, {{"http2", w.boolean(out.http2)}, {"headers", headers}});
         }},
        {"basic_auth_users", users},
-       {"rate_limit", unsupported("web.max_connections bounds the load a client can make")}});
+       {"rate_limit", [&](const YAML::Node& n, const std::string& p) {
+          const std::size_t before = w.take_count();
+          w.mapping(n, p,
+                    {{"interval", w.duration(out.rate_limit.interval)},
+                     {"burst", w.integer(out.rate_limit.burst, 0, 1000000)}});
+          if (w.take_count() == before && out.rate_limit.interval.count() > 0 &&
+              out.rate_limit.burst < 1) {
+            w.error_at(n, p + ".burst",
+                       "must be at least 1 when rate_limit.interval is set (a burst of 0 "
+                       "would refuse every request)");
+          }
+        }}});
 
   // tls_server_config with no key at all means plain HTTP, as in
   // exporter-toolkit. How the keys go together is checked once each is valid.
@@ -332,6 +340,12 @@ std::vector<std::string> parse_web_config(const std::string& yaml_text, const st
       w.error_at(tls_node, p,
                  "client_auth_type verifies client certificates: it needs "
                  "client_ca_file (or client_ca)");
+    }
+    if (!tls.client_allowed_sans.empty() && tls.client_auth != CA::require_and_verify &&
+        tls.client_auth != CA::require_any) {
+      w.error_at(tls_node, p,
+                 "client_allowed_sans needs client certificates: set client_auth_type to "
+                 "RequireAndVerifyClientCert (or RequireAnyClientCert)");
     }
     if (tls.min_version > tls.max_version) {
       w.error_at(tls_node, p, "min_version is newer than max_version");

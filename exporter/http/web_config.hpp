@@ -6,6 +6,8 @@
 #include <utility>
 #include <vector>
 
+#include "common/duration.hpp"
+
 namespace rdma_exporter {
 
 // The web configuration file (--web.config.file, web.config_file), in the
@@ -32,14 +34,28 @@ struct WebConfig {
     std::vector<std::string> tls13_cipher_suites;  // OpenSSL names, TLS 1.3
     std::vector<std::string> curves;               // OpenSSL group names
     bool prefer_server_cipher_suites = true;
+    // A client certificate must carry one of these as a subject alternative
+    // name (DNS, IP, email or URI, matched exactly); empty: any will do.
+    std::vector<std::string> client_allowed_sans;
 
     bool operator==(const Tls&) const = default;
+  };
+
+  // A token bucket over every request: `burst` requests at once, then one
+  // more each `interval`; past it a request is answered 429. A zero
+  // interval: no limit.
+  struct RateLimit {
+    Duration interval{0};
+    int burst = 0;
+
+    bool operator==(const RateLimit&) const = default;
   };
 
   std::optional<Tls> tls;                                    // absent: plain HTTP
   std::map<std::string, std::string> users;                  // user -> bcrypt hash (secrets)
   std::vector<std::pair<std::string, std::string>> headers;  // added to every response
   bool http2 = true;  // accepted; the endpoint speaks HTTP/1.1
+  RateLimit rate_limit;
 
   bool operator==(const WebConfig&) const = default;
 };

@@ -5,8 +5,11 @@
 #include <openssl/pem.h>
 #include <openssl/ssl.h>
 #include <openssl/x509.h>
+#include <openssl/x509v3.h>
 
+#include <algorithm>
 #include <boost/asio/buffer.hpp>
+#include <boost/asio/ip/address.hpp>
 #include <cerrno>
 #include <cstring>
 
@@ -106,7 +109,51 @@ std::string WebSecurity::describe() const {
   std::string s = tls ? "TLS (" + tls_summary + ")" : "plain HTTP";
   s += auth ? ", basic auth for " + std::to_string(auth->user_count()) + " user(s)"
             : ", no authentication";
+  if (rate_limit.interval.count() > 0) {
+    s += ", at most " + std::to_string(rate_limit.burst) + " request(s) at once then one every " +
+         std::to_string(rate_limit.interval.count()) + "ms";
+  }
   return s;
+}
+
+bool has_allowed_san(X509* cert, const std::vector<std::string>& allowed) {
+  if (cert == nullptr) return false;
+  auto* names =
+      static_cast<GENERAL_NAMES*>(X509_get_ext_d2i(cert, NID_subject_alt_name, nullptr, nullptr));
+  if (names == nullptr) return false;
+  bool found = false;
+  for (int i = 0; i < sk_GENERAL_NAME_num(names) && !found; ++i) {
+    const GENERAL_NAME* name = sk_GENERAL_NAME_value(names, i);
+    if (name->type == GEN_DNS || name->type == GEN_EMAIL || name->type == GEN_URI) {
+      const ASN1_IA5STRING* text = name->d.ia5;
+      const std::string value(reinterpret_cast<const char*>(ASN1_STRING_get0_data(text)),
+                              static_cast<std::size_t>(ASN1_STRING_length(text)));
+      found = std::find(allowed.begin(), allowed.end(), value) != allowed.end();
+    } else if (name->type == GEN_IPADD) {
+      const ASN1_OCTET_STRING* bytes = name->d.ip;
+      const int length = ASN1_STRING_length(bytes);
+      const unsigned char* data = ASN1_STRING_get0_data(bytes);
+      boost::asio::ip::address ip;
+      if (length == 4) {
+        boost::asio::ip::address_v4::bytes_type b;
+        std::copy(data, data + 4, b.begin());
+        ip = boost::asio::ip::address_v4(b);
+      } else if (length == 16) {
+        boost::asio::ip::address_v6::bytes_type b;
+        std::copy(data, data + 16, b.begin());
+        ip = boost::asio::ip::address_v6(b);
+      } else {
+        continue;
+      }
+      for (const auto& a : allowed) {
+        boost::system::error_code ec;
+        const auto want = boost::asio::ip::make_address(a, ec);
+        if (!ec && want == ip) found = true;
+      }
+    }
+  }
+  GENERAL_NAMES_free(names);
+  return found;
 }
 
 Result<std::shared_ptr<ssl::context>> make_tls_context(const WebConfig::Tls& tls) {
@@ -187,6 +234,21 @@ Result<std::shared_ptr<ssl::context>> make_tls_context(const WebConfig::Tls& tls
       ctx->set_verify_mode(ssl::verify_peer | ssl::verify_fail_if_no_peer_cert);
       break;
   }
+  // The client's own certificate (depth 0) must name an allowed client; the
+  // handshake fails with an alert otherwise. With RequireAnyClientCert the
+  // chain stays unchecked, as above.
+  if (!tls.client_allowed_sans.empty()) {
+    const bool any = tls.client_auth == CA::require_any;
+    ctx->set_verify_callback(
+        [allowed = tls.client_allowed_sans, any](bool preverified, ssl::verify_context& vc) {
+          X509_STORE_CTX* store = vc.native_handle();
+          if (!preverified && !any) return false;
+          if (X509_STORE_CTX_get_error_depth(store) != 0) return true;
+          if (has_allowed_san(X509_STORE_CTX_get_current_cert(store), allowed)) return true;
+          X509_STORE_CTX_set_error(store, X509_V_ERR_APPLICATION_VERIFICATION);
+          return false;
+        });
+  }
   ERR_clear_error();
   return ctx;
 }
@@ -208,11 +270,16 @@ std::vector<std::string> load_web_security(const std::string& path,
   }
   if (!config.users.empty()) security->auth = std::make_shared<BasicAuth>(std::move(config.users));
   security->headers = std::move(config.headers);
+  security->rate_limit = config.rate_limit;
   if (config.tls) {
     // The versions and the client certificate policy, for the log line.
     security->tls_summary = std::string(version_name(config.tls->min_version)) + " to " +
                             version_name(config.tls->max_version) + ", client certificates " +
                             client_auth_name(config.tls->client_auth);
+    if (!config.tls->client_allowed_sans.empty()) {
+      security->tls_summary +=
+          ", " + std::to_string(config.tls->client_allowed_sans.size()) + " allowed client SAN(s)";
+    }
   }
   out = std::move(security);
   return {};

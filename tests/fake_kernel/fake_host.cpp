@@ -257,7 +257,7 @@ int usage(const char* message) {
 int run(int argc, char** argv) {
   Config config;
   auto& qp_counters = config.collectors.options<QpCountersOptions>();
-  config.web.listen_address = "127.0.0.1:0";
+  config.web.listen_addresses = {"127.0.0.1:0"};
   bool once = false;
   for (int i = 1; i < argc; ++i) {
     const std::string_view arg = argv[i];
@@ -268,7 +268,7 @@ int run(int argc, char** argv) {
     if (i + 1 >= argc) return usage("every option needs a value");
     const std::string value = argv[++i];
     if (arg == "--web.listen-address") {
-      config.web.listen_address = value;
+      config.web.listen_addresses = {value};
     } else if (arg == "--path.sysfs") {
       config.sysfs.root = value;
     } else if (arg == "--path.proc") {

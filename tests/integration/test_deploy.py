@@ -78,6 +78,9 @@ class DeployTest(unittest.TestCase):
                            timeout=120)
         self.assertEqual(r.returncode, 0, r.stdout + r.stderr)
         for rel in ("usr/bin/rdma_exporter", "lib/systemd/system/rdma_exporter.service",
+                    "lib/systemd/system/rdma_exporter.socket",
+                    "usr/share/doc/rdma-exporter/examples/rdma_exporter.service.d/"
+                    "socket-activation.conf",
                     "usr/lib/sysusers.d/rdma_exporter.conf",
                     "usr/share/doc/rdma-exporter/metrics.md",
                     "usr/share/man/man8/rdma_exporter.8.gz",

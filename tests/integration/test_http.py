@@ -3,6 +3,7 @@ import concurrent.futures
 import gzip
 import http.client
 import os
+import re
 import signal
 import socket
 import subprocess
@@ -10,7 +11,8 @@ import threading
 import time
 import unittest
 
-from harness import Exporter, make_sysfs, promtool, raw_request, status_of, value
+from harness import (BIN, Exporter, make_sysfs, promtool, raw_request, status_of, value,
+                     wait_log)
 
 
 class HttpTest(unittest.TestCase):
@@ -341,6 +343,66 @@ class ShutdownTest(unittest.TestCase):
                                     capture_output=True, text=True, timeout=10)
             self.assertEqual(result.returncode, 1)
             self.assertIn("Address already in use", result.stderr)
+
+
+class ListenersAndPathTest(unittest.TestCase):
+    def test_every_listen_address_serves(self):
+        # The harness gives 127.0.0.1:0; a second flag adds [::1]:0.
+        with Exporter("--web.listen-address", "[::1]:0", "--path.sysfs", "/nonexistent") as exp:
+            wait_log(exp, "listening on", count=2)
+            ports = [int(p) for p in re.findall(r'msg="listening on" address=\S+?:(\d+) ', exp.log())]
+            self.assertEqual(len(ports), 2, exp.log())
+            self.assertIn(f'msg="listening on" address=[::1]:{ports[1]} ', exp.log())
+            with socket.create_connection(("::1", ports[1]), timeout=10) as s:
+                s.sendall(b"GET /healthz HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n")
+                self.assertEqual(status_of(s.recv(4096)), 200)
+            self.assertEqual(status_of(raw_request(ports[0], b"GET /healthz HTTP/1.1\r\n"
+                                                   b"Connection: close\r\n\r\n")), 200)
+
+    def test_an_address_in_use_among_several_fails_the_start_naming_it(self):
+        with socket.socket() as taken:
+            taken.bind(("127.0.0.1", 0))
+            taken.listen()
+            busy = f"127.0.0.1:{taken.getsockname()[1]}"
+            r = subprocess.run([BIN, "--web.listen-address", "127.0.0.1:0", "--web.listen-address",
+                                busy, "--path.sysfs", "/nonexistent"],
+                               capture_output=True, text=True, timeout=30)
+        self.assertEqual(r.returncode, 1, r.stderr)
+        self.assertIn(f'msg="listen on {busy}: Address already in use"', r.stderr)
+        self.assertNotIn("listening on", r.stderr)
+
+    def test_telemetry_path(self):
+        with Exporter("--web.telemetry-path", "/rdma/metrics", "--path.sysfs",
+                      "/nonexistent") as exp:
+            def get(path):
+                return raw_request(exp.port, f"GET {path} HTTP/1.1\r\nConnection: close\r\n\r\n"
+                                   .encode())
+            response = get("/rdma/metrics")
+            self.assertEqual(status_of(response), 200)
+            self.assertIn(b"rdma_exporter_build_info{", response)
+            self.assertEqual(status_of(get("/metrics")), 404)
+            self.assertIn(b'<a href="rdma/metrics">', get("/"))
+            self.assertEqual(status_of(get("/healthz")), 200)
+
+    def test_a_reload_moves_the_telemetry_path(self):
+        with Exporter("--path.sysfs", "/nonexistent", config="web: {telemetry_path: /a}\n") as exp:
+            config = exp.proc.args[exp.proc.args.index("--config.file") + 1]
+
+            def status(path):
+                return status_of(raw_request(
+                    exp.port, f"GET {path} HTTP/1.1\r\nConnection: close\r\n\r\n".encode()))
+            self.assertEqual((status("/a"), status("/b"), status("/metrics")), (200, 404, 404))
+            with open(config, "w") as f:
+                f.write("web: {telemetry_path: /b}\n")
+            exp.proc.send_signal(signal.SIGHUP)
+            wait_log(exp, "configuration reloaded")
+            self.assertEqual((status("/a"), status("/b")), (404, 200))
+
+    def test_a_bad_telemetry_path_is_a_usage_error(self):
+        r = subprocess.run([BIN, "--web.telemetry-path", "metrics", "--once"],
+                           capture_output=True, text=True, timeout=30)
+        self.assertEqual(r.returncode, 2, r.stderr)
+        self.assertIn("web.telemetry_path: expected a path below /", r.stderr)
 
 
 if __name__ == "__main__":

@@ -86,6 +86,13 @@ def setUpModule():
     make_leaf("client", "ca", client)
     make_leaf("client-expired", "ca", client, expired=True)
     make_leaf("client-wrong-ca", "wrong-ca", client)
+    # client_allowed_sans: one client per kind of name, and one named otherwise.
+    make_leaf("client-dns", "ca", client + "\nsubjectAltName=DNS:scraper.example")
+    make_leaf("client-ip", "ca", client + "\nsubjectAltName=IP:192.0.2.7")
+    make_leaf("client-email", "ca", client + "\nsubjectAltName=email:prom@example.org")
+    make_leaf("client-uri", "ca", client + "\nsubjectAltName=URI:spiffe://example.org/prom")
+    make_leaf("client-other", "ca", client + "\nsubjectAltName=DNS:intruder.example,IP:192.0.2.8")
+    make_leaf("client-wrong-ca-dns", "wrong-ca", client + "\nsubjectAltName=DNS:scraper.example")
     assert "notAfter=Jan  2 00:00:00 2020 GMT" in openssl(
         "x509", "-noout", "-enddate", "-in", path("client-expired.pem"))
 
@@ -313,6 +320,91 @@ class ClientCertificateTest(TlsTestCase):
         self.assertNotEqual(curl(exp.port, "/healthz")[0], 0)
         # Any certificate will do (as in Go): the chain is not checked.
         self.assertEqual(self.with_cert(exp, "client-wrong-ca")[:2], (0, 200))
+
+
+class ClientAllowedSansTest(TlsTestCase):
+    SANS = ("  client_allowed_sans: [scraper.example, 192.0.2.7, prom@example.org,"
+            " \"spiffe://example.org/prom\"]\n")
+
+    def with_cert(self, exp, name):
+        return curl(exp.port, "/healthz", "--cert", path(name + ".pem"), "--key", path(name + ".key"))
+
+    def test_a_client_certificate_must_name_an_allowed_client(self):
+        exp = self.start(TLS + "  client_auth_type: RequireAndVerifyClientCert\n"
+                         "  client_ca_file: ca.pem\n" + self.SANS)
+        for name in ("client-dns", "client-ip", "client-email", "client-uri"):
+            code, status, text = self.with_cert(exp, name)
+            self.assertEqual((code, status), (0, 200), name + ": " + text)
+        # No allowed name, no name at all, or an allowed name from another CA.
+        for name in ("client-other", "client", "client-wrong-ca-dns"):
+            code, status, text = self.with_cert(exp, name)
+            self.assertNotEqual(code, 0, name + ": " + text)
+            self.assertEqual(status, 0, name)
+        text = self.metrics(exp, "--cert", path("client-dns.pem"), "--key", path("client-dns.key"))
+        self.assertEqual(value(text, "rdma_exporter_http_tls_handshake_failures_total",
+                               '{reason="client_certificate"}'), 3, text)
+
+    def test_with_require_any_the_names_are_still_checked(self):
+        exp = self.start(TLS + "  client_auth_type: RequireAnyClientCert\n" + self.SANS)
+        self.assertEqual(self.with_cert(exp, "client-wrong-ca-dns")[:2], (0, 200))
+        self.assertNotEqual(self.with_cert(exp, "client-other")[0], 0)
+
+    def test_without_client_certificates_the_list_is_refused(self):
+        with open(path("sans.yml"), "w") as f:
+            f.write(TLS + self.SANS)
+        r = subprocess.run([BIN, "--web.config.file", path("sans.yml"), "--web.listen-address",
+                            "127.0.0.1:0"], capture_output=True, text=True, timeout=30)
+        self.assertEqual(r.returncode, 2, r.stderr)
+        self.assertIn("client_allowed_sans needs client certificates", r.stderr)
+
+
+class RateLimitTest(TlsTestCase):
+    def test_a_burst_then_429_then_a_token_per_interval(self):
+        # 3 at once, then one every 3s: the requests right after the burst
+        # come well within 3s of it.
+        exp = self.start("rate_limit:\n  interval: 3s\n  burst: 3\n")
+        with socket.create_connection(("127.0.0.1", exp.port), timeout=10) as s:
+            f = s.makefile("rb")
+
+            def get(p):
+                s.sendall(f"GET {p} HTTP/1.1\r\nHost: x\r\n\r\n".encode())
+                status = int(f.readline().split()[1])
+                length = 0
+                while (line := f.readline()) not in (b"\r\n", b""):
+                    if line.lower().startswith(b"content-length:"):
+                        length = int(line.split(b":")[1])
+                body = f.read(length)
+                return status, body
+
+            statuses = [get("/healthz")[0] for _ in range(5)]
+            self.assertEqual(statuses, [200, 200, 200, 429, 429])
+            status, body = get("/metrics")
+            self.assertEqual((status, body), (429, b"Too Many Requests\n"))
+            # The bucket refills: a request succeeds again, after some 429s.
+            refused = 3
+            while True:
+                status, body = get("/metrics")
+                if status == 200:
+                    break
+                self.assertEqual(status, 429)
+                refused += 1
+                time.sleep(0.2)
+            self.assertEqual(value(body.decode(), "rdma_exporter_http_requests_total",
+                                   '{handler="/healthz",code="429"}'), 2, body)
+            self.assertEqual(value(body.decode(), "rdma_exporter_http_requests_total",
+                                   '{handler="/metrics",code="429"}'), refused - 2, body)
+
+    def test_rate_limit_errors(self):
+        for web, problem in (("rate_limit: {interval: 1s, burst: 0}\n", "rate_limit.burst: must be"),
+                             ("rate_limit: {interval: soon, burst: 1}\n", "rate_limit.interval"),
+                             ("rate_limit: {burst: -1}\n", "rate_limit.burst"),
+                             ("rate_limit: {rate: 1}\n", "rate_limit.rate: unknown key")):
+            with open(path("rate.yml"), "w") as f:
+                f.write(web)
+            r = subprocess.run([BIN, "--web.config.file", path("rate.yml"), "--web.listen-address",
+                                "127.0.0.1:0"], capture_output=True, text=True, timeout=30)
+            self.assertEqual(r.returncode, 2, web + r.stderr)
+            self.assertIn(problem, r.stderr, web)
 
 
 class BasicAuthTest(TlsTestCase):

@@ -22,7 +22,8 @@ using std::chrono::seconds;
 
 // The defaults as docs/configuration.md states them, written out by hand.
 void expect_documented_defaults(const Config& c) {
-  EXPECT_EQ(c.web.listen_address, ":10910");
+  EXPECT_EQ(c.web.listen_addresses, std::vector<std::string>{":10910"});
+  EXPECT_EQ(c.web.telemetry_path, "/metrics");
   EXPECT_EQ(c.web.max_connections, 64);
   EXPECT_EQ(c.web.max_connections_per_source, 16);
   EXPECT_EQ(c.web.header_timeout, seconds(5));
@@ -126,7 +127,7 @@ TEST(Config, EmptyDocumentKeepsDefaults) {
   Config c;
   EXPECT_TRUE(parse_config("", "t.yml", c).empty());
   EXPECT_TRUE(parse_config("# only a comment\n", "t.yml", c).empty());
-  EXPECT_EQ(c.web.listen_address, kDefaultListenAddress);
+  EXPECT_EQ(c.web.listen_addresses, std::vector<std::string>{":10910"});
 }
 
 TEST(Config, ValuesAreApplied) {
@@ -149,7 +150,7 @@ log: {level: debug}
 )",
                              "t.yml", c);
   ASSERT_TRUE(errors.empty()) << errors.front();
-  EXPECT_EQ(c.web.listen_address, "127.0.0.1:9999");
+  EXPECT_EQ(c.web.listen_addresses, std::vector<std::string>{"127.0.0.1:9999"});
   EXPECT_EQ(c.web.max_connections, 3);
   EXPECT_EQ(c.web.max_connections_per_source, 2);
   EXPECT_EQ(c.web.header_timeout, std::chrono::milliseconds(750));
@@ -577,7 +578,7 @@ TEST(CommandLine, FlagsOverrideTheFile) {
   EXPECT_TRUE(cli.once);
   Config c;
   apply_overrides(cli, c);
-  EXPECT_EQ(c.web.listen_address, "127.0.0.1:1");
+  EXPECT_EQ(c.web.listen_addresses, std::vector<std::string>{"127.0.0.1:1"});
   EXPECT_EQ(c.sysfs.root, "/host/sys");
   EXPECT_EQ(c.devices.exclude, (std::vector<std::string>{"a", "b"}));
 }
@@ -590,6 +591,86 @@ TEST(CommandLine, UnknownFlagsAndStrayArgumentsAreErrors) {
   EXPECT_EQ(parse_command_line(2, a2, cli).size(), 1U);
   const char* a3[] = {"rdma_exporter", "--config.file"};
   EXPECT_EQ(parse_command_line(2, a3, cli).size(), 1U);
+}
+
+}  // namespace
+}  // namespace rdma_exporter
+
+namespace rdma_exporter {
+namespace {
+
+std::vector<std::string> web_problems(const std::string& yaml, Config* out = nullptr) {
+  Config c;
+  auto errors = parse_config(yaml, "w.yml", c);
+  if (out != nullptr) *out = c;
+  return errors;
+}
+
+TEST(Config, ListenAddressIsOneAddressOrAList) {
+  Config c;
+  ASSERT_TRUE(web_problems("web: {listen_address: \"127.0.0.1:1\"}\n", &c).empty());
+  EXPECT_EQ(c.web.listen_addresses, std::vector<std::string>{"127.0.0.1:1"});
+  ASSERT_TRUE(web_problems("web:\n  listen_address: [\"127.0.0.1:1\", \"[::1]:1\"]\n", &c).empty());
+  EXPECT_EQ(c.web.listen_addresses, (std::vector<std::string>{"127.0.0.1:1", "[::1]:1"}));
+  auto errors = web_problems("web: {listen_address: []}\n");
+  ASSERT_EQ(errors.size(), 1U);
+  EXPECT_EQ(errors[0], "w.yml: web.listen_address: give at least one address");
+  errors = web_problems("web: {listen_address: [\":1\", nope]}\n");
+  ASSERT_EQ(errors.size(), 1U);
+  EXPECT_EQ(errors[0],
+            "w.yml: web.listen_address: expected host:port, :port or [v6]:port, got \"nope\"");
+  errors = web_problems("web: {listen_address: [\":1\", \":1\"]}\n");
+  ASSERT_EQ(errors.size(), 1U);
+  EXPECT_EQ(errors[0], "w.yml: web.listen_address: \":1\" is given twice");
+  errors = web_problems("web: {listen_address: {a: b}}\n");
+  ASSERT_EQ(errors.size(), 1U);
+  EXPECT_NE(errors[0].find("web.listen_address: expected a list of strings"), std::string::npos)
+      << errors[0];
+}
+
+TEST(Config, TelemetryPath) {
+  Config c;
+  ASSERT_TRUE(web_problems("web: {telemetry_path: /rdma/metrics}\n", &c).empty());
+  EXPECT_EQ(c.web.telemetry_path, "/rdma/metrics");
+  const std::pair<const char*, const char*> bad[] = {
+      {"metrics", "expected a path below / such as /metrics, got \"metrics\""},
+      {"/", "expected a path below / such as /metrics, got \"/\""},
+      {"/a b", "only letters, digits and / - . _ ~ may appear in it, got \"/a b\""},
+      {"/m\"<", "only letters, digits and / - . _ ~ may appear in it, got \"/m\"<\""},
+      {"/healthz", "\"/healthz\" is the path of another endpoint"},
+      {"/-/reload", "\"/-/reload\" is the path of another endpoint"},
+  };
+  for (const auto& [path, problem] : bad) {
+    c.web.telemetry_path = path;
+    auto errors = validate_config(c);
+    ASSERT_EQ(errors.size(), 1U) << path;
+    EXPECT_EQ(errors[0], std::string("web.telemetry_path: ") + problem);
+  }
+}
+
+TEST(CommandLine, WebFlags) {
+  const char* argv[] = {"rdma_exporter",        "--web.listen-address=127.0.0.1:1",
+                        "--web.listen-address", "[::1]:1",
+                        "--web.telemetry-path", "/m"};
+  CommandLine cli;
+  ASSERT_TRUE(parse_command_line(6, argv, cli).empty());
+  EXPECT_FALSE(cli.systemd_socket);
+  Config c;
+  apply_overrides(cli, c);
+  EXPECT_EQ(c.web.listen_addresses, (std::vector<std::string>{"127.0.0.1:1", "[::1]:1"}));
+  EXPECT_EQ(c.web.telemetry_path, "/m");
+
+  const char* socket_argv[] = {"rdma_exporter", "--web.systemd-socket"};
+  CommandLine activated;
+  ASSERT_TRUE(parse_command_line(2, socket_argv, activated).empty());
+  EXPECT_TRUE(activated.systemd_socket);
+
+  const char* both[] = {"rdma_exporter", "--web.systemd-socket", "--web.listen-address", ":1"};
+  CommandLine conflicting;
+  auto errors = parse_command_line(4, both, conflicting);
+  ASSERT_EQ(errors.size(), 1U);
+  EXPECT_NE(errors[0].find("--web.systemd-socket and --web.listen-address exclude each other"),
+            std::string::npos);
 }
 
 }  // namespace

@@ -33,7 +33,9 @@ namespace rdma_exporter::testing {
 // answers fails the test instead of hanging it.
 class Client {
  public:
-  explicit Client(unsigned short port, const char* source = "127.0.0.1") {
+  // `to`: the server's address.
+  explicit Client(unsigned short port, const char* source = "127.0.0.1",
+                  const char* to = "127.0.0.1") {
     fd_ = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
     EXPECT_GE(fd_, 0);
     timeval limit{5, 0};
@@ -46,7 +48,7 @@ class Client {
     sockaddr_in addr{};
     addr.sin_family = AF_INET;
     addr.sin_port = htons(port);
-    addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    EXPECT_EQ(::inet_pton(AF_INET, to, &addr.sin_addr), 1) << to;
     EXPECT_EQ(::connect(fd_, reinterpret_cast<sockaddr*>(&addr), sizeof addr), 0)
         << std::strerror(errno);
   }
@@ -135,6 +137,12 @@ class Server {
   }
 
   unsigned short port() const { return port_; }
+  // Every listener's port, in the order of web.listen_addresses.
+  std::vector<unsigned short> ports() const {
+    std::vector<unsigned short> out;
+    for (const auto& ep : server_.local_endpoints()) out.push_back(ep.port());
+    return out;
+  }
   int collections() const { return collections_; }
 
   // Runs `f` on the server's event loop.
@@ -149,7 +157,11 @@ class Server {
 
  private:
   static Config::Web with_ephemeral_port(Config::Web web) {
-    web.listen_address = "127.0.0.1:0";
+    // The default (:10910) becomes an ephemeral port; addresses a test
+    // gives stay.
+    if (web.listen_addresses == std::vector<std::string>{kDefaultListenAddress}) {
+      web.listen_addresses = {"127.0.0.1:0"};
+    }
     return web;
   }
   std::shared_ptr<const Snapshot> collect() {

@@ -575,3 +575,98 @@ TEST(HttpServer, ScrapesWithinMaxAgeShareOneCollection) {
 
 }  // namespace
 }  // namespace rdma_exporter
+
+namespace rdma_exporter {
+namespace {
+
+const std::string kNotFound =
+    "HTTP/1.1 404 Not Found\r\nServer: rdma_exporter\r\n"
+    "Content-Type: text/plain; charset=utf-8\r\nContent-Length: 10\r\n\r\nnot found\n";
+
+TEST(HttpServer, TheTelemetryPathMovesTheMetricsAndTheLandingPageLink) {
+  Config::Web web;
+  web.telemetry_path = "/rdma/metrics";
+  Server server(web);
+  Client c(server.port());
+  c.send(request("GET", "/rdma/metrics"));
+  EXPECT_EQ(c.response(),
+            "HTTP/1.1 200 OK\r\nServer: rdma_exporter\r\n"
+            "Content-Type: text/plain; version=0.0.4; charset=utf-8\r\nVary: Accept-Encoding\r\n"
+            "Content-Length: 10\r\n\r\nrdma_up 1\n");
+  c.send(request("GET", "/metrics"));
+  EXPECT_EQ(c.response(), kNotFound);
+  c.send(request("GET", "/"));
+  const std::string landing = c.response();
+  EXPECT_NE(landing.find("<a href=\"rdma/metrics\">rdma/metrics</a>"), std::string::npos)
+      << landing;
+  EXPECT_EQ(landing.find("href=\"metrics\""), std::string::npos) << landing;
+}
+
+TEST(HttpServer, EveryListenAddressServesAndTheLimitsAreShared) {
+  Config::Web web;
+  web.listen_addresses = {"127.0.0.1:0", "127.0.0.2:0"};
+  web.max_connections_per_source = 1;
+  web.read_timeout = 1h;
+  web.header_timeout = 1h;
+  Server server(web);
+  const auto ports = server.ports();
+  ASSERT_EQ(ports.size(), 2U);
+  EXPECT_NE(ports[0], ports[1]);
+  {
+    Client second(ports[1], "127.0.0.5", "127.0.0.2");
+    second.send(request("GET", "/healthz"));
+    EXPECT_EQ(second.response(), kHealthz);
+  }
+  // One place per source, over both listeners.
+  Client a(ports[0], "127.0.0.3");
+  a.send("GET /healthz HTTP/1.1\r\n");
+  Client b(ports[1], "127.0.0.3", "127.0.0.2");
+  EXPECT_EQ(b.until_closed(), kBusy);
+  EXPECT_EQ(
+      sample(
+          server,
+          "rdma_exporter_http_rejected_connections_total{reason=\"max_connections_per_source\"}"),
+      "rdma_exporter_http_rejected_connections_total{reason=\"max_connections_per_source\"} 1");
+}
+
+TEST(HttpServer, AnAddressThatCannotBeBoundFailsTheStartAndIsNamed) {
+  boost::asio::io_context io;
+  boost::asio::ip::tcp::acceptor taken(io, {boost::asio::ip::make_address("127.0.0.1"), 0});
+  const std::string busy = "127.0.0.1:" + std::to_string(taken.local_endpoint().port());
+  SnapshotCache cache(
+      io, [] { return std::make_shared<Snapshot>(); }, 1s);
+  Config::Web web;
+  web.listen_addresses = {"127.0.0.1:0", busy};
+  HttpServer server(io, web, cache);
+  const Status started = server.start();
+  ASSERT_FALSE(started);
+  EXPECT_EQ(started.error().message, "listen on " + busy + ": Address already in use");
+  EXPECT_TRUE(server.local_endpoints().empty());
+}
+
+TEST(HttpServer, PastTheRateLimitRequestsAre429BeforeAuthentication) {
+  auto security = std::make_shared<WebSecurity>();
+  security->auth = std::make_shared<BasicAuth>(std::map<std::string, std::string>{{"prom", kHash}});
+  security->rate_limit = {std::chrono::hours(1), 2};
+  Server server({}, security);
+  Client c(server.port());
+  const std::string unauthorized = request("GET", "/healthz");
+  c.send(unauthorized);
+  EXPECT_EQ(c.response().rfind("HTTP/1.1 401 Unauthorized\r\n", 0), 0U);
+  c.send(unauthorized);
+  EXPECT_EQ(c.response().rfind("HTTP/1.1 401 Unauthorized\r\n", 0), 0U);
+  c.send(unauthorized);
+  EXPECT_EQ(c.response(),
+            "HTTP/1.1 429 Too Many Requests\r\nServer: rdma_exporter\r\n"
+            "Content-Type: text/plain; charset=utf-8\r\nContent-Length: 18\r\n\r\n"
+            "Too Many Requests\n");
+  // Another listener or client draws on the same bucket.
+  Client other(server.port(), "127.0.0.9");
+  other.send(request("GET", "/metrics"));
+  EXPECT_EQ(other.response().rfind("HTTP/1.1 429 Too Many Requests\r\n", 0), 0U);
+  EXPECT_EQ(sample(server, "rdma_exporter_http_requests_total{handler=\"/metrics\",code=\"429\"}"),
+            "rdma_exporter_http_requests_total{handler=\"/metrics\",code=\"429\"} 1");
+}
+
+}  // namespace
+}  // namespace rdma_exporter

@@ -102,7 +102,27 @@ TEST(WebConfig, ShapeProblemsNameLineColumnAndKey) {
   expect_one("tls_server_config: 3\n", {"tls_server_config: expected a mapping"});
   expect_one("http_server_config: {http3: true}\n", {"http_server_config.http3: unknown key"});
   expect_one("http_server_config: {http2: maybe}\n", {"http2: expected true or false"});
-  expect_one("rate_limit: {interval: 1s}\n", {"rate_limit: not supported"});
+  expect_one(
+      "rate_limit: {interval: 1s}\n",
+      {"web.yml:1:13: rate_limit.burst: must be at least 1 when rate_limit.interval is set"});
+  expect_one("rate_limit: {interval: 1s, burst: 0}\n", {"rate_limit.burst: must be at least 1"});
+  expect_one("rate_limit: {interval: 1s, burst: -2}\n",
+             {"rate_limit.burst: expected an integer from 0 to 1000000"});
+  expect_one("rate_limit: {interval: often, burst: 2}\n",
+             {"rate_limit.interval: expected a duration"});
+  expect_one("rate_limit: {every: 1s}\n", {"rate_limit.every: unknown key", "burst, interval"});
+}
+
+TEST(WebConfig, RateLimit) {
+  WebConfig c;
+  ASSERT_TRUE(problems("rate_limit:\n  interval: 250ms\n  burst: 7\n", &c).empty());
+  EXPECT_EQ(c.rate_limit.interval, std::chrono::milliseconds(250));
+  EXPECT_EQ(c.rate_limit.burst, 7);
+  // A zero interval turns the limit off, as in exporter-toolkit.
+  ASSERT_TRUE(problems("rate_limit: {interval: 0s, burst: 0}\n", &c).empty());
+  EXPECT_EQ(c.rate_limit.interval, std::chrono::milliseconds(0));
+  ASSERT_TRUE(problems("", &c).empty());
+  EXPECT_EQ(c.rate_limit, WebConfig::RateLimit{});
 }
 
 TEST(WebConfig, TlsProblems) {
@@ -131,7 +151,27 @@ TEST(WebConfig, TlsProblems) {
   expect_one(base + "  curve_preferences: [P-256]\n",
              {"curve_preferences: expected one of CurveP256", "got \"P-256\""});
   expect_one(base + "  prefer_server_cipher_suites: sometimes\n", {"expected true or false"});
-  expect_one(base + "  client_allowed_sans: [a]\n", {"client_allowed_sans: not supported"});
+  expect_one(base + "  client_allowed_sans: [a]\n",
+             {"client_allowed_sans needs client certificates", "RequireAndVerifyClientCert"});
+  expect_one(base +
+                 "  client_auth_type: VerifyClientCertIfGiven\n  client_ca_file: ca.pem\n"
+                 "  client_allowed_sans: [a]\n",
+             {"client_allowed_sans needs client certificates"});
+  expect_one(base + "  client_auth_type: RequireAnyClientCert\n  client_allowed_sans: a\n",
+             {"client_allowed_sans: expected a list of strings"});
+  expect_one(base + "  client_auth_type: RequireAnyClientCert\n  client_allowed_sans: [\"\"]\n",
+             {"client_allowed_sans: an empty name"});
+}
+
+TEST(WebConfig, ClientAllowedSans) {
+  WebConfig c;
+  ASSERT_TRUE(problems("tls_server_config:\n  cert_file: c.pem\n  key_file: k.pem\n"
+                       "  client_auth_type: RequireAndVerifyClientCert\n  client_ca_file: ca.pem\n"
+                       "  client_allowed_sans: [scraper.example, 10.0.0.1]\n",
+                       &c)
+                  .empty());
+  ASSERT_TRUE(c.tls);
+  EXPECT_EQ(c.tls->client_allowed_sans, (std::vector<std::string>{"scraper.example", "10.0.0.1"}));
 }
 
 TEST(WebConfig, TlsCombinationProblems) {
