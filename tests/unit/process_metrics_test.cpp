@@ -3,6 +3,7 @@
 
 #include "exporter/process_metrics.hpp"
 
+#include <fcntl.h>
 #include <gtest/gtest.h>
 #include <unistd.h>
 
@@ -189,6 +190,18 @@ TEST_F(ProcessMetricsTest, BrokenLimitsBootTimeAndMissingFiles) {
                                               root_ + "/self/limits: No such file or directory",
                                               root_ + "/self/fd: No such file or directory"}));
   EXPECT_TRUE(s.families.empty());
+}
+
+TEST_F(ProcessMetricsTest, TheCountLeavesOutTheDescriptorThatReadsTheDirectory) {
+  // opendir() takes the lowest free descriptor: name a fixture entry after it.
+  const int lowest = ::open("/dev/null", O_RDONLY | O_CLOEXEC);
+  ASSERT_GE(lowest, 0);
+  ::close(lowest);
+  write("self/fd/" + std::to_string(lowest), "");
+  ProcessMetrics m(root_, 100, 4096);
+  std::vector<std::string> errors;
+  const Snapshot s = collect(m, errors);
+  EXPECT_EQ(sample(s, "process_open_fds"), 3.0);  // of the 4 entries
 }
 
 TEST(ProcessMetrics, TheRunningProcess) {
