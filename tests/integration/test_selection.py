@@ -6,10 +6,11 @@ import http.client
 import re
 import signal
 import subprocess
+import time
 import unittest
 import urllib.parse
 
-from harness import BIN, Exporter, make_sysfs, value, wait_log
+from harness import BIN, Exporter, Prometheus, make_sysfs, value, wait_log
 
 ALL = ["devices", "hw_counters", "optional_counters", "resources", "qp_counters", "ethtool",
        "dcb", "sysfs"]
@@ -187,6 +188,43 @@ class CollectParameterTest(unittest.TestCase):
             self.assertEqual((resp.status, body.decode()), (400, reason), query)
         _, body = get(self.exporter, "/metrics?collect[]=sysfs&x=1")
         self.assertIn(SYSFS_FAMILY, families(body.decode()))
+
+
+class PrometheusParamsTest(unittest.TestCase):
+    """Debian's Prometheus sends `params: collect[]` the way the exporter reads it."""
+
+    def test_scrape_with_collect_params(self):
+        with Exporter("--path.sysfs", make_sysfs("mlx5:1:1"), config=CONFIG) as exporter:
+            prometheus = Prometheus(f"""global:
+  scrape_interval: 1s
+scrape_configs:
+  - job_name: sysfs_only
+    params:
+      collect[]: [sysfs]
+    static_configs:
+      - targets: ['127.0.0.1:{exporter.port}']
+""")
+            try:
+                deadline = time.monotonic() + 60
+                while True:
+                    up = prometheus.query('up{job="sysfs_only"} == 1')["data"]["result"]
+                    if up:
+                        break
+                    self.assertLess(time.monotonic(), deadline, prometheus.log())
+                    time.sleep(0.5)
+
+                def series(expr):
+                    return sorted(tuple(sorted(r["metric"].items()))
+                                  for r in prometheus.query(expr)["data"]["result"])
+
+                self.assertEqual(series("rdma_exporter_collector_success"),
+                                 [(("__name__", "rdma_exporter_collector_success"),
+                                   ("collector", "sysfs"), ("instance", f"127.0.0.1:{exporter.port}"),
+                                   ("job", "sysfs_only"))])
+                self.assertEqual(len(series(SYSFS_FAMILY)), 1)
+                self.assertEqual(series(HW_FAMILY), [])
+            finally:
+                prometheus.stop()
 
 
 if __name__ == "__main__":
