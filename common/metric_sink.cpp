@@ -38,7 +38,13 @@ prometheus::MetricFamily* MetricSink::find_or_add(std::string_view name, std::st
   index_.emplace(std::string(name), families_.size());
   last_ = families_.size();
   families_.push_back(prometheus::MetricFamily{std::string(name), std::string(help), type, {}});
+  tags_.emplace_back();
   return &families_.back();
+}
+
+void MetricSink::add(prometheus::MetricFamily* family, prometheus::ClientMetric metric) {
+  tags_[static_cast<std::size_t>(family - families_.data())].push_back(tag_);
+  family->metric.push_back(std::move(metric));
 }
 
 void MetricSink::counter(std::string_view name, std::string_view help, Labels labels,
@@ -46,7 +52,7 @@ void MetricSink::counter(std::string_view name, std::string_view help, Labels la
   if (auto* fam = find_or_add(name, help, prometheus::MetricType::Counter)) {
     auto m = make_metric(std::move(labels));
     m.counter.value = value;
-    fam->metric.push_back(std::move(m));
+    add(fam, std::move(m));
   }
 }
 
@@ -54,19 +60,20 @@ void MetricSink::gauge(std::string_view name, std::string_view help, Labels labe
   if (auto* fam = find_or_add(name, help, prometheus::MetricType::Gauge)) {
     auto m = make_metric(std::move(labels));
     m.gauge.value = value;
-    fam->metric.push_back(std::move(m));
+    add(fam, std::move(m));
   }
 }
 
 void MetricSink::family(prometheus::MetricFamily family) {
   if (auto* fam = find_or_add(family.name, family.help, family.type)) {
-    for (auto& m : family.metric) fam->metric.push_back(std::move(m));
+    for (auto& m : family.metric) add(fam, std::move(m));
   }
 }
 
 std::vector<prometheus::MetricFamily> MetricSink::take() {
   index_.clear();
   last_ = 0;
+  tags_.clear();
   return std::move(families_);
 }
 

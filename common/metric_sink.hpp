@@ -2,6 +2,7 @@
 
 #include <prometheus/metric_family.h>
 
+#include <cstdint>
 #include <functional>
 #include <string>
 #include <string_view>
@@ -33,6 +34,13 @@ class MetricSink {
   bool empty() const { return families_.empty(); }
   std::vector<prometheus::MetricFamily> take();
 
+  // Marks the samples added from now on with `tag` (0 until set): which part
+  // of the program made them, so that a collection can be split afterwards.
+  void set_tag(uint16_t tag) { tag_ = tag; }
+  // Every sample's tag, parallel to the families take() returns:
+  // tags[f][m] for families[f].metric[m]. Taken before take().
+  std::vector<std::vector<uint16_t>> take_tags() { return std::move(tags_); }
+
  private:
   prometheus::MetricFamily* find_or_add(std::string_view name, std::string_view help,
                                         prometheus::MetricType type);
@@ -42,7 +50,11 @@ class MetricSink {
     std::size_t operator()(std::string_view s) const { return std::hash<std::string_view>{}(s); }
   };
 
+  void add(prometheus::MetricFamily* family, prometheus::ClientMetric metric);
+
   std::vector<prometheus::MetricFamily> families_;
+  std::vector<std::vector<uint16_t>> tags_;  // per family, the tag of each sample
+  uint16_t tag_ = 0;
   // Looked up by string_view, without a copy of the name per sample.
   std::unordered_map<std::string, std::size_t, NameHash, std::equal_to<>> index_;
   std::size_t last_ = 0;  // the family of the previous sample: most often the next one's too

@@ -4,8 +4,56 @@
 #include <boost/program_options.hpp>
 #include <sstream>
 
+#include "collectors/registry.hpp"
+
 namespace rdma_exporter {
 namespace po = boost::program_options;
+
+namespace {
+
+constexpr std::string_view kCollectorFlag = "collector.";
+constexpr std::string_view kNoCollectorFlag = "no-collector.";
+constexpr std::string_view kDisableDefaults = "collector.disable-defaults";
+
+// One flag pair per collector of the registry, and --collector.disable-defaults.
+po::options_description collector_options() {
+  po::options_description desc(
+      "Collectors (these flags override the configuration file's collectors section)");
+  desc.add_options()(std::string(kDisableDefaults).c_str(),
+                     "turn every collector off, the configuration file's included; only those "
+                     "named with --collector.<name> run");
+  for (const CollectorEntry& e : collector_registry()) {
+    const std::string on = std::string(kCollectorFlag) + e.name;
+    const std::string off = std::string(kNoCollectorFlag) + e.name;
+    const std::string help = "enable the " + e.name + " collector (default " +
+                             (e.enabled_by_default ? "enabled" : "disabled") + "): " + e.help;
+    const std::string no_help = "disable the " + e.name + " collector";
+    desc.add_options()(on.c_str(), help.c_str());
+    desc.add_options()(off.c_str(), no_help.c_str());
+  }
+  return desc;
+}
+
+std::string collector_names() {
+  std::string out;
+  for (const CollectorEntry& e : collector_registry()) {
+    if (!out.empty()) out += ", ";
+    out += e.name;
+  }
+  return out;
+}
+
+// "--collector.foo" or "--no-collector.foo" naming no collector: which name.
+std::optional<std::string> unknown_collector(std::string option) {
+  while (option.starts_with("-")) option.erase(0, 1);
+  option = option.substr(0, option.find('='));
+  for (std::string_view prefix : {kCollectorFlag, kNoCollectorFlag}) {
+    if (option.starts_with(prefix)) return option.substr(prefix.size());
+  }
+  return std::nullopt;
+}
+
+}  // namespace
 
 std::vector<std::string> parse_command_line(int argc, const char* const* argv, CommandLine& out) {
   po::options_description desc(
@@ -43,8 +91,11 @@ std::vector<std::string> parse_command_line(int argc, const char* const* argv, C
                                                                 "names never to read (repeatable)")
       ("log.level", po::value<std::string>(), "debug, info, warn or error (default info)")
       ("log.format", po::value<std::string>(), "logfmt or json (default logfmt): one line per "
-                                               "event on stderr");
+                                               "event on stderr")
+      ("web.disable-exporter-metrics", "leave out the exporter's process_* and "
+                                       "rdma_exporter_http_* metrics");
   // clang-format on
+  desc.add(collector_options());
   std::ostringstream help;
   help << desc << "\nExit codes: 0 success, 1 runtime failure, 2 usage or configuration error.\n";
   out.help_text = help.str();
@@ -52,15 +103,34 @@ std::vector<std::string> parse_command_line(int argc, const char* const* argv, C
   po::variables_map vm;
   try {
     const po::positional_options_description no_positionals;
-    po::store(po::command_line_parser(argc, argv).options(desc).positional(no_positionals).run(),
-              vm);
+    const po::parsed_options parsed =
+        po::command_line_parser(argc, argv).options(desc).positional(no_positionals).run();
+    po::store(parsed, vm);
     po::notify(vm);
+    // In command-line order, so that the last flag for a collector wins.
+    for (const po::option& o : parsed.options) {
+      const std::string_view key = o.string_key;
+      if (key == kDisableDefaults) {
+        out.collectors_disable_defaults = true;
+      } else if (key.starts_with(kCollectorFlag)) {
+        out.collectors[std::string(key.substr(kCollectorFlag.size()))] = true;
+      } else if (key.starts_with(kNoCollectorFlag)) {
+        out.collectors[std::string(key.substr(kNoCollectorFlag.size()))] = false;
+      }
+    }
+  } catch (const po::unknown_option& e) {
+    if (auto name = unknown_collector(e.get_option_name())) {
+      return {"unknown collector \"" + *name + "\" in " + e.get_option_name() +
+              " (collectors: " + collector_names() + ")"};
+    }
+    return {e.what()};
   } catch (const po::error& e) {
     return {e.what()};
   }
   out.help = vm.count("help") > 0;
   out.version = vm.count("version") > 0;
   out.once = vm.count("once") > 0;
+  out.disable_exporter_metrics = vm.count("web.disable-exporter-metrics") > 0;
   auto get = [&](const char* key, std::optional<std::string>& field) {
     if (vm.count(key) != 0U) field = vm[key].as<std::string>();
   };
@@ -108,6 +178,11 @@ void apply_overrides(const CommandLine& cli, Config& config) {
   if (cli.log_format) config.log.format = *cli.log_format;
   if (!cli.devices_include.empty()) config.devices.include = cli.devices_include;
   if (!cli.devices_exclude.empty()) config.devices.exclude = cli.devices_exclude;
+  if (cli.collectors_disable_defaults) {
+    for (const CollectorEntry& e : collector_registry())
+      config.collectors.set_enabled(e.name, false);
+  }
+  for (const auto& [name, on] : cli.collectors) config.collectors.set_enabled(name, on);
 }
 
 std::vector<std::string> load_config(const CommandLine& cli, Config& config) {

@@ -1,5 +1,6 @@
 #pragma once
 
+#include <map>
 #include <optional>
 #include <string>
 #include <vector>
@@ -27,6 +28,13 @@ struct CommandLine {
   std::vector<std::string> devices_exclude;
   std::string format = "prometheus";  // --once output format
   std::optional<std::string> output;  // --once output file (written atomically)
+  // --collector.<name> (true) and --no-collector.<name> (false), the last
+  // one given for a name winning; over --collector.disable-defaults, which
+  // turns every collector off first.
+  std::map<std::string, bool> collectors;
+  bool collectors_disable_defaults = false;
+  // --web.disable-exporter-metrics: no process_* and no rdma_exporter_http_*.
+  bool disable_exporter_metrics = false;
 };
 
 // Returns one line per problem; empty on success.

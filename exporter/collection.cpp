@@ -143,7 +143,10 @@ std::shared_ptr<const Snapshot> Collection::collect() {
   Scrape scrape(client_, filter_);
   ++collections_;
 
+  // Samples are tagged with their collector (Snapshot::tags): i + 1 for the
+  // i-th, 0 for the exporter's own.
   for (const auto& r : running_) {
+    sink.set_tag(static_cast<uint16_t>(snap->outcomes.size() + 1));
     Collector* collector = r.collector.get();
     CollectorOutcome outcome;
     outcome.name = std::string(collector->name());
@@ -158,6 +161,7 @@ std::shared_ptr<const Snapshot> Collection::collect() {
     log_changes(outcome);
     snap->outcomes.push_back(std::move(outcome));
   }
+  sink.set_tag(0);
 
   if (uses_netlink()) {
     const int present = scrape.netlink_absent() ? 0 : 1;
@@ -176,21 +180,30 @@ std::shared_ptr<const Snapshot> Collection::collect() {
                {}, present);
   }
 
-  for (const auto& o : snap->outcomes) {
+  // Each collector's own health goes with its metrics (a scrape that
+  // selects collectors gets theirs only).
+  auto for_each_outcome = [&](const auto& fn) {
+    for (std::size_t i = 0; i < snap->outcomes.size(); ++i) {
+      sink.set_tag(static_cast<uint16_t>(i + 1));
+      fn(snap->outcomes[i]);
+    }
+    sink.set_tag(0);
+  };
+  for_each_outcome([&](const CollectorOutcome& o) {
     sink.gauge("rdma_exporter_collector_success",
                "1 when the collector's last run succeeded, 0 when it met errors.",
                {{"collector", o.name}}, o.errors.empty() ? 1 : 0);
-  }
-  for (const auto& o : snap->outcomes) {
+  });
+  for_each_outcome([&](const CollectorOutcome& o) {
     sink.gauge("rdma_exporter_collector_duration_seconds",
                "Wall time of the collector's last run, in seconds.", {{"collector", o.name}},
                o.duration_seconds);
-  }
-  for (const auto& o : snap->outcomes) {
+  });
+  for_each_outcome([&](const CollectorOutcome& o) {
     sink.counter("rdma_exporter_collector_failures_total",
                  "Collections in which the collector met errors, since the exporter started.",
                  {{"collector", o.name}}, static_cast<double>(failures_[o.name]));
-  }
+  });
   sink.counter("rdma_exporter_collections_total",
                "Collections run since the exporter started (cached results served again are "
                "not counted).",
@@ -202,6 +215,7 @@ std::shared_ptr<const Snapshot> Collection::collect() {
              "Wall time of the whole last collection, in seconds.", {},
              std::chrono::duration<double>(clock::now() - start).count());
 
+  snap->tags = sink.take_tags();
   snap->families = sink.take();
   snap->taken = clock::now();
   try {

@@ -11,6 +11,7 @@
 #include "exporter/build_info.hpp"
 #include "exporter/otlp/pusher.hpp"
 #include "exporter/probe_collector.hpp"
+#include "exporter/process_metrics.hpp"
 #include "exporter/systemd.hpp"
 
 namespace rdma_exporter {
@@ -51,11 +52,20 @@ Daemon::Daemon(const CommandLine& cli, const Config& config,
       watchdog_(io_),
       reload_status_(std::make_shared<ReloadStatus>()) {
   reload_status_->success_timestamp = now_seconds();
-  collection_.add_self_metrics(
-      [stats = server_.stats()](MetricSink& sink) { stats->add_metrics(sink); });
+  // --web.disable-exporter-metrics leaves out what node_exporter's leaves
+  // out: the process's metrics and the HTTP handler's (docs/configuration.md).
+  if (!cli_.disable_exporter_metrics) {
+    collection_.add_self_metrics(
+        [stats = server_.stats()](MetricSink& sink) { stats->add_metrics(sink); });
+  }
   collection_.add_self_metrics(
       [status = reload_status_](MetricSink& sink) { status->add_metrics(sink); });
   collection_.add_self_metrics(add_sysfs_file_metrics);
+  if (!cli_.disable_exporter_metrics) {
+    collection_.add_self_metrics([process = std::make_shared<ProcessMetrics>()](MetricSink& sink) {
+      process->add_metrics(sink);
+    });
+  }
   server_.set_reload_hook([this](const ReloadDone& done) { reload(done); });
 }
 

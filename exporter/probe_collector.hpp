@@ -15,7 +15,9 @@ class ProbeCollector final : public Collector {
   explicit ProbeCollector(std::shared_ptr<probe::ProbeService> service)
       : service_(std::move(service)) {}
 
-  std::string_view name() const override { return "probe"; }
+  static constexpr std::string_view kName = "probe";
+
+  std::string_view name() const override { return kName; }
   // The probe's own problems (no device, responder not listening, an
   // unreadable file_sd file), not its targets' state, which rdma_probe_up says.
   std::vector<std::string> collect(Scrape& /*scrape*/, MetricSink& sink) override {

@@ -4,7 +4,9 @@
 #include <utility>
 #include <vector>
 
+#include "exporter/formats/gzip.hpp"
 #include "exporter/formats/text.hpp"
+#include "exporter/http/collector_filter.hpp"
 
 namespace rdma_exporter {
 
@@ -57,11 +59,25 @@ void serve_snapshot(const std::shared_ptr<const Snapshot>& snap, bool gzip,
   reply(std::move(res));
 }
 
+// collect[] and exclude[] select from the cached snapshot by the collector
+// that made each sample: a filtered scrape costs a rendering, never a
+// collection of its own.
 HttpHandler metrics(SnapshotCache& cache) {
   return [&cache](const HttpRequest& req, HttpReply reply) {
     const bool gzip = accepts_gzip(req.accept_encoding);
-    cache.get([reply = std::move(reply), gzip](std::shared_ptr<const Snapshot> snap) {
-      serve_snapshot(snap, gzip, reply);
+    auto filter = parse_collector_filter(req.target);
+    if (!filter) {
+      return reply(HttpResponse::text(http::status::bad_request, filter.error().message + "\n"));
+    }
+    cache.get([reply = std::move(reply), gzip,
+               selection = std::move(*filter)](std::shared_ptr<const Snapshot> snap) {
+      if (selection.mode == CollectorFilter::Mode::all) return serve_snapshot(snap, gzip, reply);
+      auto chosen = apply_collector_filter(selection, *snap);
+      if (!chosen) {
+        return reply(HttpResponse::text(http::status::bad_request, chosen.error().message + "\n"));
+      }
+      if (gzip && !(*chosen)->text.empty()) (*chosen)->gzip = gzip_compress((*chosen)->text);
+      serve_snapshot(*chosen, gzip, reply);
     });
   };
 }

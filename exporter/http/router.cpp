@@ -14,6 +14,62 @@ HttpResponse HttpResponse::text(http::status status, std::string body) {
   return res;
 }
 
+namespace {
+
+int hex_digit(char c) {
+  if (c >= '0' && c <= '9') return c - '0';
+  if (c >= 'a' && c <= 'f') return c - 'a' + 10;
+  if (c >= 'A' && c <= 'F') return c - 'A' + 10;
+  return -1;
+}
+
+Result<std::string> percent_decode(std::string_view s) {
+  std::string out;
+  out.reserve(s.size());
+  for (std::size_t i = 0; i < s.size(); ++i) {
+    if (s[i] == '+') {
+      out.push_back(' ');
+    } else if (s[i] != '%') {
+      out.push_back(s[i]);
+    } else {
+      const int hi = i + 2 < s.size() ? hex_digit(s[i + 1]) : -1;
+      const int lo = hi >= 0 ? hex_digit(s[i + 2]) : -1;
+      if (lo < 0) {
+        return Error{EINVAL, "malformed percent escape in the query string: \"" +
+                                 std::string(s.substr(i, 3)) + "\""};
+      }
+      out.push_back(static_cast<char>(hi * 16 + lo));
+      i += 2;
+    }
+  }
+  return out;
+}
+
+}  // namespace
+
+Result<std::vector<std::pair<std::string, std::string>>> query_parameters(std::string_view target) {
+  std::vector<std::pair<std::string, std::string>> out;
+  const auto q = target.find('?');
+  if (q == std::string_view::npos) return out;
+  std::string_view query = target.substr(q + 1);
+  // A fragment is never sent, but would not be part of the query.
+  query = query.substr(0, query.find('#'));
+  while (!query.empty()) {
+    const auto amp = query.find('&');
+    const std::string_view item = query.substr(0, amp);
+    query = amp == std::string_view::npos ? std::string_view{} : query.substr(amp + 1);
+    if (item.empty()) continue;
+    const auto eq = item.find('=');
+    auto name = percent_decode(item.substr(0, eq));
+    if (!name) return name.error();
+    auto value =
+        percent_decode(eq == std::string_view::npos ? std::string_view{} : item.substr(eq + 1));
+    if (!value) return value.error();
+    out.emplace_back(std::move(*name), std::move(*value));
+  }
+  return out;
+}
+
 const HttpRoute* HttpRouter::find(std::string_view target) const {
   const std::string_view path = target.substr(0, target.find('?'));
   for (const auto& route : routes_) {

@@ -9,6 +9,8 @@
 #include <utility>
 #include <vector>
 
+#include "common/result.hpp"
+
 namespace rdma_exporter {
 
 // A response as a handler makes it. The session adds what every response
@@ -30,7 +32,13 @@ struct HttpResponse {
 struct HttpRequest {
   boost::beast::http::verb method;
   std::string_view accept_encoding;
+  std::string_view target;  // path and query string, as sent
 };
+
+// The query string of a request target as (name, value) pairs in order,
+// percent-decoded ('+' is a space, as in HTML forms). A malformed
+// percent escape is an error.
+Result<std::vector<std::pair<std::string, std::string>>> query_parameters(std::string_view target);
 
 // A handler answers once, through `reply`, now or later on the event loop.
 using HttpReply = std::function<void(HttpResponse)>;

@@ -310,7 +310,8 @@ class HttpSession : public HttpSessionBase,
     }
     const auto& req = parser_->get();
     const auto encoding = req[http::field::accept_encoding];
-    const HttpRequest request{req.method(), std::string_view(encoding.data(), encoding.size())};
+    const HttpRequest request{req.method(), std::string_view(encoding.data(), encoding.size()),
+                              std::string_view(req.target().data(), req.target().size())};
     HttpRouter::dispatch(route_, request, [self = this->shared_from_this()](HttpResponse res) {
       self->respond(std::move(res));
     });

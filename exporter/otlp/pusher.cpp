@@ -6,6 +6,7 @@
 #include <algorithm>
 #include <charconv>
 #include <fstream>
+#include <iterator>
 #include <sstream>
 
 #include "common/log.hpp"
@@ -53,6 +54,10 @@ std::string excerpt(std::string body) {
     if (static_cast<unsigned char>(c) < 0x20) c = ' ';
   }
   return body.size() > 200 ? body.substr(0, 200) + "..." : body;
+}
+
+bool is_process_family(const prometheus::MetricFamily& f) {
+  return f.name.starts_with("process_");
 }
 
 }  // namespace
@@ -191,9 +196,18 @@ bool OtlpPusher::collect() {
   // The data point's time must not precede the start of its series.
   context.time_unix_nano = std::max(context.time_unix_nano, context.start_time_unix_nano + 1);
 
+  // The process_* metrics stay out of the push: OpenTelemetry has process
+  // metrics of its own (semantic conventions, the Collector's hostmetrics).
+  const std::vector<prometheus::MetricFamily>* families = &snapshot->families;
+  std::vector<prometheus::MetricFamily> without_process;
+  if (std::any_of(families->begin(), families->end(), is_process_family)) {
+    std::copy_if(families->begin(), families->end(), std::back_inserter(without_process),
+                 [](const auto& f) { return !is_process_family(f); });
+    families = &without_process;
+  }
   std::string payload = options_.encoding == OtlpOptions::Encoding::json
-                            ? encode_otlp_json(snapshot->families, context)
-                            : encode_otlp_protobuf(snapshot->families, context);
+                            ? encode_otlp_json(*families, context)
+                            : encode_otlp_protobuf(*families, context);
   if (options_.compression == OtlpOptions::Compression::gzip) payload = gzip_compress(payload);
   auto shared = std::make_shared<const std::string>(std::move(payload));
 

@@ -59,14 +59,14 @@ void answer(Server& server, const http::request<http::empty_body>& req) {
   const auto encoding = req[http::field::accept_encoding];
   (void)accepts_gzip(std::string_view(encoding.data(), encoding.size()));
   int answers = 0;
-  authenticate(
-      server.auth, std::string_view(authorization.data(), authorization.size()), nullptr,
-      server.io.get_executor(), [&](AuthOutcome outcome) {
-        // Routed either way, so the handlers see every request.
-        (void)auth_failure_reason(outcome);
-        const HttpRequest request{req.method(), std::string_view(encoding.data(), encoding.size())};
-        HttpRouter::dispatch(route, request, [&](HttpResponse) { ++answers; });
-      });
+  const HttpRequest request{req.method(), std::string_view(encoding.data(), encoding.size()),
+                            std::string_view(target.data(), target.size())};
+  authenticate(server.auth, std::string_view(authorization.data(), authorization.size()), nullptr,
+               server.io.get_executor(), [&](AuthOutcome outcome) {
+                 // Routed either way, so the handlers see every request.
+                 (void)auth_failure_reason(outcome);
+                 HttpRouter::dispatch(route, request, [&](HttpResponse) { ++answers; });
+               });
   server.io.restart();
   server.io.run();
   if (answers != 1) std::abort();

@@ -36,7 +36,8 @@ class MetricsDoc:
         cells = [c.strip() for c in line.strip().strip("|").split("|")]
         if len(cells) < 2:
             return
-        names = [n for n in re.findall(r"`([^`]+)`", cells[0]) if n.startswith("rdma_")]
+        names = [n for n in re.findall(r"`([^`]+)`", cells[0])
+                 if n.startswith(("rdma_", "process_"))]
         if not names:
             return
         kind = cells[1].split()[0] if cells[1] else ""

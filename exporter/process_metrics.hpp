@@ -1,0 +1,62 @@
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "common/metric_sink.hpp"
+#include "common/result.hpp"
+
+namespace rdma_exporter {
+
+// The fields of /proc/<pid>/stat (proc(5)) the process metrics use.
+struct ProcStat {
+  uint64_t utime_ticks = 0;      // field 14, clock ticks in user mode
+  uint64_t stime_ticks = 0;      // field 15, clock ticks in kernel mode
+  uint64_t num_threads = 0;      // field 20
+  uint64_t starttime_ticks = 0;  // field 22, clock ticks after boot
+  uint64_t vsize_bytes = 0;      // field 23
+  uint64_t rss_pages = 0;        // field 24
+};
+
+// Parses a /proc/<pid>/stat line. The command name (field 2) is in
+// parentheses and may itself hold spaces and parentheses, so the fields are
+// counted from the last ')'.
+Result<ProcStat> parse_proc_stat(std::string_view text);
+
+// The boot time (the `btime` line of /proc/stat), in seconds since the epoch.
+Result<uint64_t> parse_boot_time(std::string_view text);
+
+// The soft limit of one row of /proc/<pid>/limits ("Max open files"):
+// nullopt when it reads "unlimited".
+Result<std::optional<uint64_t>> parse_soft_limit(std::string_view text, std::string_view row);
+
+// The exporter process's own metrics as the Prometheus client libraries
+// define them (process_cpu_seconds_total, process_resident_memory_bytes,
+// ...), read from <proc_root>/self/{stat,limits,fd} and <proc_root>/stat.
+// A file that cannot be read or parsed leaves its metrics out and is
+// reported; nothing here throws. Used from one thread at a time.
+class ProcessMetrics {
+ public:
+  // `ticks_per_second` and `page_size` as sysconf() gives them when 0.
+  explicit ProcessMetrics(std::string proc_root = "/proc", long ticks_per_second = 0,
+                          long page_size = 0);
+
+  // Adds the metrics that could be read; one line per problem.
+  std::vector<std::string> collect(MetricSink& sink);
+
+  // collect(), with its problems logged when they change (a warning when
+  // they appear, an info line when they are gone).
+  void add_metrics(MetricSink& sink);
+
+ private:
+  std::string root_;
+  double ticks_per_second_;
+  double page_size_;
+  std::optional<double> start_time_;  // constant for the process: read once
+  std::vector<std::string> last_errors_;
+};
+
+}  // namespace rdma_exporter
