@@ -138,8 +138,14 @@ struct Exchange : std::enable_shared_from_this<Exchange<Stream>> {
           ssl::stream_base::client, [self = this->shared_from_this()](const beast::error_code& ec) {
             if (self->done) return;
             if (ec) {
-              return self->fail("TLS handshake", handshake_problem(self->stream, ec),
-                                OtlpHttpResult::Kind::tls_error);
+              // A refused certificate or a TLS-level failure is a TLS
+              // error; a timeout or a reset during the handshake is a
+              // network one.
+              const bool tls = ec.category() == asio::error::get_ssl_category() ||
+                               SSL_get_verify_result(self->stream.native_handle()) != X509_V_OK;
+              return self->fail(
+                  "TLS handshake", handshake_problem(self->stream, ec),
+                  tls ? OtlpHttpResult::Kind::tls_error : OtlpHttpResult::Kind::network_error);
             }
             self->write();
           });
