@@ -5,6 +5,8 @@
 #include <sstream>
 
 #include "collectors/registry.hpp"
+#include "exporter/otlp/environment.hpp"
+#include "exporter/otlp/tls.hpp"
 
 namespace rdma_exporter {
 namespace po = boost::program_options;
@@ -187,11 +189,16 @@ void apply_overrides(const CommandLine& cli, Config& config) {
 
 std::vector<std::string> load_config(const CommandLine& cli, Config& config) {
   config = Config{};
-  std::vector<std::string> errors;
-  if (cli.config_file) errors = load_config_file(*cli.config_file, config);
+  // The OTEL_* environment first: the file's keys win over it.
+  std::vector<std::string> errors = apply_otlp_environment(process_environment(), config.otlp);
+  if (cli.config_file) {
+    for (auto& e : load_config_file(*cli.config_file, config)) errors.push_back(std::move(e));
+  }
   if (!errors.empty()) return errors;
   apply_overrides(cli, config);
-  return validate_config(config);
+  errors = validate_config(config);
+  if (errors.empty()) errors = otlp_tls_problems(config.otlp);
+  return errors;
 }
 
 }  // namespace rdma_exporter

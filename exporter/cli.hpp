@@ -42,8 +42,9 @@ std::vector<std::string> parse_command_line(int argc, const char* const* argv, C
 
 void apply_overrides(const CommandLine& cli, Config& config);
 
-// The configuration the command line asks for: the file (if any), then the
-// flags over it, validated. One line per problem.
+// The configuration the command line asks for: the OTEL_* environment
+// (exporter/otlp/environment.hpp), the file (if any) over it, then the flags
+// over that, validated (with the OTLP TLS files). One line per problem.
 std::vector<std::string> load_config(const CommandLine& cli, Config& config);
 
 }  // namespace rdma_exporter

@@ -188,6 +188,10 @@ std::vector<std::string> load_config_file(const std::string& path, Config& out) 
   }
   auto errors = parse_config(*text, path, out);
   out.web.config_file = resolve_relative(out.web.config_file, path);
+  // Paths from the environment are absolute already.
+  for (auto* file : {&out.otlp.ca_file, &out.otlp.cert_file, &out.otlp.key_file}) {
+    *file = resolve_relative(*file, path);
+  }
   return errors;
 }
 

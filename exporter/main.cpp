@@ -15,7 +15,9 @@
 #include "exporter/formats/json.hpp"
 #include "exporter/formats/openmetrics.hpp"
 #include "exporter/formats/otlp_json.hpp"
+#include "exporter/otlp/environment.hpp"
 #include "exporter/otlp/pusher.hpp"
+#include "exporter/otlp/tls.hpp"
 #include "exporter/privileges.hpp"
 
 namespace rdma_exporter {
@@ -101,7 +103,9 @@ int main(int argc, char** argv) {
   }
   if (cli.check_file) {
     Config config;
-    auto problems = load_config_file(*cli.check_file, config);
+    auto problems = apply_otlp_environment(process_environment(), config.otlp);
+    for (auto& p : load_config_file(*cli.check_file, config)) problems.push_back(std::move(p));
+    if (problems.empty()) problems = otlp_tls_problems(config.otlp);
     std::shared_ptr<const WebSecurity> security;
     if (problems.empty()) problems = load_web_security(config.web.config_file, security);
     for (const auto& p : problems) std::fprintf(stderr, "%s\n", p.c_str());

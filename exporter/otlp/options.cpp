@@ -25,6 +25,10 @@ bool equals_nocase(std::string_view a, std::string_view b) {
   return a.size() == b.size() && starts_with_nocase(a, b);
 }
 
+bool equals(std::string_view a, std::string_view b) {
+  return a == b;
+}
+
 bool is_token_char(char c) {
   const auto u = static_cast<unsigned char>(c);
   return std::isalnum(u) != 0 ||
@@ -33,18 +37,42 @@ bool is_token_char(char c) {
 
 }  // namespace
 
+void set_pair(OtlpOptions::Pairs& pairs, const std::string& name, const std::string& value,
+              bool (*same)(std::string_view, std::string_view)) {
+  auto it =
+      std::find_if(pairs.begin(), pairs.end(), [&](const auto& p) { return same(p.first, name); });
+  if (it != pairs.end()) {
+    *it = {name, value};
+  } else {
+    pairs.emplace_back(name, value);
+  }
+}
+
+bool header_names_equal(std::string_view a, std::string_view b) {
+  return a.size() == b.size() && std::equal(a.begin(), a.end(), b.begin(), [](char x, char y) {
+           return std::tolower(static_cast<unsigned char>(x)) ==
+                  std::tolower(static_cast<unsigned char>(y));
+         });
+}
+
 std::string parse_otlp_endpoint(const std::string& url, OtlpEndpoint& out) {
-  const std::string example = "expected an http:// URL such as http://127.0.0.1:4318/v1/metrics";
+  const std::string example =
+      "expected an http:// or https:// URL such as http://127.0.0.1:4318/v1/metrics";
   for (char c : url) {
     const auto u = static_cast<unsigned char>(c);
     if (u <= 0x20 || u == 0x7f) return example + ", got one with a space or control character";
   }
+  bool tls = false;
+  std::size_t scheme_length = 0;
   if (starts_with_nocase(url, "https://")) {
-    return "https:// endpoints are not supported yet (no TLS in this version); use http://, "
-           "for example a Collector on the same host";
+    tls = true;
+    scheme_length = 8;
+  } else if (starts_with_nocase(url, "http://")) {
+    scheme_length = 7;
+  } else {
+    return example + ", got \"" + url + "\"";
   }
-  if (!starts_with_nocase(url, "http://")) return example + ", got \"" + url + "\"";
-  const std::string_view rest = std::string_view(url).substr(7);
+  const std::string_view rest = std::string_view(url).substr(scheme_length);
   const std::size_t authority_end = std::min(rest.find_first_of("/?#"), rest.size());
   const std::string_view authority = rest.substr(0, authority_end);
   std::string_view tail = rest.substr(authority_end);
@@ -74,13 +102,14 @@ std::string parse_otlp_endpoint(const std::string& url, OtlpEndpoint& out) {
     }
   }
   if (host.empty()) return example + ": no host";
-  unsigned value = 80;
+  unsigned value = tls ? 443 : 80;
   if (!port.empty()) {
     auto [p, ec] = std::from_chars(port.data(), port.data() + port.size(), value);
     if (ec != std::errc() || p != port.data() + port.size() || value == 0 || value > 65535) {
       return "the port must be a number from 1 to 65535, got \"" + std::string(port) + "\"";
     }
   }
+  out.tls = tls;
   out.host = std::string(host);
   out.port = static_cast<unsigned short>(value);
   out.host_header = std::string(authority);
@@ -162,6 +191,13 @@ std::vector<std::string> validate_otlp_options(const OtlpOptions& o) {
       errors.push_back("otlp.resource_attributes: " + p);
     }
   }
+  if (o.cert_file.empty() != o.key_file.empty()) {
+    errors.push_back(o.cert_file.empty()
+                         ? "otlp.key_file: set without otlp.cert_file (a client certificate "
+                           "needs both)"
+                         : "otlp.cert_file: set without otlp.key_file (a client certificate "
+                           "needs both)");
+  }
   return errors;
 }
 
@@ -179,14 +215,15 @@ void parse_otlp_options(Walker& w, const YAML::Node& node, const std::string& pa
       out = d;
     };
   };
-  // A mapping of strings to strings, each pair checked by `check`.
+  // A mapping of strings to strings, each pair checked by `check`. It is
+  // merged into what `out` holds (from the environment): a name given here
+  // replaces the same name (`same` compares names), others are added.
   auto pairs = [&w](OtlpOptions::Pairs& out,
-                    std::function<std::string(const std::string&, const std::string&)> check)
-      -> Walker::Field {
-    return [&w, &out, check](const YAML::Node& v, const std::string& key) {
-      if (v.IsNull()) return out.clear();
+                    std::function<std::string(const std::string&, const std::string&)> check,
+                    bool (*same)(std::string_view, std::string_view)) -> Walker::Field {
+    return [&w, &out, check, same](const YAML::Node& v, const std::string& key) {
+      if (v.IsNull()) return;
       if (!v.IsMap()) return w.error_at(v, key, "expected a mapping of names to strings");
-      out.clear();
       for (const auto& kv : v) {
         if (!kv.second.IsScalar()) {
           w.error_at(kv.second, key + "." + kv.first.Scalar(), "expected a string");
@@ -196,7 +233,7 @@ void parse_otlp_options(Walker& w, const YAML::Node& node, const std::string& pa
           w.error_at(kv.first, key + "." + kv.first.Scalar(), problem);
           continue;
         }
-        out.emplace_back(kv.first.Scalar(), kv.second.Scalar());
+        set_pair(out, kv.first.Scalar(), kv.second.Scalar(), same);
       }
     };
   };
@@ -211,7 +248,7 @@ void parse_otlp_options(Walker& w, const YAML::Node& node, const std::string& pa
                                               [&o](const std::string& v) {
                                                 return otlp_compression_problem(v, o.compression);
                                               })},
-       {"headers", pairs(o.headers, otlp_header_problem)},
+       {"headers", pairs(o.headers, otlp_header_problem, header_names_equal)},
        {"interval", positive(o.interval)},
        {"timeout", positive(o.timeout)},
        {"max_backoff", positive(o.max_backoff)},
@@ -221,9 +258,13 @@ void parse_otlp_options(Walker& w, const YAML::Node& node, const std::string& pa
                                                  return v.empty() ? "must not be empty" : "";
                                                })},
        {"resource_attributes",
-        pairs(o.resource_attributes, [](const std::string& k, const std::string&) {
-          return otlp_attribute_problem(k);
-        })}});
+        pairs(
+            o.resource_attributes,
+            [](const std::string& k, const std::string&) { return otlp_attribute_problem(k); },
+            equals)},
+       {"ca_file", w.string(o.ca_file)},
+       {"cert_file", w.string(o.cert_file)},
+       {"key_file", w.string(o.key_file)}});
 }
 
 }  // namespace rdma_exporter

@@ -14,6 +14,7 @@
 #include "exporter/formats/gzip.hpp"
 #include "exporter/formats/otlp_json.hpp"
 #include "exporter/formats/otlp_protobuf.hpp"
+#include "exporter/otlp/tls.hpp"
 
 namespace rdma_exporter {
 namespace {
@@ -97,7 +98,19 @@ OtlpPusher::OtlpPusher(OtlpOptions options, FetchSnapshot fetch_snapshot)
         parse_otlp_endpoint(options_.endpoint, e);  // validated with the configuration
         return e;
       }()),
-      client_(endpoint_),
+      client_(endpoint_,
+              [this]() -> std::shared_ptr<boost::asio::ssl::context> {
+                if (!endpoint_.tls) return nullptr;
+                // Checked with the configuration; files changed since then
+                // fail every push (counted as tls_error) rather than the
+                // daemon.
+                auto ctx = make_otlp_tls_context(options_);
+                if (!ctx) {
+                  tls_problem_ = ctx.error().message;
+                  return nullptr;
+                }
+                return *ctx;
+              }()),
       jitter_(std::random_device{}()) {
   context_ = otlp_context(options_);
 
@@ -247,8 +260,11 @@ void OtlpPusher::send() {
     if (queue_.empty()) return;
     payload = queue_.front();
   }
-  const OtlpHttpResult r = client_.post(*payload, headers_, options_.timeout);
+  OtlpHttpResult r = client_.post(*payload, headers_, options_.timeout);
   if (r.kind == OtlpHttpResult::Kind::aborted) return;
+  if (r.kind == OtlpHttpResult::Kind::tls_error && !tls_problem_.empty()) {
+    r.error = "TLS setup: " + tls_problem_;
+  }
 
   const auto now = Clock::now();
   Result result = kNetwork;
@@ -258,6 +274,11 @@ void OtlpPusher::send() {
     ++failures_in_a_row_;
     delay = backoff();
     note("network", where + " failed: " + r.error + "; retrying with backoff", true);
+  } else if (r.kind == OtlpHttpResult::Kind::tls_error) {
+    result = kTls;
+    ++failures_in_a_row_;
+    delay = backoff();
+    note("tls", where + " failed: " + r.error + "; retrying with backoff", true);
   } else if (r.status >= 200 && r.status < 300) {
     result = kSuccess;
     note("ok",
@@ -302,12 +323,14 @@ void OtlpPusher::send() {
 void OtlpPusher::add_metrics(MetricSink& sink) const {
   std::lock_guard lock(mutex_);
   static const char* kNames[kResults] = {"success", "retryable_error", "permanent_error",
-                                         "network_error"};
+                                         "network_error", "tls_error"};
   for (int i = 0; i < kResults; ++i) {
     sink.counter("rdma_exporter_otlp_exports_total",
                  "OTLP export requests by result: success (2xx), retryable_error (429, 502, "
                  "503, 504; retried), permanent_error (any other status; payload dropped), "
-                 "network_error (no connection or no answer within otlp.timeout; retried).",
+                 "network_error (no connection or no answer within otlp.timeout; retried), "
+                 "tls_error (https: the TLS handshake failed, e.g. the receiver's certificate "
+                 "was refused, or the receiver sent a TLS alert; retried).",
                  {{"result", kNames[i]}}, static_cast<double>(results_[i]));
   }
   sink.counter("rdma_exporter_otlp_dropped_total",

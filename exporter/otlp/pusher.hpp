@@ -30,8 +30,9 @@ OtlpEncodeContext otlp_context(const OtlpOptions& options);
 //
 // - 2xx: sent; the next queued payload goes at once (the queue drains in
 //   order, so points collected during a short outage still arrive).
-// - 429, 502, 503, 504 and network errors (no connection, no answer within
-//   `timeout`): the payload is retried after an exponential backoff with
+// - 429, 502, 503, 504, network errors (no connection, no answer within
+//   `timeout`) and TLS errors (https://: the handshake failed, e.g. the
+//   receiver's certificate was refused): the payload is retried after an exponential backoff with
 //   jitter (1s, 2s, 4s, ... up to `max_backoff`), or after Retry-After
 //   seconds when the receiver asks for longer (also capped by `max_backoff`).
 // - any other status: the receiver will never take this payload; it is
@@ -69,7 +70,7 @@ class OtlpPusher {
   void add_metrics(MetricSink& sink) const;
 
  private:
-  enum Result { kSuccess, kRetryable, kPermanent, kNetwork, kResults };
+  enum Result { kSuccess, kRetryable, kPermanent, kNetwork, kTls, kResults };
 
   void run();
   bool collect();  // true when the snapshot was the one pushed last
@@ -82,6 +83,7 @@ class OtlpPusher {
   OtlpEndpoint endpoint_;
   OtlpEncodeContext context_;
   OtlpHttpClient::Headers headers_;
+  std::string tls_problem_;  // https:// with TLS files that could not be used
   OtlpHttpClient client_;
   std::thread thread_;
 

@@ -16,6 +16,7 @@ import tempfile
 import time
 import unittest
 import urllib.request
+from unittest import mock
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, os.path.join(HERE, "..", "integration"))
@@ -33,9 +34,10 @@ NOT_WIRED = ("the daemon does not run the OTLP pusher with otlp.enabled: true; s
 
 
 class Receiver:
-    """receiver.js on an ephemeral port of 127.0.0.1."""
+    """receiver.js on an ephemeral port of 127.0.0.1 (https with --tls-cert)."""
 
     def __init__(self, *args):
+        self.scheme = "https" if "--tls-cert" in args else "http"
         fd, self.out = tempfile.mkstemp(prefix="otlp_receiver_", suffix=".jsonl")
         os.close(fd)
         self.proc = subprocess.Popen(["node", RECEIVER, "--out", self.out, *args],
@@ -49,11 +51,21 @@ class Receiver:
 
     @property
     def url(self):
-        return f"http://127.0.0.1:{self.port}/v1/metrics"
+        return f"{self.scheme}://127.0.0.1:{self.port}/v1/metrics"
 
-    def requests(self):
+    @property
+    def base_url(self):
+        return f"{self.scheme}://127.0.0.1:{self.port}"
+
+    def lines(self):
         with open(self.out) as f:
             return [json.loads(line) for line in f if line.strip()]
+
+    def requests(self):
+        return [r for r in self.lines() if "tls_error" not in r]
+
+    def tls_errors(self):
+        return [r["tls_error"] for r in self.lines() if "tls_error" in r]
 
     def wait(self, predicate, timeout):
         """Waits until predicate(requests) holds; returns the requests."""
@@ -385,7 +397,7 @@ class ConfigCheckTest(unittest.TestCase):
         path = write_config("otlp:\n"
                             "  enabled: true\n"
                             "  encoding: xml\n"
-                            "  endpoint: https://collector:4318/v1/metrics\n"
+                            "  endpoint: ftp://collector:4318/v1/metrics\n"
                             "  interval: 0s\n")
         r = subprocess.run([BIN, "--config.check", path], capture_output=True, text=True,
                            timeout=30)
@@ -394,8 +406,8 @@ class ConfigCheckTest(unittest.TestCase):
         self.assertEqual(len(lines), 3, r.stderr)
         self.assertTrue(lines[0].startswith(f"{path}:3:13: otlp.encoding: expected one of "
                                             "protobuf, json"), lines[0])
-        self.assertTrue(lines[1].startswith(f"{path}:4:13: otlp.endpoint: https:// endpoints "
-                                            "are not supported"), lines[1])
+        self.assertTrue(lines[1].startswith(f"{path}:4:13: otlp.endpoint: expected an http:// "
+                                            "or https:// URL"), lines[1])
         self.assertEqual(lines[2], f"{path}:5:13: otlp.interval: must be positive")
 
     def test_valid_settings_pass(self):
@@ -409,3 +421,248 @@ class ConfigCheckTest(unittest.TestCase):
 
 if __name__ == "__main__":
     unittest.main()
+
+
+def openssl(*args):
+    subprocess.run(["openssl", *args], check=True, capture_output=True, timeout=60)
+
+
+def make_ca(folder, name):
+    key, cert = os.path.join(folder, name + ".key"), os.path.join(folder, name + ".pem")
+    openssl("req", "-x509", "-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:P-256", "-nodes",
+            "-keyout", key, "-out", cert, "-days", "2", "-subj", f"/CN={name}",
+            "-addext", "basicConstraints=critical,CA:TRUE",
+            "-addext", "keyUsage=critical,keyCertSign,cRLSign")
+    return key, cert
+
+
+def make_leaf(folder, name, ca, extensions):
+    """A certificate signed by `ca` ((key, cert)), with these x509v3 lines."""
+    key, csr = os.path.join(folder, name + ".key"), os.path.join(folder, name + ".csr")
+    cert, ext = os.path.join(folder, name + ".pem"), os.path.join(folder, name + ".ext")
+    with open(ext, "w") as f:
+        f.write("\n".join(extensions) + "\n")
+    openssl("req", "-new", "-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:P-256", "-nodes",
+            "-keyout", key, "-out", csr, "-subj", f"/CN={name}")
+    openssl("x509", "-req", "-in", csr, "-CA", ca[1], "-CAkey", ca[0], "-CAcreateserial",
+            "-out", cert, "-days", "2", "-extfile", ext)
+    return key, cert
+
+
+class TlsTestCase(OtlpTestCase):
+    """Certificates made by openssl for this run: a CA that signs the
+    receiver's certificate (for 127.0.0.1), one for another host, and a
+    client certificate; and a second CA that signs nothing used here."""
+
+    @classmethod
+    def setUpClass(cls):
+        super().setUpClass()
+        if shutil.which("openssl") is None:
+            raise AssertionError("the openssl command is needed: run scripts/setup")
+        cls.pki = tempfile.mkdtemp(prefix="otlp_tls_")
+        cls.ca = make_ca(cls.pki, "test-ca")
+        cls.other_ca = make_ca(cls.pki, "other-ca")
+        server = ["basicConstraints=CA:FALSE", "keyUsage=digitalSignature",
+                  "extendedKeyUsage=serverAuth"]
+        cls.server = make_leaf(cls.pki, "receiver", cls.ca,
+                               server + ["subjectAltName=IP:127.0.0.1,DNS:localhost"])
+        cls.elsewhere = make_leaf(cls.pki, "elsewhere", cls.ca,
+                                  server + ["subjectAltName=DNS:collector.example"])
+        cls.client = make_leaf(cls.pki, "rdma-exporter-client", cls.ca,
+                               ["basicConstraints=CA:FALSE", "keyUsage=digitalSignature",
+                                "extendedKeyUsage=clientAuth"])
+
+    @classmethod
+    def tearDownClass(cls):
+        shutil.rmtree(cls.pki, ignore_errors=True)
+        super().tearDownClass()
+
+    def tls_receiver(self, cert=None, *args):
+        key, pem = cert or self.server
+        return Receiver("--tls-cert", pem, "--tls-key", key, *args)
+
+    def daemon_with_env(self, env, config=None):
+        """The daemon with these OTEL_* variables (and no others)."""
+        clean = {k: v for k, v in os.environ.items() if not k.startswith("OTEL_")}
+        clean.update(env)
+        with mock.patch.dict(os.environ, clean, clear=True):
+            return self.daemon(config if config is not None
+                               else f"sysfs: {{root: {self.sysfs}}}\n")
+
+
+class TlsPushTest(TlsTestCase):
+    def test_environment_alone_pushes_over_tls(self):
+        """No otlp section: OTEL_EXPORTER_OTLP_ENDPOINT turns push on; the CA
+        comes from OTEL_EXPORTER_OTLP_CERTIFICATE; the resource from
+        OTEL_RESOURCE_ATTRIBUTES and OTEL_SERVICE_NAME."""
+        with self.tls_receiver() as receiver:
+            exporter = self.daemon_with_env({
+                "OTEL_EXPORTER_OTLP_ENDPOINT": receiver.base_url,
+                "OTEL_EXPORTER_OTLP_CERTIFICATE": self.ca[1],
+                "OTEL_EXPORTER_OTLP_METRICS_PROTOCOL": "http/json",
+                "OTEL_EXPORTER_OTLP_COMPRESSION": "gzip",
+                "OTEL_EXPORTER_OTLP_HEADERS": "X-Scope-OrgID=tenant%2C1, X-Test = tls",
+                "OTEL_EXPORTER_OTLP_TIMEOUT": "2000",
+                "OTEL_METRIC_EXPORT_INTERVAL": "1000",
+                "OTEL_RESOURCE_ATTRIBUTES":
+                    "deployment.environment=tls%20test,k8s.node.name=node-1,"
+                    "service.name=overridden",
+                "OTEL_SERVICE_NAME": "rdma-fabric-a",
+            })
+            got = receiver.wait(lambda r: len(r) >= 2, 15)
+            self.assertGreaterEqual(len(got), 2, exporter.log())
+            text = wait_metric(exporter, lambda t: (exports(t, "success") or 0) >= 1, 10)
+            self.assertEqual(receiver.tls_errors(), [])
+        self.assertEqual(exports(text, "tls_error"), 0)
+        self.assertEqual(exports(text, "network_error"), 0)
+        self.assertIn(f"OTLP push to {receiver.url} every 1000ms", exporter.log())
+        for r in got:
+            self.assertNotIn("error", r, r.get("error"))
+            self.assertEqual(r["url"], "/v1/metrics")
+            self.assertEqual(r["headers"]["content-type"], "application/json")
+            self.assertEqual(r["headers"]["content-encoding"], "gzip")
+            self.assertEqual(r["headers"]["x-scope-orgid"], "tenant,1")
+            self.assertEqual(r["headers"]["x-test"], "tls")
+            self.assertIn(r["tls"]["protocol"], ("TLSv1.2", "TLSv1.3"))
+            self.assertIsNone(r["tls"]["client_cn"])
+            # SNI carries names, never an address (RFC 6066).
+            self.assertFalse(r["tls"]["servername"])
+        rm = got[0]["decoded"]["resourceMetrics"][0]
+        resource = attributes(rm["resource"]["attributes"])
+        self.assertEqual(resource["service.name"], "rdma-fabric-a")
+        self.assertEqual(resource["deployment.environment"], "tls test")
+        self.assertEqual(resource["k8s.node.name"], "node-1")
+        self.assertEqual(resource["host.name"], socket.gethostname())
+        m = metrics_of(got[0])
+        sym = m["rdma.port.pma.symbol_error"]
+        self.assertEqual(point(sym, "sum", device="mlx5_0", port="1")["asInt"],
+                         str(counter_value(0, 1, "symbol_error")))
+        self.assertEqual(point(m["rdma.port.rate"], "gauge", device="mlx5_0", port="1")["asInt"],
+                         "12500000000")
+        self.assertIn("rdma.port.link_layer_info", m)
+
+    def test_wrong_ca_is_refused_and_counted(self):
+        with self.tls_receiver() as receiver:
+            exporter = self.daemon_with_env({
+                "OTEL_EXPORTER_OTLP_METRICS_ENDPOINT": receiver.url,
+                "OTEL_EXPORTER_OTLP_METRICS_CERTIFICATE": self.other_ca[1],
+                "OTEL_EXPORTER_OTLP_CERTIFICATE": self.ca[1],  # the generic one loses
+                "OTEL_EXPORTER_OTLP_TIMEOUT": "2000",
+                "OTEL_METRIC_EXPORT_INTERVAL": "1000",
+            }, config=f"sysfs: {{root: {self.sysfs}}}\notlp: {{max_backoff: 1s}}\n")
+            text = wait_metric(exporter, lambda t: (exports(t, "tls_error") or 0) >= 2, 15)
+            got = receiver.requests()
+        self.assertGreaterEqual(exports(text, "tls_error"), 2, exporter.log())
+        self.assertEqual(exports(text, "success"), 0)
+        self.assertEqual(exports(text, "network_error"), 0)
+        self.assertEqual(got, [])
+        self.assertIn(f"OTLP push to {receiver.url} failed: TLS handshake: the receiver's "
+                      "certificate was refused: unable to get local issuer certificate; "
+                      "retrying with backoff", exporter.log())
+        self.assertIsNone(exporter.proc.poll())
+        self.assertEqual(exporter.stop(), 0)
+
+    def test_certificate_for_another_host_is_refused(self):
+        with self.tls_receiver(self.elsewhere) as receiver:
+            exporter = self.daemon_with_env({
+                "OTEL_EXPORTER_OTLP_ENDPOINT": receiver.base_url,
+                "OTEL_EXPORTER_OTLP_CERTIFICATE": self.ca[1],
+                "OTEL_METRIC_EXPORT_INTERVAL": "1000",
+            })
+            text = wait_metric(exporter, lambda t: (exports(t, "tls_error") or 0) >= 1, 15)
+            got = receiver.requests()
+        self.assertGreaterEqual(exports(text, "tls_error"), 1, exporter.log())
+        self.assertEqual(got, [])
+        self.assertIn("failed: TLS handshake: the receiver's certificate was refused: "
+                      "hostname mismatch", exporter.log())
+
+    def test_mutual_tls_with_the_file_keys(self):
+        """ca_file, cert_file and key_file from the file, relative to it; a
+        host name (localhost) is sent as SNI and matched by DNS name."""
+        folder = tempfile.mkdtemp(prefix="otlp_mtls_")
+        self.addCleanup(shutil.rmtree, folder, True)
+        for src, name in ((self.ca[1], "ca.pem"), (self.client[1], "client.pem"),
+                          (self.client[0], "client.key")):
+            shutil.copy(src, os.path.join(folder, name))
+        with self.tls_receiver(None, "--client-ca", self.ca[1]) as receiver:
+            config = os.path.join(folder, "rdma_exporter.yml")
+            with open(config, "w") as f:
+                url = f"https://localhost:{receiver.port}/v1/metrics"
+                f.write(otlp_config(self.sysfs, url, ca_file="ca.pem",
+                                    cert_file="client.pem", key_file="client.key"))
+            clean = {k: v for k, v in os.environ.items() if not k.startswith("OTEL_")}
+            with mock.patch.dict(os.environ, clean, clear=True):
+                exporter = Exporter("--config.file", config)
+            self.addCleanup(close, exporter)
+            got = receiver.wait(lambda r: len(r) >= 1, 15)
+        self.assertGreaterEqual(len(got), 1, exporter.log())
+        self.assertEqual(got[0]["tls"]["client_cn"], "rdma-exporter-client")
+        self.assertEqual(got[0]["tls"]["servername"], "localhost")
+        self.assertNotIn("error", got[0])
+
+    def test_mutual_tls_without_a_client_certificate_fails(self):
+        with self.tls_receiver(None, "--client-ca", self.ca[1]) as receiver:
+            exporter = self.daemon_with_env({
+                "OTEL_EXPORTER_OTLP_ENDPOINT": receiver.base_url,
+                "OTEL_EXPORTER_OTLP_CERTIFICATE": self.ca[1],
+                "OTEL_METRIC_EXPORT_INTERVAL": "1000",
+            })
+            text = wait_metric(exporter, lambda t: (exports(t, "tls_error") or 0) >= 1, 15)
+            got = receiver.requests()
+            refused = receiver.tls_errors()
+        self.assertEqual(got, [])
+        self.assertGreaterEqual(len(refused), 1)
+        self.assertGreaterEqual(exports(text, "tls_error"), 1, exporter.log())
+        self.assertEqual(exports(text, "success"), 0)
+        self.assertEqual(exports(text, "network_error"), 0)
+        self.assertIn("certificate required", exporter.log())
+
+
+class EnvironmentCheckTest(unittest.TestCase):
+    """Malformed OTEL_* values are configuration errors: exit 2, one line
+    each, from --config.check and at start."""
+
+    BAD = {
+        "OTEL_EXPORTER_OTLP_TIMEOUT": "10s",
+        "OTEL_EXPORTER_OTLP_METRICS_PROTOCOL": "grpc",
+        "OTEL_EXPORTER_OTLP_HEADERS": "Authorization",
+    }
+    EXPECTED = [
+        "environment: OTEL_EXPORTER_OTLP_HEADERS: member 1 has no '=' (expected "
+        "key=value,key2=value2)",
+        "environment: OTEL_EXPORTER_OTLP_TIMEOUT: expected a whole number of milliseconds from "
+        "0 (no limit) to 2147483647, got \"10s\"",
+        "environment: OTEL_EXPORTER_OTLP_METRICS_PROTOCOL: grpc is not supported: this exporter "
+        "speaks OTLP/HTTP; use http/protobuf or http/json (a Collector's OTLP/HTTP port is 4318)",
+    ]
+
+    def run_exporter(self, args, env):
+        clean = {k: v for k, v in os.environ.items() if not k.startswith("OTEL_")}
+        clean.update(env)
+        return subprocess.run([BIN, *args], capture_output=True, text=True, timeout=30, env=clean)
+
+    def test_config_check_reports_the_environment(self):
+        path = write_config("log: {level: info}\n")
+        self.addCleanup(os.unlink, path)
+        r = self.run_exporter(["--config.check", path], self.BAD)
+        self.assertEqual(r.returncode, 2, r.stderr)
+        self.assertEqual(r.stderr.strip().splitlines(), self.EXPECTED)
+
+    def test_start_refuses_the_environment(self):
+        r = self.run_exporter(["--web.listen-address", "127.0.0.1:0"], self.BAD)
+        self.assertEqual(r.returncode, 2, r.stderr)
+        self.assertEqual(r.stderr.strip().splitlines(),
+                         ["rdma_exporter: " + e for e in self.EXPECTED])
+
+    def test_unusable_ca_file(self):
+        path = write_config("otlp: {enabled: true, endpoint: 'https://127.0.0.1:1/v1/metrics'}\n")
+        self.addCleanup(os.unlink, path)
+        r = self.run_exporter(["--config.check", path],
+                              {"OTEL_EXPORTER_OTLP_CERTIFICATE": "/nonexistent/ca.pem"})
+        self.assertEqual(r.returncode, 2, r.stderr)
+        self.assertEqual(r.stderr.strip(), "otlp.ca_file /nonexistent/ca.pem: No such file or "
+                                           "directory")
+        # Not a certificate at all.
+        r = self.run_exporter(["--config.check", path], {"OTEL_EXPORTER_OTLP_CERTIFICATE": path})
+        self.assertEqual(r.returncode, 2, r.stderr)
+        self.assertEqual(r.stderr.strip(), f"otlp.ca_file {path}: no PEM certificate in it")

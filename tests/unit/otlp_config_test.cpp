@@ -59,7 +59,7 @@ TEST(OtlpConfig, ProblemsNamePositionAndKey) {
   Config c;
   const auto errors = parse_config(R"(otlp:
   encoding: xml
-  endpoint: https://collector:4318/v1/metrics
+  endpoint: ftp://collector:4318/v1/metrics
   interval: 0s
   timeout: soon
   queue_size: 0
@@ -76,7 +76,7 @@ TEST(OtlpConfig, ProblemsNamePositionAndKey) {
     return false;
   };
   EXPECT_TRUE(has("t.yml:2:13: otlp.encoding:", "expected one of protobuf, json, got \"xml\""));
-  EXPECT_TRUE(has("t.yml:3:13: otlp.endpoint:", "https:// endpoints are not supported"));
+  EXPECT_TRUE(has("t.yml:3:13: otlp.endpoint:", "expected an http:// or https:// URL"));
   EXPECT_TRUE(has("t.yml:4:13: otlp.interval:", "must be positive"));
   EXPECT_TRUE(has("t.yml:5:12: otlp.timeout:", "expected a duration"));
   EXPECT_TRUE(has("t.yml:6:15: otlp.queue_size:", "from 1 to 1000"));
@@ -89,6 +89,50 @@ TEST(OtlpConfig, ProblemsNamePositionAndKey) {
   EXPECT_EQ(c.otlp.interval, std::chrono::seconds(60));
 }
 
+TEST(OtlpConfig, TlsFiles) {
+  Config c;
+  auto errors = parse_config(R"(
+otlp:
+  endpoint: https://collector.example:4318/v1/metrics
+  ca_file: /etc/rdma_exporter/ca.pem
+  cert_file: /etc/rdma_exporter/client.pem
+  key_file: /etc/rdma_exporter/client.key
+)",
+                             "t.yml", c);
+  ASSERT_TRUE(errors.empty()) << errors.front();
+  EXPECT_EQ(c.otlp.ca_file, "/etc/rdma_exporter/ca.pem");
+  EXPECT_EQ(c.otlp.cert_file, "/etc/rdma_exporter/client.pem");
+  EXPECT_EQ(c.otlp.key_file, "/etc/rdma_exporter/client.key");
+
+  // A client certificate needs its key, and the other way round.
+  Config half;
+  errors = parse_config("otlp: {cert_file: /c.pem}\n", "t.yml", half);
+  ASSERT_EQ(errors.size(), 1u);
+  EXPECT_EQ(errors[0],
+            "t.yml: otlp.cert_file: set without otlp.key_file (a client certificate needs both)");
+  Config other_half;
+  errors = parse_config("otlp: {key_file: /c.key}\n", "t.yml", other_half);
+  ASSERT_EQ(errors.size(), 1u);
+  EXPECT_EQ(errors[0],
+            "t.yml: otlp.key_file: set without otlp.cert_file (a client certificate needs both)");
+}
+
+TEST(OtlpConfig, FileMappingsMergeOverWhatIsThere) {
+  Config c;
+  c.otlp.headers = {{"authorization", "from env"}, {"X-Env", "1"}};
+  c.otlp.resource_attributes = {{"k8s.pod.name", "p"}, {"team", "env"}};
+  const auto errors = parse_config(R"(
+otlp:
+  headers: {Authorization: from file}
+  resource_attributes: {team: file, rack: r1}
+)",
+                                   "t.yml", c);
+  ASSERT_TRUE(errors.empty()) << errors.front();
+  EXPECT_EQ(c.otlp.headers, (OtlpOptions::Pairs{{"Authorization", "from file"}, {"X-Env", "1"}}));
+  EXPECT_EQ(c.otlp.resource_attributes,
+            (OtlpOptions::Pairs{{"k8s.pod.name", "p"}, {"team", "file"}, {"rack", "r1"}}));
+}
+
 TEST(OtlpConfig, ValidationOfValuesSetInCode) {
   OtlpOptions o;
   o.endpoint = "ftp://x";
@@ -97,7 +141,7 @@ TEST(OtlpConfig, ValidationOfValuesSetInCode) {
   o.headers = {{"X", "a\r\nInjected: 1"}};
   const auto errors = validate_otlp_options(o);
   ASSERT_EQ(errors.size(), 4u);
-  EXPECT_TRUE(errors[0].starts_with("otlp.endpoint: expected an http:// URL"));
+  EXPECT_TRUE(errors[0].starts_with("otlp.endpoint: expected an http:// or https:// URL"));
   EXPECT_EQ(errors[1], "otlp.interval: must be positive");
   EXPECT_TRUE(errors[2].starts_with("otlp.queue_size"));
   EXPECT_TRUE(errors[3].find("control character") != std::string::npos);
@@ -121,7 +165,21 @@ TEST(OtlpEndpointUrl, Parts) {
   ASSERT_EQ(parse_otlp_endpoint("http://c:4318?x=1", e), "");
   EXPECT_EQ(e.target, "/v1/metrics?x=1");
 
-  EXPECT_NE(otlp_endpoint_problem("https://c/v1/metrics").find("not supported"), std::string::npos);
+  EXPECT_FALSE(e.tls);
+
+  // https://: TLS, port 443 unless given.
+  ASSERT_EQ(parse_otlp_endpoint("https://collector.example/v1/metrics", e), "");
+  EXPECT_TRUE(e.tls);
+  EXPECT_EQ(e.host, "collector.example");
+  EXPECT_EQ(e.port, 443);
+  EXPECT_EQ(e.target, "/v1/metrics");
+  EXPECT_EQ(e.host_header, "collector.example");
+  ASSERT_EQ(parse_otlp_endpoint("HTTPS://[::1]:4318", e), "");
+  EXPECT_TRUE(e.tls);
+  EXPECT_EQ(e.host, "::1");
+  EXPECT_EQ(e.port, 4318);
+  EXPECT_EQ(e.target, "/v1/metrics");
+
   for (const char* bad : {"", "c:4318", "http://", "http://:4318/", "http://c:0/",
                           "http://c:65536/", "http://c:x/", "http://c:/", "http://u:p@c/",
                           "http://c/#frag", "http://c/a b", "http://[::1/", "http://[::1]x/"}) {

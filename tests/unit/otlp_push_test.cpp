@@ -7,15 +7,18 @@
 
 #include <atomic>
 #include <boost/asio/ip/tcp.hpp>
+#include <boost/asio/write.hpp>
 #include <chrono>
 #include <future>
 #include <memory>
 #include <set>
 #include <string>
+#include <thread>
 
 #include "common/metric_sink.hpp"
 #include "exporter/otlp/options.hpp"
 #include "exporter/otlp/pusher.hpp"
+#include "exporter/otlp/tls.hpp"
 #include "tests/support/http_receiver.hpp"
 #include "tests/support/otlp_request.hpp"
 #include "tests/support/protobuf_decoder.hpp"
@@ -262,6 +265,56 @@ TEST(OtlpPusher, AbsentReceiverCountsNetworkErrors) {
   ASSERT_TRUE(eventually([&] { return exports(pusher, "network_error") >= 2; }));
   pusher.stop();
   EXPECT_EQ(exports(pusher, "success"), 0);
+}
+
+// https:// to a receiver that speaks plain HTTP (it answers the ClientHello
+// with an HTTP error, as a plain HTTP server does): the TLS layer refuses
+// the answer, a tls_error (not a network error).
+TEST(OtlpHttpClient, HttpsToAPlainHttpReceiverIsATlsError) {
+  boost::asio::io_context io;
+  boost::asio::ip::tcp::acceptor plain(io, {boost::asio::ip::make_address("127.0.0.1"), 0});
+  std::thread server([&plain] {
+    boost::system::error_code ec;
+    boost::asio::ip::tcp::socket s = plain.accept(ec);
+    if (ec) return;
+    char hello[512];
+    s.read_some(boost::asio::buffer(hello), ec);  // the ClientHello
+    const std::string answer = "HTTP/1.1 400 Bad Request\r\nContent-Length: 0\r\n\r\n";
+    boost::asio::write(s, boost::asio::buffer(answer), ec);
+    s.shutdown(boost::asio::ip::tcp::socket::shutdown_send, ec);
+    s.read_some(boost::asio::buffer(hello), ec);  // until the client closes
+  });
+  OtlpEndpoint endpoint;
+  ASSERT_EQ(
+      parse_otlp_endpoint(
+          "https://127.0.0.1:" + std::to_string(plain.local_endpoint().port()) + "/", endpoint),
+      "");
+  auto tls = make_otlp_tls_context(OtlpOptions{});
+  ASSERT_TRUE(tls) << tls.error().message;
+  OtlpHttpClient client(endpoint, *tls);
+  const OtlpHttpResult r = client.post("payload", {}, seconds(5));
+  server.join();
+  EXPECT_EQ(r.kind, OtlpHttpResult::Kind::tls_error) << r.error;
+  EXPECT_TRUE(r.error.starts_with("TLS handshake: ")) << r.error;
+}
+
+// A receiver that takes the connection but never answers the handshake: a
+// network error after the timeout, like any other silence.
+TEST(OtlpHttpClient, SilentTlsHandshakeIsANetworkErrorAfterTheTimeout) {
+  boost::asio::io_context io;
+  // Listening, never accepting: the kernel completes the TCP handshake.
+  boost::asio::ip::tcp::acceptor silent(io, {boost::asio::ip::make_address("127.0.0.1"), 0});
+  OtlpEndpoint endpoint;
+  ASSERT_EQ(
+      parse_otlp_endpoint(
+          "https://127.0.0.1:" + std::to_string(silent.local_endpoint().port()) + "/", endpoint),
+      "");
+  auto tls = make_otlp_tls_context(OtlpOptions{});
+  ASSERT_TRUE(tls) << tls.error().message;
+  OtlpHttpClient client(endpoint, *tls);
+  const OtlpHttpResult r = client.post("payload", {}, milliseconds(300));
+  EXPECT_EQ(r.kind, OtlpHttpResult::Kind::network_error) << r.error;
+  EXPECT_EQ(r.error, "TLS handshake: The socket was closed due to a timeout");
 }
 
 TEST(OtlpPusher, NothingToSendWithoutASnapshot) {
