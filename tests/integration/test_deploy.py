@@ -54,13 +54,14 @@ class DeployTest(unittest.TestCase):
         # The build generates the page from --help (docs/man/build-man).
         page = os.path.join(os.path.dirname(os.path.abspath(BIN)), "man", "rdma_exporter.8")
         help_text = subprocess.run([BIN, "--help"], capture_output=True, text=True).stdout
-        flags = set(re.findall(r"--[a-z][a-z.-]*[a-z]", help_text))
+        # Each option's line starts with it ("  -h [ --help ]", "  --once").
+        flags = set(re.findall(r"^\s+(?:-\w \[ )?(--[a-z][a-z._-]*[a-z])", help_text, re.M))
         self.assertGreater(len(flags), 8)
         with open(page) as f:
             man = f.read()
         # Each flag of --help is a bold option heading (.TP) of its own, its
         # description on the next line.
-        headings = set(re.findall(r"^\.TP\n\\fB(\\-\\-[a-z][a-z.\\-]*[a-z])\\fR( arg)?\n",
+        headings = set(re.findall(r"^\.TP\n\\fB(\\-\\-[a-z][a-z._\\-]*[a-z])\\fR( arg)?\n",
                                   man, re.M))
         headings = {h for h, _ in headings}
         self.assertEqual(flags - {"--help"}, {h.replace("\\-", "-") for h in headings})

@@ -368,7 +368,7 @@ class ListenersAndPathTest(unittest.TestCase):
                                 busy, "--path.sysfs", "/nonexistent"],
                                capture_output=True, text=True, timeout=30)
         self.assertEqual(r.returncode, 1, r.stderr)
-        self.assertIn(f'msg="listen on {busy}: Address already in use"', r.stderr)
+        self.assertIn(f'err="listen on {busy}: Address already in use"', r.stderr)
         self.assertNotIn("listening on", r.stderr)
 
     def test_telemetry_path(self):

@@ -205,7 +205,7 @@ class NotifyTest(SystemdTestCase):
             m = self.until("WATCHDOG", d)[-1]
             self.assertEqual(m["WATCHDOG"], "1")
             pings += 1
-        self.assertIn("systemd watchdog: pinging every 200ms", d.log())
+        self.assertIn('msg="systemd watchdog enabled" interval_ms=200', d.log())
         self.assertEqual(d.stop(), 0, d.log())
 
     def test_no_watchdog_for_another_process(self):

@@ -515,7 +515,7 @@ class TlsPushTest(TlsTestCase):
             self.assertEqual(receiver.tls_errors(), [])
         self.assertEqual(exports(text, "tls_error"), 0)
         self.assertEqual(exports(text, "network_error"), 0)
-        self.assertIn(f"OTLP push to {receiver.url} every 1000ms", exporter.log())
+        self.assertIn(f'endpoint={receiver.url} interval=1000ms', exporter.log())
         for r in got:
             self.assertNotIn("error", r, r.get("error"))
             self.assertEqual(r["url"], "/v1/metrics")
