@@ -136,7 +136,7 @@ class CollectParameterTest(unittest.TestCase):
         self.assertNotIn('collector="hw_counters"', text)
         # The exporter's own metrics stay.
         for own in ("rdma_exporter_build_info", "rdma_exporter_collections_total",
-                    "process_cpu_seconds_total", "rdma_exporter_http_requests_total"):
+                    "process_cpu_seconds_total", "rdma_exporter_http_open_connections"):
             self.assertIn(own, families(text))
 
     def test_percent_encoded_as_prometheus_sends_it(self):
