@@ -48,16 +48,6 @@ const char* priority(Level l) {
   return "<6>";
 }
 
-constexpr char kHex[] = "0123456789abcdef";
-
-// Length of the well-formed UTF-8 sequence at s[i] (a byte >= 0x80), or 0.
-std::size_t utf8_length_at(std::string_view s, std::size_t i) {
-  for (std::size_t n = 2; n <= 4 && i + n <= s.size(); ++n) {
-    if (is_valid_utf8(s.substr(i, n))) return n;
-  }
-  return 0;
-}
-
 // Whether a logfmt value must be quoted: empty, or a byte that is not a
 // printable ASCII character other than '=', '"' and '\\', or not part of
 // well-formed UTF-8, or a C1 control character (U+0080 to U+009F).
@@ -70,7 +60,7 @@ bool needs_quotes(std::string_view s) {
       ++i;
       continue;
     }
-    const std::size_t n = utf8_length_at(s, i);
+    const std::size_t n = utf8_length(s, i);
     if (n == 0) return true;
     if (c == 0xc2 && static_cast<unsigned char>(s[i + 1]) < 0xa0) return true;
     i += n;
@@ -143,58 +133,7 @@ bool parse_format(std::string_view text, Format& out) {
 
 std::string logfmt_value(std::string_view s) {
   if (!needs_quotes(s)) return std::string(s);
-  std::string out = "\"";
-  out.reserve(s.size() + 2);
-  for (std::size_t i = 0; i < s.size();) {
-    const auto c = static_cast<unsigned char>(s[i]);
-    if (c >= 0x80) {
-      const std::size_t n = utf8_length_at(s, i);
-      if (n == 0) {  // not UTF-8: the byte in hex
-        out.append("\\x");
-        out.push_back(kHex[c >> 4]);
-        out.push_back(kHex[c & 0xf]);
-        ++i;
-      } else if (c == 0xc2 && static_cast<unsigned char>(s[i + 1]) < 0xa0) {  // C1 control
-        const auto cp = static_cast<unsigned char>(s[i + 1]);
-        out.append("\\u00");
-        out.push_back(kHex[cp >> 4]);
-        out.push_back(kHex[cp & 0xf]);
-        i += n;
-      } else {
-        out.append(s.substr(i, n));
-        i += n;
-      }
-      continue;
-    }
-    switch (c) {
-      case '"':
-        out.append("\\\"");
-        break;
-      case '\\':
-        out.append("\\\\");
-        break;
-      case '\n':
-        out.append("\\n");
-        break;
-      case '\r':
-        out.append("\\r");
-        break;
-      case '\t':
-        out.append("\\t");
-        break;
-      default:
-        if (c < 0x20 || c == 0x7f) {
-          out.append("\\x");
-          out.push_back(kHex[c >> 4]);
-          out.push_back(kHex[c & 0xf]);
-        } else {
-          out.push_back(static_cast<char>(c));
-        }
-    }
-    ++i;
-  }
-  out.push_back('"');
-  return out;
+  return quote(s, QuoteStyle::logfmt);
 }
 
 std::string format_line(Format format, Level level, std::chrono::system_clock::time_point now,

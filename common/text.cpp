@@ -1,9 +1,7 @@
 #include "common/text.hpp"
 
 namespace rdma_exporter {
-namespace {
 
-// Length of the well-formed UTF-8 sequence at s[i], or 0 (Unicode table 3-7).
 std::size_t utf8_length(std::string_view s, std::size_t i) {
   const auto at = [&](std::size_t k) { return static_cast<unsigned char>(s[k]); };
   const unsigned char c = at(i);
@@ -32,8 +30,6 @@ std::size_t utf8_length(std::string_view s, std::size_t i) {
   return n;
 }
 
-}  // namespace
-
 bool is_valid_utf8(std::string_view s) {
   for (std::size_t i = 0; i < s.size();) {
     const std::size_t n = utf8_length(s, i);
@@ -59,16 +55,30 @@ std::string valid_utf8(std::string_view text) {
   return out;
 }
 
-std::string json_quote(std::string_view s) {
+std::string quote(std::string_view s, QuoteStyle style) {
   static constexpr char kHex[] = "0123456789abcdef";
+  const bool json = style == QuoteStyle::json;
   std::string out = "\"";
+  out.reserve(s.size() + 2);
+  const auto escaped = [&](const char* prefix, unsigned char c) {
+    out.append(prefix);
+    out.push_back(kHex[c >> 4]);
+    out.push_back(kHex[c & 0xf]);
+  };
   for (std::size_t i = 0; i < s.size();) {
     const auto c = static_cast<unsigned char>(s[i]);
     if (c >= 0x80) {
       const std::size_t n = utf8_length(s, i);
       if (n == 0) {
-        out.append("\xef\xbf\xbd");  // U+FFFD
+        if (json) {
+          out.append("\xef\xbf\xbd");  // U+FFFD
+        } else {
+          escaped("\\x", c);
+        }
         ++i;
+      } else if (!json && c == 0xc2 && static_cast<unsigned char>(s[i + 1]) < 0xa0) {
+        escaped("\\u00", static_cast<unsigned char>(s[i + 1]));  // a C1 control
+        i += n;
       } else {
         out.append(s.substr(i, n));
         i += n;
@@ -93,9 +103,7 @@ std::string json_quote(std::string_view s) {
         break;
       default:
         if (c < 0x20 || c == 0x7f) {
-          out.append("\\u00");
-          out.push_back(kHex[c >> 4]);
-          out.push_back(kHex[c & 0xf]);
+          escaped(json ? "\\u00" : "\\x", c);
         } else {
           out.push_back(static_cast<char>(c));
         }

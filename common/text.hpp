@@ -1,6 +1,7 @@
 #pragma once
 
-// Text helpers shared by the encoders: UTF-8 repair and JSON strings.
+// Text helpers shared by the encoders and the log: UTF-8 repair and quoted
+// strings.
 
 #include <string>
 #include <string_view>
@@ -12,9 +13,27 @@ namespace rdma_exporter {
 // label values read from the kernel need not be.
 std::string valid_utf8(std::string_view text);
 bool is_valid_utf8(std::string_view text);
+// Length of the well-formed UTF-8 sequence at text[i], or 0 when none
+// starts there (Unicode table 3-7); 1 for an ASCII byte.
+std::size_t utf8_length(std::string_view text, std::size_t i);
 
-// A JSON string literal of `text` (quotes included): ", \ and control
-// characters escaped, invalid UTF-8 replaced by U+FFFD.
-std::string json_quote(std::string_view text);
+// How quote() writes what a format cannot carry raw.
+enum class QuoteStyle {
+  // RFC 8259: other control characters as \u00XX, invalid UTF-8 as U+FFFD.
+  json,
+  // Log lines: other control characters, DEL and each byte that is not part
+  // of well-formed UTF-8 as \xXX, C1 controls (U+0080 to U+009F) as
+  // \u00XX; no byte of the text can end a line or forge a field.
+  logfmt,
+};
+
+// A double-quoted literal of `text` (quotes included): ", \, newline,
+// carriage return and tab escaped with a backslash, the rest as `style` says.
+std::string quote(std::string_view text, QuoteStyle style);
+
+// A JSON string literal of `text`.
+inline std::string json_quote(std::string_view text) {
+  return quote(text, QuoteStyle::json);
+}
 
 }  // namespace rdma_exporter

@@ -15,32 +15,12 @@
 
 #include "common/file.hpp"
 #include "exporter/config.hpp"
+#include "exporter/openssl.hpp"
 
 namespace rdma_exporter {
 namespace {
 
 namespace ssl = boost::asio::ssl;
-
-// The oldest error OpenSSL queued (the root cause), then the queue cleared.
-std::string openssl_reason(const char* fallback) {
-  const unsigned long code = ERR_peek_error();
-  std::string reason = fallback;
-  if (code != 0) {
-    char buf[256];
-    ERR_error_string_n(code, buf, sizeof buf);
-    reason = buf;
-  }
-  ERR_clear_error();
-  return reason;
-}
-
-// Erases its text when it goes: it may hold a private key.
-struct SecretText {
-  std::string text;
-  ~SecretText() {
-    if (!text.empty()) OPENSSL_cleanse(text.data(), text.size());
-  }
-};
 
 // PEM text from a file or given inline; `what` names it in errors.
 Status pem_text(const std::string& file, const std::string& inline_text, std::string& out,
@@ -54,28 +34,6 @@ Status pem_text(const std::string& file, const std::string& inline_text, std::st
   }
   what = std::string("tls_server_config.") + inline_key;
   out = inline_text;
-  return ok_status();
-}
-
-// Every certificate of a PEM text becomes a trust anchor for client
-// certificates and is named to clients in the CertificateRequest.
-Status add_client_cas(SSL_CTX* ctx, const std::string& pem, const std::string& what) {
-  BIO* bio = BIO_new_mem_buf(pem.data(), static_cast<int>(pem.size()));
-  if (bio == nullptr) return Error{ENOMEM, what + ": out of memory"};
-  X509_STORE* store = SSL_CTX_get_cert_store(ctx);
-  int count = 0;
-  while (X509* cert = PEM_read_bio_X509(bio, nullptr, nullptr, nullptr)) {
-    const bool ok = X509_STORE_add_cert(store, cert) == 1 && SSL_CTX_add_client_CA(ctx, cert) == 1;
-    X509_free(cert);
-    if (!ok) {
-      BIO_free(bio);
-      return Error{EINVAL, what + ": " + openssl_reason("cannot use the CA certificate")};
-    }
-    ++count;
-  }
-  BIO_free(bio);
-  ERR_clear_error();  // the end of the text reads as "no start line"
-  if (count == 0) return Error{EINVAL, what + ": no PEM certificate in it"};
   return ok_status();
 }
 
@@ -197,14 +155,14 @@ Result<std::shared_ptr<ssl::context>> make_tls_context(const WebConfig::Tls& tls
   ctx->use_certificate_chain(boost::asio::buffer(cert.text), ec);
   if (ec) {
     return Error{EINVAL, what + ": not a usable PEM certificate chain (" +
-                             openssl_reason(ec.message().c_str()) + ")"};
+                             openssl_reason(ec.message()) + ")"};
   }
   SecretText key;
   if (Status s = pem_text(tls.key_file, tls.key, key.text, what, "key"); !s) return s.error();
   ctx->use_private_key(boost::asio::buffer(key.text), ssl::context::pem, ec);
   if (ec) {
     return Error{EINVAL, what + ": not a usable PEM private key, or not the certificate's (" +
-                             openssl_reason(ec.message().c_str()) + ")"};
+                             openssl_reason(ec.message()) + ")"};
   }
   if (SSL_CTX_check_private_key(h) != 1) {
     return Error{EINVAL, what + ": the private key does not match the certificate"};
@@ -216,7 +174,8 @@ Result<std::shared_ptr<ssl::context>> make_tls_context(const WebConfig::Tls& tls
     if (Status s = pem_text(tls.client_ca_file, tls.client_ca, ca, what, "client_ca"); !s) {
       return s.error();
     }
-    if (Status s = add_client_cas(h, ca, what); !s) return s.error();
+    if (Status s = add_pem_certificates(h, ca, what, CaUse::trust_and_name_to_peer); !s)
+      return s.error();
   }
   switch (tls.client_auth) {
     case CA::none:

@@ -12,6 +12,7 @@
 #include <memory>
 #include <type_traits>
 
+#include "exporter/openssl.hpp"
 #include "exporter/otlp/tls.hpp"
 
 namespace rdma_exporter {
@@ -93,7 +94,7 @@ struct Exchange : std::enable_shared_from_this<Exchange<Stream>> {
       asio::ip::make_address(endpoint.host, ec);
       if (ec && SSL_set_tlsext_host_name(stream.native_handle(), endpoint.host.c_str()) != 1) {
         return "cannot set the server name " + endpoint.host +
-               " (SNI): " + otlp_openssl_reason("unknown reason");
+               " (SNI): " + openssl_reason("unknown reason");
       }
       stream.set_verify_callback(
           [check = ssl::host_name_verification(endpoint.host)](bool preverified,

@@ -10,19 +10,12 @@
 #include <cerrno>
 
 #include "common/file.hpp"
+#include "exporter/openssl.hpp"
 
 namespace rdma_exporter {
 namespace {
 
 namespace ssl = boost::asio::ssl;
-
-// Erases its text when it goes: it may hold a private key.
-struct SecretText {
-  std::string text;
-  ~SecretText() {
-    if (!text.empty()) OPENSSL_cleanse(text.data(), text.size());
-  }
-};
 
 Status read_pem(const char* key, const std::string& path, std::string& out) {
   auto text = read_file(path, kMaxConfigFileBytes, std::string(key) + " " + path);
@@ -31,40 +24,7 @@ Status read_pem(const char* key, const std::string& path, std::string& out) {
   return ok_status();
 }
 
-// Every certificate of a PEM text becomes a trust anchor.
-Status add_trust_anchors(SSL_CTX* ctx, const std::string& pem, const std::string& what) {
-  BIO* bio = BIO_new_mem_buf(pem.data(), static_cast<int>(pem.size()));
-  if (bio == nullptr) return Error{ENOMEM, what + ": out of memory"};
-  X509_STORE* store = SSL_CTX_get_cert_store(ctx);
-  int count = 0;
-  while (X509* cert = PEM_read_bio_X509(bio, nullptr, nullptr, nullptr)) {
-    const bool ok = X509_STORE_add_cert(store, cert) == 1;
-    X509_free(cert);
-    if (!ok) {
-      BIO_free(bio);
-      return Error{EINVAL, what + ": " + otlp_openssl_reason("cannot use the CA certificate")};
-    }
-    ++count;
-  }
-  BIO_free(bio);
-  ERR_clear_error();  // the end of the text reads as "no start line"
-  if (count == 0) return Error{EINVAL, what + ": no PEM certificate in it"};
-  return ok_status();
-}
-
 }  // namespace
-
-std::string otlp_openssl_reason(const std::string& fallback) {
-  const unsigned long code = ERR_peek_error();
-  std::string reason = fallback;
-  if (code != 0) {
-    char buf[256];
-    ERR_error_string_n(code, buf, sizeof buf);
-    reason = buf;
-  }
-  ERR_clear_error();
-  return reason;
-}
 
 Result<std::shared_ptr<ssl::context>> make_otlp_tls_context(const OtlpOptions& o) {
   ERR_clear_error();
@@ -75,7 +35,7 @@ Result<std::shared_ptr<ssl::context>> make_otlp_tls_context(const OtlpOptions& o
                    ssl::context::no_compression);
   SSL_CTX_set_options(h, SSL_OP_NO_RENEGOTIATION);
   if (SSL_CTX_set_min_proto_version(h, TLS1_2_VERSION) != 1) {
-    return Error{EINVAL, "otlp: " + otlp_openssl_reason("cannot set the TLS versions")};
+    return Error{EINVAL, "otlp: " + openssl_reason("cannot set the TLS versions")};
   }
   ctx->set_verify_mode(ssl::verify_peer);
 
@@ -84,12 +44,13 @@ Result<std::shared_ptr<ssl::context>> make_otlp_tls_context(const OtlpOptions& o
     ctx->set_default_verify_paths(ec);
     if (ec) {
       return Error{EINVAL, "otlp: cannot use the system's trust store (" +
-                               otlp_openssl_reason(ec.message()) + "); set otlp.ca_file"};
+                               openssl_reason(ec.message()) + "); set otlp.ca_file"};
     }
   } else {
     std::string pem;
     if (Status s = read_pem("otlp.ca_file", o.ca_file, pem); !s) return s.error();
-    if (Status s = add_trust_anchors(h, pem, "otlp.ca_file " + o.ca_file); !s) return s.error();
+    if (Status s = add_pem_certificates(h, pem, "otlp.ca_file " + o.ca_file, CaUse::trust); !s)
+      return s.error();
   }
 
   if (!o.cert_file.empty() || !o.key_file.empty()) {
@@ -105,14 +66,14 @@ Result<std::shared_ptr<ssl::context>> make_otlp_tls_context(const OtlpOptions& o
     if (ec) {
       return Error{EINVAL, "otlp.cert_file " + o.cert_file +
                                ": not a usable PEM certificate chain (" +
-                               otlp_openssl_reason(ec.message()) + ")"};
+                               openssl_reason(ec.message()) + ")"};
     }
     SecretText key;
     if (Status s = read_pem("otlp.key_file", o.key_file, key.text); !s) return s.error();
     ctx->use_private_key(boost::asio::buffer(key.text), ssl::context::pem, ec);
     if (ec) {
       return Error{EINVAL, "otlp.key_file " + o.key_file + ": not a usable PEM private key (" +
-                               otlp_openssl_reason(ec.message()) + ")"};
+                               openssl_reason(ec.message()) + ")"};
     }
     if (SSL_CTX_check_private_key(h) != 1) {
       ERR_clear_error();

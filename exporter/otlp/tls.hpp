@@ -23,8 +23,4 @@ Result<std::shared_ptr<boost::asio::ssl::context>> make_otlp_tls_context(
 // off or the endpoint is http:// (the TLS files are not used then).
 std::vector<std::string> otlp_tls_problems(const OtlpOptions& options);
 
-// OpenSSL's reason for the oldest queued error (the root cause), or
-// `fallback`; the queue is cleared.
-std::string otlp_openssl_reason(const std::string& fallback);
-
 }  // namespace rdma_exporter
