@@ -114,4 +114,30 @@ std::string quote(std::string_view s, QuoteStyle style) {
   return out;
 }
 
+bool percent_decode(std::string_view in, std::string& out, bool plus_is_space) {
+  const auto hex = [](char c) {
+    if (c >= '0' && c <= '9') return c - '0';
+    if (c >= 'a' && c <= 'f') return c - 'a' + 10;
+    if (c >= 'A' && c <= 'F') return c - 'A' + 10;
+    return -1;
+  };
+  out.clear();
+  out.reserve(in.size());
+  for (std::size_t i = 0; i < in.size(); ++i) {
+    if (in[i] == '+' && plus_is_space) {
+      out.push_back(' ');
+    } else if (in[i] != '%') {
+      out.push_back(in[i]);
+    } else {
+      if (i + 2 >= in.size()) return false;
+      const int hi = hex(in[i + 1]);
+      const int lo = hex(in[i + 2]);
+      if (hi < 0 || lo < 0) return false;
+      out.push_back(static_cast<char>(hi * 16 + lo));
+      i += 2;
+    }
+  }
+  return true;
+}
+
 }  // namespace rdma_exporter

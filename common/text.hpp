@@ -36,4 +36,9 @@ inline std::string json_quote(std::string_view text) {
   return quote(text, QuoteStyle::json);
 }
 
+// Decodes %XX escapes (RFC 3986) into `out`; with `plus_is_space` (an HTML
+// form's query string) '+' also stands for a space. False when a '%' is not
+// followed by two hex digits.
+bool percent_decode(std::string_view in, std::string& out, bool plus_is_space = false);
+
 }  // namespace rdma_exporter

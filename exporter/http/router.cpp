@@ -2,6 +2,8 @@
 
 #include <algorithm>
 
+#include "common/text.hpp"
+
 namespace rdma_exporter {
 
 namespace http = boost::beast::http;
@@ -16,33 +18,17 @@ HttpResponse HttpResponse::text(http::status status, std::string body) {
 
 namespace {
 
-int hex_digit(char c) {
-  if (c >= '0' && c <= '9') return c - '0';
-  if (c >= 'a' && c <= 'f') return c - 'a' + 10;
-  if (c >= 'A' && c <= 'F') return c - 'A' + 10;
-  return -1;
-}
-
-Result<std::string> percent_decode(std::string_view s) {
+Result<std::string> query_decode(std::string_view s) {
   std::string out;
-  out.reserve(s.size());
-  for (std::size_t i = 0; i < s.size(); ++i) {
-    if (s[i] == '+') {
-      out.push_back(' ');
-    } else if (s[i] != '%') {
-      out.push_back(s[i]);
-    } else {
-      const int hi = i + 2 < s.size() ? hex_digit(s[i + 1]) : -1;
-      const int lo = hi >= 0 ? hex_digit(s[i + 2]) : -1;
-      if (lo < 0) {
-        return Error{EINVAL, "malformed percent escape in the query string: \"" +
-                                 std::string(s.substr(i, 3)) + "\""};
-      }
-      out.push_back(static_cast<char>(hi * 16 + lo));
-      i += 2;
-    }
+  if (percent_decode(s, out, /*plus_is_space=*/true)) return out;
+  // Name the first escape that does not decode.
+  std::size_t at = s.find('%');
+  std::string ignored;
+  while (at != std::string_view::npos && percent_decode(s.substr(at, 3), ignored)) {
+    at = s.find('%', at + 3);
   }
-  return out;
+  return Error{EINVAL, "malformed percent escape in the query string: \"" +
+                           std::string(s.substr(at == std::string_view::npos ? 0 : at, 3)) + "\""};
 }
 
 }  // namespace
@@ -60,10 +46,10 @@ Result<std::vector<std::pair<std::string, std::string>>> query_parameters(std::s
     query = amp == std::string_view::npos ? std::string_view{} : query.substr(amp + 1);
     if (item.empty()) continue;
     const auto eq = item.find('=');
-    auto name = percent_decode(item.substr(0, eq));
+    auto name = query_decode(item.substr(0, eq));
     if (!name) return name.error();
     auto value =
-        percent_decode(eq == std::string_view::npos ? std::string_view{} : item.substr(eq + 1));
+        query_decode(eq == std::string_view::npos ? std::string_view{} : item.substr(eq + 1));
     if (!value) return value.error();
     out.emplace_back(std::move(*name), std::move(*value));
   }

@@ -7,6 +7,8 @@
 #include <filesystem>
 #include <string_view>
 
+#include "common/text.hpp"
+
 namespace rdma_exporter {
 namespace {
 
@@ -114,24 +116,6 @@ void report(std::vector<std::string>& errors, const std::string& name, const std
 }
 
 }  // namespace
-
-bool percent_decode(std::string_view in, std::string& out) {
-  out.clear();
-  out.reserve(in.size());
-  for (std::size_t i = 0; i < in.size(); ++i) {
-    if (in[i] != '%') {
-      out += in[i];
-      continue;
-    }
-    if (i + 2 >= in.size()) return false;
-    unsigned value = 0;
-    auto [p, ec] = std::from_chars(in.data() + i + 1, in.data() + i + 3, value, 16);
-    if (ec != std::errc() || p != in.data() + i + 3) return false;
-    out += static_cast<char>(value);
-    i += 2;
-  }
-  return true;
-}
 
 EnvLookup process_environment() {
   return [](const std::string& name) -> std::optional<std::string> {

@@ -40,8 +40,4 @@ EnvLookup process_environment();
 // may hold secrets).
 std::vector<std::string> apply_otlp_environment(const EnvLookup& env, OtlpOptions& out);
 
-// Decodes %XX escapes (RFC 3986; '+' stays '+'). False when a '%' is not
-// followed by two hex digits.
-bool percent_decode(std::string_view in, std::string& out);
-
 }  // namespace rdma_exporter

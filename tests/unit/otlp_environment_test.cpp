@@ -11,6 +11,7 @@
 #include <map>
 #include <string>
 
+#include "common/text.hpp"
 #include "exporter/config.hpp"
 #include "exporter/otlp/environment.hpp"
 #include "exporter/otlp/options.hpp"
