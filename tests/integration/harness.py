@@ -96,6 +96,9 @@ class Exporter:
             self.proc.kill()
             code = self.proc.wait()
         self._reader.join(5)
+        if not self._reader.is_alive():
+            self.proc.stderr.close()
+        self.proc.stdout.close()
         return code
 
     def __enter__(self):

@@ -49,7 +49,9 @@ now_ms() {
 }
 
 # event NAME: appends "NAME <ms>" to events.txt.
-event() { echo "$1 $(now_ms)" >>"$R/events.txt"; }
+# event NAME [MS]: records NAME at MS (default: now) in events.txt; the
+# tests read the same numbers the script waits on.
+event() { echo "$1 ${2:-$(now_ms)}" >>"$R/events.txt"; }
 
 # record FILE CMD...: CMD's stdout into $R/FILE; a failure is fatal.
 record() {
@@ -236,8 +238,8 @@ wait_scrape_since() {
 }
 
 : >"$R/hot/index.txt"
-event hot_start
 hot_start_ms=$(now_ms)
+event hot_start "$hot_start_ms"
 hot_loop &
 hot_pid=$!
 
@@ -292,7 +294,7 @@ wait_scrape_since "$hot_start_ms" 15
 event delete_begin
 link_change link-delete.log rdma link delete "$RXE"
 delete_end_ms=$(now_ms)
-event delete_end
+event delete_end "$delete_end_ms"
 # The device stays away until at least one scrape saw the host without it.
 sleep_until "$HOT_ADD_AT_MS"
 wait_scrape_since "$delete_end_ms" 15
@@ -301,7 +303,7 @@ link_change link-add.log rdma link add "$RXE" type rxe netdev "$NETDEV"
 event add_end
 t 60 "$RXE_UP" 2>>"$R/link-add.log" || die "$RXE did not come back ACTIVE (see link-add.log)"
 active_ms=$(now_ms)
-event active
+event active "$active_ms"
 wait_scrape_since "$active_ms" 15
 touch "$R/hot/stop"
 wait "$hot_pid" || die "the scrape loop failed"
