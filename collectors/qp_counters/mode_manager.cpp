@@ -109,7 +109,7 @@ void CounterModeManager::reconcile(Scrape& scrape) {
   if (!active_) return;
   const auto& topology = scrape.topology();
   if (!topology) return;
-  processes_.clear();
+  processes_.next_collection(ProcessInfo::Clock::now());
   std::set<PortKey> present;
   for (const auto& entry : topology->devices) {
     if (!entry.ports) continue;

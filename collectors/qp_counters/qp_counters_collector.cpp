@@ -137,7 +137,7 @@ std::vector<std::string> QpCountersCollector::collect(Scrape& scrape, MetricSink
   std::vector<std::string> errors;
   const Topology* topology = scrape.topology_for(errors);
   if (topology == nullptr) return errors;
-  processes_.clear();
+  processes_.next_collection(ProcessInfo::Clock::now());
   std::vector<nldev::CounterSet> all_sets;
   std::vector<nldev::Qp> all_qps;
   std::vector<SeriesBook::Observation> observations;
