@@ -6,8 +6,11 @@
 #include <benchmark/benchmark.h>
 #include <rdma/rdma_netlink.h>
 #include <sys/resource.h>
+#include <unistd.h>
 
 #include <cstdlib>
+#include <filesystem>
+#include <fstream>
 #include <map>
 #include <string>
 
@@ -207,9 +210,34 @@ long peak_rss_kib() {
   return u.ru_maxrss;
 }
 
+// A /proc of `count` processes from pid 1000 on, each with a comm and a
+// cgroup file, as the per-QP collector reads them; made once per run.
+const std::string& proc_tree(uint32_t count) {
+  static std::map<uint32_t, std::string> made;
+  auto [it, inserted] = made.try_emplace(count);
+  if (!inserted) return it->second;
+  const std::filesystem::path dir =
+      "/tmp/rdma_exporter_bench_proc_" + std::to_string(::getpid()) + "_" + std::to_string(count);
+  std::filesystem::remove_all(dir);
+  for (uint32_t pid = 1000; pid < 1000 + count; ++pid) {
+    const auto p = dir / std::to_string(pid);
+    std::filesystem::create_directories(p);
+    std::ofstream(p / "comm") << "trainer_" << pid % 64 << "\n";
+    std::ofstream(p / "cgroup") << "0::/kubepods/pod-" << pid % 256 << "/ctr\n";
+  }
+  if (made.size() == 1) {
+    std::atexit([] {
+      for (const auto& [n, path] : made) std::filesystem::remove_all(path);
+    });
+  }
+  it->second = dir;
+  return it->second;
+}
+
 // `devices` devices of 2 ports, each port with `sets_per_port` per-QP
 // counter sets of 5 QPs (auto mode by pid: one pid a set): one whole
-// collection with per-QP counters, attribution and the QP inventory. Peak
+// collection with per-QP counters, attribution (comm from a /proc tree in
+// /tmp, one process a set) and the QP inventory. Peak
 // RSS is the whole process, the fake kernel's model and reply bytes
 // included.
 void run_qp_counters(benchmark::State& state, uint32_t devices, int sets_per_port) {
@@ -239,7 +267,7 @@ void run_qp_counters(benchmark::State& state, uint32_t devices, int sets_per_por
   c.sysfs.root = "/nonexistent";
   c.collectors.set_enabled("sysfs", false);
   c.collectors.options<QpCountersOptions>().max_series = 5000;
-  c.collectors.options<QpCountersOptions>().proc_root = "/nonexistent";
+  c.collectors.options<QpCountersOptions>().proc_root = proc_tree(pid - 1000);
   // The first collection records the fake kernel's answers; the timed ones
   // replay them, so the time is the exporter's: parsing, attribution,
   // series, rendering and gzip.
