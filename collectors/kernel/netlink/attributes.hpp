@@ -43,16 +43,28 @@ Status for_each_attr(const void* data, std::size_t len, const char* where, Fn&& 
   return ok_status();
 }
 
-// Indexes the attributes by type; unknown types (newer kernels) are ignored.
+// Indexes the attributes by type into `table`, cleared first; unknown types
+// (newer kernels) are ignored. For loops over many entries: one table is
+// filled again for each.
 template <std::size_t N>
-Result<AttrTable<N>> table_of(const void* data, std::size_t len, const char* where) {
-  AttrTable<N> table{};
-  Status s = for_each_attr(data, len, where, [&](const nlattr* a) -> Status {
+Status fill_table(AttrTable<N>& table, const void* data, std::size_t len, const char* where) {
+  table.fill(nullptr);
+  return for_each_attr(data, len, where, [&](const nlattr* a) -> Status {
     const uint16_t type = mnl_attr_get_type(a);
     if (type < N) table[type] = a;
     return ok_status();
   });
-  if (!s) return s.error();
+}
+
+template <std::size_t N>
+Status fill_table_of_nest(AttrTable<N>& table, const nlattr* nest, const char* where) {
+  return fill_table<N>(table, mnl_attr_get_payload(nest), mnl_attr_get_payload_len(nest), where);
+}
+
+template <std::size_t N>
+Result<AttrTable<N>> table_of(const void* data, std::size_t len, const char* where) {
+  AttrTable<N> table;
+  if (Status s = fill_table<N>(table, data, len, where); !s) return s.error();
   return table;
 }
 

@@ -22,14 +22,35 @@ Status read_qp_numbers(const nlattr* table, std::vector<uint32_t>& out) {
   if (table == nullptr) return ok_status();  // a set with no QP left
   return for_each_entry(
       table, RDMA_NLDEV_ATTR_RES_QP_ENTRY, "RES_QP", [&](const nlattr* e) -> Status {
-        auto t = table_of_nest(e, "RES_QP_ENTRY");
-        if (!t) return t.error();
+        // Each entry holds a QP number or a range: read without a table.
         std::optional<uint32_t> lqpn;
         std::optional<uint32_t> min;
         std::optional<uint32_t> max;
-        Status s = all(optional(*t, RDMA_NLDEV_ATTR_RES_LQPN, "RES_LQPN", get_u32, lqpn),
-                       optional(*t, RDMA_NLDEV_ATTR_MIN_RANGE, "MIN_RANGE", get_u32, min),
-                       optional(*t, RDMA_NLDEV_ATTR_MAX_RANGE, "MAX_RANGE", get_u32, max));
+        Status s = for_each_attr(mnl_attr_get_payload(e), mnl_attr_get_payload_len(e),
+                                 "RES_QP_ENTRY", [&](const nlattr* a) -> Status {
+                                   std::optional<uint32_t>* into = nullptr;
+                                   const char* name = nullptr;
+                                   switch (mnl_attr_get_type(a)) {
+                                     case RDMA_NLDEV_ATTR_RES_LQPN:
+                                       into = &lqpn;
+                                       name = "RES_LQPN";
+                                       break;
+                                     case RDMA_NLDEV_ATTR_MIN_RANGE:
+                                       into = &min;
+                                       name = "MIN_RANGE";
+                                       break;
+                                     case RDMA_NLDEV_ATTR_MAX_RANGE:
+                                       into = &max;
+                                       name = "MAX_RANGE";
+                                       break;
+                                     default:
+                                       return ok_status();
+                                   }
+                                   auto v = get_u32(a, name);
+                                   if (!v) return v.error();
+                                   *into = *v;
+                                   return ok_status();
+                                 });
         if (!s) return s;
         const bool range = !lqpn && min && max && *min <= *max && *max - *min < kMaxQpRange;
         if (!lqpn && !range) return malformed("RES_QP_ENTRY without RES_LQPN or a valid range");
@@ -51,40 +72,34 @@ Status read_qp_numbers(const nlattr* table, std::vector<uint32_t>& out) {
 }
 
 // The messages of per-device resource dumps: DEV_INDEX, DEV_NAME and a
-// table of entries. Calls parse(entry attributes, device index, device name)
-// for each entry and collects what it makes.
+// table of entries. Calls parse(entry attributes, item) for each entry, the
+// item's device already set, and appends what it makes to `out`.
 template <typename T, typename Parse>
-Result<std::vector<T>> parse_device_table(const nlmsghdr& msg, uint16_t table_attr,
-                                          uint16_t entry_attr, const char* entry_name,
-                                          Parse&& parse) {
+Status parse_device_table(const nlmsghdr& msg, uint16_t table_attr, uint16_t entry_attr,
+                          const char* entry_name, std::vector<T>& out, Parse&& parse) {
   auto t = table_of_message(msg, entry_name);
   if (!t) return t.error();
   uint32_t dev_index = 0;
   std::string dev_name;
   Status s = all(required(*t, RDMA_NLDEV_ATTR_DEV_INDEX, "DEV_INDEX", get_u32, dev_index),
                  required(*t, RDMA_NLDEV_ATTR_DEV_NAME, "DEV_NAME", get_str, dev_name));
-  if (!s) return s.error();
-  std::vector<T> out;
+  if (!s) return s;
   const nlattr* table = (*t)[table_attr];
-  if (table == nullptr) return out;
-  s = for_each_entry(table, entry_attr, entry_name, [&](const nlattr* e) -> Status {
-    auto et = table_of_nest(e, entry_name);
-    if (!et) return et.error();
-    T item;
+  if (table == nullptr) return ok_status();
+  AttrTable et;
+  return for_each_entry(table, entry_attr, entry_name, [&](const nlattr* e) -> Status {
+    if (Status es = fill_table_of_nest(et, e, entry_name); !es) return es;
+    T& item = out.emplace_back();
     item.dev_index = dev_index;
     item.dev_name = dev_name;
-    if (Status es = parse(*et, item); !es) return es;
-    out.push_back(std::move(item));
-    return ok_status();
+    return parse(et, item);
   });
-  if (!s) return s.error();
-  return out;
 }
 
-Result<std::vector<CounterSet>> parse_counter_sets(const nlmsghdr& msg) {
-  return parse_device_table<CounterSet>(
+Status parse_counter_sets(const nlmsghdr& msg, std::vector<CounterSet>& out) {
+  return parse_device_table(
       msg, RDMA_NLDEV_ATTR_STAT_COUNTER, RDMA_NLDEV_ATTR_STAT_COUNTER_ENTRY, "STAT_COUNTER_ENTRY",
-      [](const AttrTable& et, CounterSet& c) {
+      out, [](const AttrTable& et, CounterSet& c) {
         return all(
             required(et, RDMA_NLDEV_ATTR_PORT_INDEX, "PORT_INDEX", get_u32, c.port),
             required(et, RDMA_NLDEV_ATTR_STAT_COUNTER_ID, "STAT_COUNTER_ID", get_u32, c.id),
@@ -97,9 +112,9 @@ Result<std::vector<CounterSet>> parse_counter_sets(const nlmsghdr& msg) {
       });
 }
 
-Result<std::vector<Qp>> parse_qps(const nlmsghdr& msg) {
-  return parse_device_table<Qp>(
-      msg, RDMA_NLDEV_ATTR_RES_QP, RDMA_NLDEV_ATTR_RES_QP_ENTRY, "RES_QP_ENTRY",
+Status parse_qps(const nlmsghdr& msg, std::vector<Qp>& out) {
+  return parse_device_table(
+      msg, RDMA_NLDEV_ATTR_RES_QP, RDMA_NLDEV_ATTR_RES_QP_ENTRY, "RES_QP_ENTRY", out,
       [](const AttrTable& et, Qp& q) {
         return all(
             optional(et, RDMA_NLDEV_ATTR_PORT_INDEX, "PORT_INDEX", get_u32, q.port),
@@ -111,16 +126,13 @@ Result<std::vector<Qp>> parse_qps(const nlmsghdr& msg) {
       });
 }
 
-// Concatenates what every message of a dump decodes to.
+// What every message of a dump decodes to, in one vector.
 template <typename T>
 Result<std::vector<T>> decode_flat(const Reply& reply, uint16_t cmd,
-                                   Result<std::vector<T>> (*parse)(const nlmsghdr&)) {
-  auto parts = decode_all<std::vector<T>>(reply, cmd, parse);
-  if (!parts) return parts.error();
+                                   Status (*parse)(const nlmsghdr&, std::vector<T>&)) {
   std::vector<T> out;
-  for (auto& p : *parts) {
-    for (auto& item : p) out.push_back(std::move(item));
-  }
+  Status s = walk_reply(reply, cmd, [&](const nlmsghdr& m) { return parse(m, out); });
+  if (!s) return s.error();
   return out;
 }
 

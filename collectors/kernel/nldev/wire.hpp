@@ -44,6 +44,10 @@ inline Result<AttrTable> table_of_nest(const nlattr* nest, const char* where) {
   return netlink::table_of_nest<kMaxAttr>(nest, where);
 }
 
+inline Status fill_table_of_nest(AttrTable& table, const nlattr* nest, const char* where) {
+  return netlink::fill_table_of_nest<kMaxAttr>(table, nest, where);
+}
+
 inline Bytes build(uint16_t cmd, uint16_t flags, const std::function<void(nlmsghdr*)>& add_attrs) {
   Bytes buf(256);
   nlmsghdr* nlh = mnl_nlmsg_put_header(buf.data());
@@ -98,21 +102,20 @@ inline Status acknowledged(const Reply& reply, uint16_t cmd, uint16_t reply_cmd)
 // Reads a STAT_HWCOUNTERS table; the table itself is required.
 inline Status read_hw_counters(const nlattr* nest, std::vector<HwCounter>& out) {
   if (nest == nullptr) return malformed("missing attribute STAT_HWCOUNTERS");
-  return for_each_attr(mnl_attr_get_payload(nest), mnl_attr_get_payload_len(nest),
-                       "STAT_HWCOUNTERS", [&](const nlattr* entry) -> Status {
-                         if (mnl_attr_get_type(entry) != RDMA_NLDEV_ATTR_STAT_HWCOUNTER_ENTRY)
-                           return ok_status();
-                         auto e = table_of_nest(entry, "STAT_HWCOUNTER_ENTRY");
-                         if (!e) return e.error();
-                         HwCounter c;
-                         Status es = all(required(*e, RDMA_NLDEV_ATTR_STAT_HWCOUNTER_ENTRY_NAME,
-                                                  "STAT_HWCOUNTER_ENTRY_NAME", get_str, c.name),
-                                         required(*e, RDMA_NLDEV_ATTR_STAT_HWCOUNTER_ENTRY_VALUE,
-                                                  "STAT_HWCOUNTER_ENTRY_VALUE", get_u64, c.value));
-                         if (!es) return es;
-                         out.push_back(std::move(c));
-                         return ok_status();
-                       });
+  AttrTable e;
+  return for_each_entry(nest, RDMA_NLDEV_ATTR_STAT_HWCOUNTER_ENTRY, "STAT_HWCOUNTERS",
+                        [&](const nlattr* entry) -> Status {
+                          if (Status s = fill_table_of_nest(e, entry, "STAT_HWCOUNTER_ENTRY"); !s)
+                            return s;
+                          HwCounter c;
+                          Status es = all(required(e, RDMA_NLDEV_ATTR_STAT_HWCOUNTER_ENTRY_NAME,
+                                                   "STAT_HWCOUNTER_ENTRY_NAME", get_str, c.name),
+                                          required(e, RDMA_NLDEV_ATTR_STAT_HWCOUNTER_ENTRY_VALUE,
+                                                   "STAT_HWCOUNTER_ENTRY_VALUE", get_u64, c.value));
+                          if (!es) return es;
+                          out.push_back(std::move(c));
+                          return ok_status();
+                        });
 }
 
 }  // namespace rdma_exporter::nldev::wire
