@@ -183,19 +183,28 @@ std::vector<std::string> QpCountersCollector::collect(Scrape& scrape, MetricSink
     for (auto& s : *sets) all_sets.push_back(std::move(s));
   }
 
-  // QPs by device and number; a number listed twice is the last one's.
-  std::unordered_map<uint64_t, const nldev::Qp*> by_dev_qpn;
-  by_dev_qpn.reserve(all_qps.size());
+  // QPs by device and number, sorted (one allocation, where a hash map
+  // makes one per QP); a number listed twice is the last one's.
+  using QpRef = std::pair<uint64_t, const nldev::Qp*>;
   auto dev_qpn = [](uint32_t dev, uint32_t lqpn) { return (uint64_t{dev} << 32) | lqpn; };
-  for (const auto& q : all_qps) by_dev_qpn[dev_qpn(q.dev_index, q.lqpn)] = &q;
+  std::vector<QpRef> by_dev_qpn;
+  by_dev_qpn.reserve(all_qps.size());
+  for (const auto& q : all_qps) by_dev_qpn.emplace_back(dev_qpn(q.dev_index, q.lqpn), &q);
+  std::stable_sort(by_dev_qpn.begin(), by_dev_qpn.end(),
+                   [](const QpRef& a, const QpRef& b) { return a.first < b.first; });
+  auto find_qp = [&](uint64_t key) -> const nldev::Qp* {
+    auto it = std::upper_bound(by_dev_qpn.begin(), by_dev_qpn.end(), key,
+                               [](uint64_t k, const QpRef& r) { return k < r.first; });
+    if (it == by_dev_qpn.begin() || std::prev(it)->first != key) return nullptr;
+    return std::prev(it)->second;
+  };
   std::vector<SeriesBook::Key> keys;
   keys.reserve(all_sets.size());
   std::vector<const nldev::Qp*> qps_of_set;
   for (const auto& s : all_sets) {
     qps_of_set.clear();
     for (uint32_t lqpn : s.lqpns) {
-      auto it = by_dev_qpn.find(dev_qpn(s.dev_index, lqpn));
-      if (it != by_dev_qpn.end()) qps_of_set.push_back(it->second);
+      if (const nldev::Qp* q = find_qp(dev_qpn(s.dev_index, lqpn))) qps_of_set.push_back(q);
     }
     keys.push_back(key_of(s, qps_of_set));
     ++live_sets[{s.dev_name, s.port}];
