@@ -118,7 +118,10 @@ SeriesBook::Key QpCountersCollector::key_of(const nldev::CounterSet& set,
   if (!pid && !kern && kerns.empty()) pid = pids.only();
   if (!pid && !kern && pids.empty()) kern = kerns.only();
 
-  SeriesBook::Key key{set.dev_name, std::to_string(set.port)};
+  SeriesBook::Key key;
+  key.reserve(label_names_.size());
+  key.push_back(set.dev_name);
+  key.push_back(std::to_string(set.port));
   if (with_type_) key.push_back(type ? nldev::qp_type_name(*type) : "");
   if (with_pid_) key.push_back(pid ? std::to_string(*pid) : "");
   if (with_comm_) {
