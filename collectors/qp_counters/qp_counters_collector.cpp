@@ -27,6 +27,16 @@ bool wants(const std::vector<std::string>& dims, const char* dim) {
   return std::find(dims.begin(), dims.end(), dim) != dims.end();
 }
 
+// Moves `from`'s items to the end of `to` (the whole vector when `to` is empty).
+template <typename T>
+void append(std::vector<T>& to, std::vector<T>&& from) {
+  if (to.empty()) {
+    to = std::move(from);
+    return;
+  }
+  to.insert(to.end(), std::make_move_iterator(from.begin()), std::make_move_iterator(from.end()));
+}
+
 // Errors with which kernels without per-QP counters (before 5.3) answer.
 bool unsupported(const Error& e) {
   return e.code == EOPNOTSUPP || e.code == EINVAL;
@@ -174,7 +184,7 @@ std::vector<std::string> QpCountersCollector::collect(Scrape& scrape, MetricSink
     if (!qps) {
       if (!unsupported(qps.error())) errors.push_back(dev.name + " QPs: " + qps.error().message);
     } else {
-      for (auto& q : *qps) all_qps.push_back(std::move(q));
+      append(all_qps, std::move(*qps));
     }
     auto sets = scrape.netlink().counter_sets(dev.index);
     if (!sets) {
@@ -183,7 +193,7 @@ std::vector<std::string> QpCountersCollector::collect(Scrape& scrape, MetricSink
       }
       continue;
     }
-    for (auto& s : *sets) all_sets.push_back(std::move(s));
+    append(all_sets, std::move(*sets));
   }
 
   // QPs by device and number, sorted (one allocation, where a hash map
