@@ -47,13 +47,13 @@ SeriesBook::NameId SeriesBook::intern(const std::string& name) {
   auto it = name_ids_.find(name);
   if (it != name_ids_.end()) return it->second;
   const auto id = static_cast<NameId>(names_.size());
-  names_.push_back(name);
+  names_.push_back(std::make_unique<const std::string>(name));
   name_ids_.emplace(name, id);
   // A new name: the places of the names in their order, again.
   std::vector<NameId> by_name(names_.size());
   std::iota(by_name.begin(), by_name.end(), NameId{0});
   std::sort(by_name.begin(), by_name.end(),
-            [this](NameId a, NameId b) { return names_[a] < names_[b]; });
+            [this](NameId a, NameId b) { return *names_[a] < *names_[b]; });
   name_rank_.resize(names_.size());
   for (std::size_t r = 0; r < by_name.size(); ++r)
     name_rank_[by_name[r]] = static_cast<uint32_t>(r);
@@ -76,35 +76,73 @@ std::vector<SeriesBook::Series> SeriesBook::update(const std::vector<Observation
     e->second.live_sets = 0;
   }
 
+  if (overflow_key != overflow_key_) {
+    overflow_key_ = overflow_key;
+    ++series_epoch_;
+  }
   std::size_t seen_sets = 0;
   auto fold = folded_.end();  // the port of the last folded set
-  for (const Observation& o : observations) {
+  auto count_folded = [&](const SetId& id) {
+    if (fold == folded_.end() || fold->first.second != id.port || fold->first.first != id.device) {
+      fold = folded_.try_emplace({id.device, id.port}, 0).first;
+    }
+    ++fold->second;
+  };
+  std::vector<SetEntry*> positions;
+  positions.swap(set_positions_);
+  set_positions_.clear();
+  set_positions_.reserve(observations.size());
+  for (std::size_t pos = 0; pos < observations.size(); ++pos) {
+    const Observation& o = observations[pos];
+    // Collections list the sets in the same order: try the set at the same
+    // place last time before hashing.
+    SetEntry* set = nullptr;
+    bool new_set = false;
+    if (pos < positions.size() && positions[pos]->first == o.set) {
+      set = positions[pos];
+    } else {
+      auto [it, inserted] = sets_.try_emplace(o.set);
+      set = &*it;
+      new_set = inserted;
+    }
+    set_positions_.push_back(set);
+    SetState& state = set->second;
+
     // Which series this set feeds: its own, or the overflow one when the
-    // book is full and its series is new.
+    // book is full and its series is new. Most sets feed the same series
+    // as last time: that one is tried first.
     SeriesEntry* series = nullptr;
-    if (auto found = series_.find(o.key); found != series_.end()) {
+    bool folded = false;
+    const bool full = series_.size() >= max_series_ && overflow_key != nullptr;
+    if (state.series != nullptr && state.series->first == o.key) {
+      series = state.series;
+    } else if (state.series != nullptr && full && state.folded_epoch == series_epoch_ &&
+               state.folded_from == o.key) {
+      // Folded last time, and no series was added since: the key still has
+      // no series of its own, and folds into the same overflow series.
+      series = state.series;
+      folded = true;
+      count_folded(o.set);
+    } else if (auto found = series_.find(o.key); found != series_.end()) {
       series = &*found;
-    } else if (series_.size() >= max_series_ && overflow_key != nullptr) {
-      if (fold == folded_.end() || fold->first.second != o.set.port ||
-          fold->first.first != o.set.device) {
-        fold = folded_.try_emplace({o.set.device, o.set.port}, 0).first;
-      }
-      ++fold->second;
+    } else if (full) {
+      count_folded(o.set);
       auto [it, inserted] = series_.try_emplace(overflow_key(o.key));
       if (inserted) {
         it->second.overflow = it->first != o.key;
         order_stale_ = true;
+        ++series_epoch_;
       }
       series = &*it;
+      folded = true;
     } else {
       series = &*series_.try_emplace(o.key).first;
       order_stale_ = true;
+      ++series_epoch_;
     }
     SeriesState& series_state = series->second;
     series_state.last_live = now;
 
-    auto [set, new_set] = sets_.try_emplace(o.set);
-    SetState& state = set->second;
     if (state.seen == generation) continue;  // the same set twice: the first one counts
     if (!new_set && state.series != series) {
       // The id now names another group (ids are reused): the old set is gone.
@@ -113,6 +151,12 @@ std::vector<SeriesBook::Series> SeriesBook::update(const std::vector<Observation
     }
     state.series = series;
     state.seen = generation;
+    if (!folded) {
+      state.folded_epoch = 0;
+    } else if (state.folded_epoch != series_epoch_ || state.folded_from != o.key) {
+      state.folded_from = o.key;
+      state.folded_epoch = series_epoch_;
+    }
     ++seen_sets;
 
     const auto& counters = *o.counters;
@@ -121,7 +165,7 @@ std::vector<SeriesBook::Series> SeriesBook::update(const std::vector<Observation
       // Sets list their counters in the same order each time: try the same
       // place first.
       Counter* counter = nullptr;
-      if (i < state.counters.size() && names_[state.counters[i].name] == c.name) {
+      if (i < state.counters.size() && *names_[state.counters[i].name] == c.name) {
         counter = &state.counters[i];
       } else {
         const NameId name = intern(c.name);
@@ -181,8 +225,8 @@ std::vector<SeriesBook::Series> SeriesBook::update(const std::vector<Observation
       continue;
     }
     order_[kept++] = e;
-    NamedValues values = std::move(state.live_values);
-    state.live_values.clear();
+    NamedValues& values = scratch_;
+    values.assign(state.live_values.begin(), state.live_values.end());
     for (const auto& [name, v] : state.retired) add(values, name, v);
     if (values.empty()) continue;
     std::sort(values.begin(), values.end(), [this](const auto& a, const auto& b) {
@@ -193,7 +237,7 @@ std::vector<SeriesBook::Series> SeriesBook::update(const std::vector<Observation
     out.live_sets = state.live_sets;
     out.overflow = state.overflow;
     out.values.entries_.reserve(values.size());
-    for (const auto& [name, v] : values) out.values.entries_.emplace_back(&names_[name], v);
+    for (const auto& [name, v] : values) out.values.entries_.emplace_back(names_[name].get(), v);
     result.push_back(std::move(out));
   }
   order_.resize(kept);

@@ -2,8 +2,8 @@
 
 #include <chrono>
 #include <cstdint>
-#include <deque>
 #include <map>
+#include <memory>
 #include <string>
 #include <string_view>
 #include <tuple>
@@ -31,9 +31,11 @@ namespace rdma_exporter {
 // restart from the sum of the live sets, which Prometheus reads as a counter
 // reset.
 //
-// Cost: an update is linear in the observations and their counters (hash
-// look-ups; counter names are interned to small ids); only the series whose
-// set of keys changed since the last update are sorted again.
+// Cost: an update is linear in the observations and their counters. Sets,
+// series and counter names are found by hashing (names are interned to small
+// ids), or without it when a set comes at the same place, with the same key
+// and its counters in the same order as in the last update (the usual case).
+// The series are sorted again only after series were added.
 class SeriesBook {
  public:
   using Clock = std::chrono::steady_clock;
@@ -145,6 +147,10 @@ class SeriesBook {
     SeriesEntry* series = nullptr;  // the series it feeds (never dropped while the set lives)
     std::vector<Counter> counters;  // in the order they first appeared
     uint64_t seen = 0;              // the last update that saw the set
+    // When the set was folded into `series`: its own key, and the
+    // `series_epoch_` then (0 when not folded).
+    Key folded_from;
+    uint64_t folded_epoch = 0;
   };
 
   NameId intern(const std::string& name);
@@ -153,16 +159,25 @@ class SeriesBook {
   std::size_t max_series_;
   Clock::duration retired_ttl_;
   uint64_t generation_ = 0;
-  std::unordered_map<SetId, SetState, SetIdHash> sets_;
+  // Counts the additions of series (and changes of the overflow function):
+  // a key that had no series has none while it stays the same.
+  uint64_t series_epoch_ = 1;
+  Key (*overflow_key_)(const Key&) = nullptr;
+  using SetMap = std::unordered_map<SetId, SetState, SetIdHash>;
+  using SetEntry = SetMap::value_type;
+  SetMap sets_;
+  // The sets in the order of the last update's observations.
+  std::vector<SetEntry*> set_positions_;
   SeriesMap series_;
   // Every series, ordered by key; rebuilt after series were added.
   std::vector<SeriesEntry*> order_;
   bool order_stale_ = false;
-  // Interned counter names (a deque: the strings never move), and the place
-  // of each in the names' order.
-  std::deque<std::string> names_;
+  // Interned counter names (each string in its own allocation: it never
+  // moves), and the place of each in the names' order.
+  std::vector<std::unique_ptr<const std::string>> names_;
   std::unordered_map<std::string, NameId> name_ids_;
   std::vector<uint32_t> name_rank_;
+  NamedValues scratch_;  // one series' values while they are put in order
   std::map<std::pair<std::string, uint32_t>, std::size_t> folded_;
 };
 

@@ -661,6 +661,52 @@ TEST(SeriesBook, OverflowFoldsPerPort) {
   }
 }
 
+// A set folded into the overflow series moves to its own series once old
+// series were dropped and there is room again; its values until then stay
+// in the overflow series.
+TEST(SeriesBook, FoldedSetTakesItsOwnSeriesOnceThereIsRoom) {
+  SeriesBook book(2, minutes(10));
+  const Clock::time_point t0{};
+  const SeriesBook::Key x{"mlx5_0", "1", "RC"}, y{"mlx5_0", "1", "SRQ"}, z{"mlx5_0", "1", "UD"};
+  const auto v1 = rx_writes(1), v2 = rx_writes(2), v4 = rx_writes(4), v6 = rx_writes(6),
+             v7 = rx_writes(7);
+  EXPECT_EQ(listing(book.update({seen_as(x, 1, 1, v1), seen_as(y, 1, 2, v2), seen_as(z, 1, 3, v4)},
+                                overflow_of, t0)),
+            (std::vector<std::string>{"mlx5_0/1/RC: rx_write_requests=1",
+                                      "mlx5_0/1/SRQ: rx_write_requests=2",
+                                      "mlx5_0/1/__overflow__: rx_write_requests=4"}));
+  // x and y are gone for longer than retired_ttl: dropped after this update.
+  EXPECT_EQ(listing(book.update({seen_as(z, 1, 3, v6)}, overflow_of, t0 + minutes(11))),
+            (std::vector<std::string>{"mlx5_0/1/__overflow__: rx_write_requests=6"}));
+  EXPECT_EQ(book.folded().size(), 1U);
+  EXPECT_EQ(listing(book.update({seen_as(z, 1, 3, v7)}, overflow_of, t0 + minutes(12))),
+            (std::vector<std::string>{"mlx5_0/1/UD: rx_write_requests=7",
+                                      "mlx5_0/1/__overflow__: rx_write_requests=6"}));
+  EXPECT_TRUE(book.folded().empty());
+}
+
+// A set folded last time joins its key's own series when another set made
+// that series earlier in the same collection (the limit was raised).
+TEST(SeriesBook, FoldedSetJoinsItsSeriesMadeMeanwhile) {
+  SeriesBook book(1, minutes(10));
+  const Clock::time_point t0{};
+  const SeriesBook::Key x{"mlx5_0", "1", "RC"}, z{"mlx5_0", "1", "UD"};
+  const auto v1 = rx_writes(1), v4 = rx_writes(4), v5 = rx_writes(5), v8 = rx_writes(8);
+  EXPECT_EQ(listing(book.update({seen_as(x, 1, 1, v1), seen_as(z, 1, 3, v4)}, overflow_of, t0)),
+            (std::vector<std::string>{"mlx5_0/1/RC: rx_write_requests=1",
+                                      "mlx5_0/1/__overflow__: rx_write_requests=4"}));
+  book.set_limits(3, minutes(10));
+  const auto s = book.update({seen_as(z, 1, 4, v8), seen_as(x, 1, 1, v1), seen_as(z, 1, 3, v5)},
+                             overflow_of, t0 + minutes(1));
+  EXPECT_EQ(listing(s), (std::vector<std::string>{"mlx5_0/1/RC: rx_write_requests=1",
+                                                  "mlx5_0/1/UD: rx_write_requests=13",
+                                                  "mlx5_0/1/__overflow__: rx_write_requests=4"}));
+  ASSERT_EQ(s.size(), 3U);
+  EXPECT_EQ(s[1].live_sets, 2U);
+  EXPECT_EQ(s[2].live_sets, 0U);
+  EXPECT_TRUE(book.folded().empty());
+}
+
 // A series dropped after retired_ttl starts afresh when its group returns.
 TEST(SeriesBook, DroppedSeriesStartsAfreshWhenItsGroupReturns) {
   SeriesBook book(100, minutes(10));
