@@ -560,8 +560,8 @@ TEST(SeriesBook, SeriesAndValuesComeOutInOrder) {
       {"rx_write_requests", 3}, {"out_of_sequence", 1}, {"rx_read_requests", 2}};
   const SeriesBook::Key b_ud{"mlx5_1", "1", "UD"}, a2_ud{"mlx5_0", "2", "UD"},
       a1_ud{"mlx5_0", "1", "UD"}, a1_rc{"mlx5_0", "1", "RC"}, a1_gsi{"mlx5_0", "1", "GSI"};
-  const auto first = book.update({seen_as(b_ud, 1, 1, c), seen_as(a2_ud, 2, 2, c),
-                                  seen_as(a1_ud, 1, 3, c), seen_as(a1_rc, 1, 4, c)},
+  const auto first = book.update({seen_as(a1_ud, 1, 3, c), seen_as(b_ud, 1, 1, c),
+                                  seen_as(a1_rc, 1, 4, c), seen_as(a2_ud, 2, 2, c)},
                                  nullptr, t0);
   const std::vector<std::string> want_first{
       "mlx5_0/1/RC: out_of_sequence=1 rx_read_requests=2 rx_write_requests=3",
@@ -571,8 +571,8 @@ TEST(SeriesBook, SeriesAndValuesComeOutInOrder) {
   EXPECT_EQ(listing(first), want_first);
 
   const auto second =
-      book.update({seen_as(b_ud, 1, 1, c), seen_as(a2_ud, 2, 2, c), seen_as(a1_ud, 1, 3, c),
-                   seen_as(a1_rc, 1, 4, c), seen_as(a1_gsi, 1, 5, c)},
+      book.update({seen_as(a1_ud, 1, 3, c), seen_as(b_ud, 1, 1, c), seen_as(a1_rc, 1, 4, c),
+                   seen_as(a1_gsi, 1, 5, c), seen_as(a2_ud, 2, 2, c)},
                   nullptr, t0 + minutes(1));
   const std::vector<std::string> want_second{
       "mlx5_0/1/GSI: out_of_sequence=1 rx_read_requests=2 rx_write_requests=3",
