@@ -108,7 +108,8 @@ class SeriesBook {
 
   // Feeds one collection's sets (of every port) and returns the series to
   // export, ordered by key. `overflow_key` makes the overflow series' key
-  // from a set's key.
+  // from a set's key; it must depend on that key alone (a set that keeps
+  // its key keeps its overflow series without another call).
   std::vector<Series> update(const std::vector<Observation>& observations,
                              Key (*overflow_key)(const Key&), Clock::time_point now);
 
