@@ -1,107 +1,246 @@
 #include "collectors/qp_counters/series_book.hpp"
 
+#include <algorithm>
+#include <functional>
+#include <numeric>
+#include <stdexcept>
+
 namespace rdma_exporter {
 namespace {
 constexpr uint64_t k32 = 1ULL << 32;
+
+std::size_t mix(std::size_t h, std::size_t v) {
+  return h ^ (v + 0x9e3779b97f4a7c15ULL + (h << 6) + (h >> 2));
+}
+
+// Adds `v` to the value named `name` (a new one when absent).
+void add(std::vector<std::pair<uint32_t, double>>& values, uint32_t name, double v) {
+  for (auto& [n, value] : values) {
+    if (n == name) {
+      value += v;
+      return;
+    }
+  }
+  values.emplace_back(name, v);
+}
+
+}  // namespace
+
+double SeriesBook::Values::at(std::string_view name) const {
+  for (const auto& [n, v] : entries_) {
+    if (*n == name) return v;
+  }
+  throw std::out_of_range("no counter " + std::string(name) + " in the series");
+}
+
+std::size_t SeriesBook::KeyHash::operator()(const Key& key) const {
+  std::size_t h = key.size();
+  for (const auto& s : key) h = mix(h, std::hash<std::string_view>{}(s));
+  return h;
+}
+
+std::size_t SeriesBook::SetIdHash::operator()(const SetId& id) const {
+  return mix(mix(std::hash<std::string_view>{}(id.device), id.port), id.id);
+}
+
+SeriesBook::NameId SeriesBook::intern(const std::string& name) {
+  auto it = name_ids_.find(name);
+  if (it != name_ids_.end()) return it->second;
+  const auto id = static_cast<NameId>(names_.size());
+  names_.push_back(std::make_unique<const std::string>(name));
+  name_ids_.emplace(name, id);
+  // A new name: the places of the names in their order, again.
+  std::vector<NameId> by_name(names_.size());
+  std::iota(by_name.begin(), by_name.end(), NameId{0});
+  std::sort(by_name.begin(), by_name.end(),
+            [this](NameId a, NameId b) { return *names_[a] < *names_[b]; });
+  name_rank_.resize(names_.size());
+  for (std::size_t r = 0; r < by_name.size(); ++r)
+    name_rank_[by_name[r]] = static_cast<uint32_t>(r);
+  return id;
 }
 
 void SeriesBook::retire(const SetState& s) {
-  auto it = series_.find(s.key);
-  if (it == series_.end()) return;
-  for (const auto& [name, v] : s.total) it->second.retired[name] += v;
+  for (const Counter& c : s.counters) add(s.series->second.retired, c.name, c.total);
 }
 
 std::vector<SeriesBook::Series> SeriesBook::update(const std::vector<Observation>& observations,
                                                    Key (*overflow_key)(const Key&),
                                                    Clock::time_point now) {
   folded_.clear();
-  std::map<SetId, SetState> next;
+  const uint64_t generation = ++generation_;
+  // `order_` holds every series here: it was rebuilt at the end of the last
+  // update, and series are only added or dropped within one.
+  for (SeriesEntry* e : order_) {
+    e->second.live_values.clear();
+    e->second.live_sets = 0;
+  }
 
-  for (const Observation& o : observations) {
-    // Which series this set feeds: its own, or the overflow one when the
-    // book is full and its series is new.
-    auto series = series_.find(o.key);
-    if (series == series_.end()) {
-      if (series_.size() >= max_series_ && overflow_key != nullptr) {
-        Key overflow = overflow_key(o.key);
-        ++folded_[{o.set.device, o.set.port}];
-        auto [it, inserted] = series_.try_emplace(std::move(overflow));
-        if (inserted) it->second.overflow = it->first != o.key;
-        series = it;
-      } else {
-        series = series_.try_emplace(o.key).first;
-      }
+  if (overflow_key != overflow_key_) {
+    overflow_key_ = overflow_key;
+    ++series_epoch_;
+  }
+  std::size_t seen_sets = 0;
+  auto fold = folded_.end();  // the port of the last folded set
+  auto count_folded = [&](const SetId& id) {
+    if (fold == folded_.end() || fold->first.second != id.port || fold->first.first != id.device) {
+      fold = folded_.try_emplace({id.device, id.port}, 0).first;
     }
-    series->second.last_live = now;
-    const Key& key = series->first;
-
-    SetState state;
-    auto prev = sets_.find(o.set);
-    if (prev != sets_.end() && prev->second.key == key) {
-      state = std::move(prev->second);
-      sets_.erase(prev);
+    ++fold->second;
+  };
+  std::vector<SetEntry*> positions;
+  positions.swap(set_positions_);
+  set_positions_.clear();
+  set_positions_.reserve(observations.size());
+  for (std::size_t pos = 0; pos < observations.size(); ++pos) {
+    const Observation& o = observations[pos];
+    // Collections list the sets in the same order: try the set at the same
+    // place last time before hashing.
+    SetEntry* set = nullptr;
+    bool new_set = false;
+    if (pos < positions.size() && positions[pos]->first == o.set) {
+      set = positions[pos];
     } else {
-      if (prev != sets_.end()) {
-        // The id now names another group (ids are reused): the old set is gone.
-        retire(prev->second);
-        sets_.erase(prev);
-      }
-      state.key = key;
+      auto [it, inserted] = sets_.try_emplace(o.set);
+      set = &*it;
+      new_set = inserted;
     }
-    for (const auto& c : *o.counters) {
-      auto last = state.last.find(c.name);
-      if (last == state.last.end()) {
-        state.total[c.name] = static_cast<double>(c.value);
-        state.last.emplace(c.name, c.value);
-        continue;
+    set_positions_.push_back(set);
+    SetState& state = set->second;
+
+    // Which series this set feeds: its own, or the overflow one when the
+    // book is full and its series is new. Most sets feed the same series
+    // as last time: that one is tried first.
+    SeriesEntry* series = nullptr;
+    bool folded = false;
+    const bool full = series_.size() >= max_series_ && overflow_key != nullptr;
+    if (state.series != nullptr && state.series->first == o.key) {
+      series = state.series;
+    } else if (state.series != nullptr && full && state.folded_epoch == series_epoch_ &&
+               state.folded_from == o.key) {
+      // Folded last time, and no series was added since: the key still has
+      // no series of its own, and folds into the same overflow series.
+      series = state.series;
+      folded = true;
+      count_folded(o.set);
+    } else if (auto found = series_.find(o.key); found != series_.end()) {
+      series = &*found;
+    } else if (full) {
+      count_folded(o.set);
+      auto [it, inserted] = series_.try_emplace(overflow_key(o.key));
+      if (inserted) {
+        it->second.overflow = it->first != o.key;
+        order_stale_ = true;
+        ++series_epoch_;
       }
-      double& total = state.total[c.name];
-      if (c.value >= last->second) {
-        total += static_cast<double>(c.value - last->second);
-      } else if (last->second < k32 && c.value < k32) {
-        total += static_cast<double>(c.value + k32 - last->second);  // 32-bit wrap
+      series = &*it;
+      folded = true;
+    } else {
+      series = &*series_.try_emplace(o.key).first;
+      order_stale_ = true;
+      ++series_epoch_;
+    }
+    SeriesState& series_state = series->second;
+    series_state.last_live = now;
+
+    if (state.seen == generation) continue;  // the same set twice: the first one counts
+    if (!new_set && state.series != series) {
+      // The id now names another group (ids are reused): the old set is gone.
+      retire(state);
+      state.counters.clear();
+    }
+    state.series = series;
+    state.seen = generation;
+    if (!folded) {
+      state.folded_epoch = 0;
+    } else if (state.folded_epoch != series_epoch_ || state.folded_from != o.key) {
+      state.folded_from = o.key;
+      state.folded_epoch = series_epoch_;
+    }
+    ++seen_sets;
+
+    const auto& counters = *o.counters;
+    for (std::size_t i = 0; i < counters.size(); ++i) {
+      const nldev::HwCounter& c = counters[i];
+      // Sets list their counters in the same order each time: try the same
+      // place first.
+      Counter* counter = nullptr;
+      if (i < state.counters.size() && *names_[state.counters[i].name] == c.name) {
+        counter = &state.counters[i];
+      } else {
+        const NameId name = intern(c.name);
+        for (Counter& k : state.counters) {
+          if (k.name == name) {
+            counter = &k;
+            break;
+          }
+        }
+        if (counter == nullptr) {
+          state.counters.push_back({name, c.value, static_cast<double>(c.value)});
+          continue;
+        }
+      }
+      double& total = counter->total;
+      if (c.value >= counter->last) {
+        total += static_cast<double>(c.value - counter->last);
+      } else if (counter->last < k32 && c.value < k32) {
+        total += static_cast<double>(c.value + k32 - counter->last);  // 32-bit wrap
       } else {
         total += static_cast<double>(c.value);  // cannot fall: count from zero
       }
-      last->second = c.value;
+      counter->last = c.value;
     }
-    next.emplace(o.set, std::move(state));
+
+    // A set seen is final for this update: sum it into its series.
+    ++series_state.live_sets;
+    for (const Counter& k : state.counters) add(series_state.live_values, k.name, k.total);
   }
   // Sets not seen this time are gone: their values stay in their series.
-  for (const auto& [id, s] : sets_) retire(s);
-  sets_ = std::move(next);
-
-  // Sum live sets into their series (every live set's series is in the
-  // book), in the order of the sets, then the retired values.
-  for (auto& [key, state] : series_) {
-    state.live_values.clear();
-    state.live_sets = 0;
+  if (seen_sets != sets_.size()) {
+    for (auto it = sets_.begin(); it != sets_.end();) {
+      if (it->second.seen != generation) {
+        retire(it->second);
+        it = sets_.erase(it);
+      } else {
+        ++it;
+      }
+    }
   }
-  for (const auto& [id, s] : sets_) {
-    SeriesState& state = series_.find(s.key)->second;
-    ++state.live_sets;
-    for (const auto& [name, v] : s.total) state.live_values[name] += v;
+
+  if (order_stale_) {
+    order_.clear();
+    order_.reserve(series_.size());
+    for (SeriesEntry& e : series_) order_.push_back(&e);
+    std::sort(order_.begin(), order_.end(),
+              [](const SeriesEntry* a, const SeriesEntry* b) { return a->first < b->first; });
+    order_stale_ = false;
   }
   std::vector<Series> result;
-  result.reserve(series_.size());
-  for (auto it = series_.begin(); it != series_.end();) {
-    SeriesState& state = it->second;
+  result.reserve(order_.size());
+  std::size_t kept = 0;
+  for (SeriesEntry* e : order_) {
+    SeriesState& state = e->second;
     if (state.live_sets == 0 && now - state.last_live > retired_ttl_) {
-      it = series_.erase(it);
+      series_.erase(series_.find(e->first));
       continue;
     }
-    Series series;
-    series.live_sets = state.live_sets;
-    series.overflow = state.overflow;
-    series.values = std::move(state.live_values);
-    state.live_values.clear();
-    for (const auto& [name, v] : state.retired) series.values[name] += v;
-    if (!series.values.empty()) {
-      series.key = it->first;
-      result.push_back(std::move(series));
-    }
-    ++it;
+    order_[kept++] = e;
+    NamedValues& values = scratch_;
+    values.assign(state.live_values.begin(), state.live_values.end());
+    for (const auto& [name, v] : state.retired) add(values, name, v);
+    if (values.empty()) continue;
+    std::sort(values.begin(), values.end(), [this](const auto& a, const auto& b) {
+      return name_rank_[a.first] < name_rank_[b.first];
+    });
+    Series out;
+    out.key = e->first;
+    out.live_sets = state.live_sets;
+    out.overflow = state.overflow;
+    out.values.entries_.reserve(values.size());
+    for (const auto& [name, v] : values) out.values.entries_.emplace_back(names_[name].get(), v);
+    result.push_back(std::move(out));
   }
+  order_.resize(kept);
   return result;
 }
 

@@ -526,6 +526,198 @@ TEST(SeriesBook, RetiredSeriesIsExportedForRetiredTtlThenDropped) {
   EXPECT_TRUE(book.update({}, nullptr, t0 + minutes(11)).empty());
 }
 
+// The series as "key: name=value ..." lines, in the order returned.
+std::vector<std::string> listing(const std::vector<SeriesBook::Series>& series) {
+  std::vector<std::string> out;
+  for (const auto& s : series) {
+    std::string line;
+    for (const auto& part : s.key) line += (line.empty() ? "" : "/") + part;
+    line += ":";
+    for (const auto& [name, v] : s.values) {
+      line += " " + name + "=" + std::to_string(static_cast<uint64_t>(v));
+    }
+    out.push_back(line);
+  }
+  return out;
+}
+
+SeriesBook::Observation seen_as(const SeriesBook::Key& key, uint32_t port, uint32_t set,
+                                const std::vector<nldev::HwCounter>& counters) {
+  return {{key[0], port, set}, key, &counters};
+}
+
+SeriesBook::Key overflow_of(const SeriesBook::Key& key) {
+  return {key[0], key[1], "__overflow__"};
+}
+
+// Series come out ordered by key, and their values by counter name, however
+// the sets and their counters were listed; a series added later takes its
+// place in that order.
+TEST(SeriesBook, SeriesAndValuesComeOutInOrder) {
+  SeriesBook book(100, minutes(10));
+  const Clock::time_point t0{};
+  const std::vector<nldev::HwCounter> c{
+      {"rx_write_requests", 3}, {"out_of_sequence", 1}, {"rx_read_requests", 2}};
+  const SeriesBook::Key b_ud{"mlx5_1", "1", "UD"}, a2_ud{"mlx5_0", "2", "UD"},
+      a1_ud{"mlx5_0", "1", "UD"}, a1_rc{"mlx5_0", "1", "RC"}, a1_gsi{"mlx5_0", "1", "GSI"};
+  const auto first = book.update({seen_as(a1_ud, 1, 3, c), seen_as(b_ud, 1, 1, c),
+                                  seen_as(a1_rc, 1, 4, c), seen_as(a2_ud, 2, 2, c)},
+                                 nullptr, t0);
+  const std::vector<std::string> want_first{
+      "mlx5_0/1/RC: out_of_sequence=1 rx_read_requests=2 rx_write_requests=3",
+      "mlx5_0/1/UD: out_of_sequence=1 rx_read_requests=2 rx_write_requests=3",
+      "mlx5_0/2/UD: out_of_sequence=1 rx_read_requests=2 rx_write_requests=3",
+      "mlx5_1/1/UD: out_of_sequence=1 rx_read_requests=2 rx_write_requests=3"};
+  EXPECT_EQ(listing(first), want_first);
+
+  const auto second =
+      book.update({seen_as(a1_ud, 1, 3, c), seen_as(b_ud, 1, 1, c), seen_as(a1_rc, 1, 4, c),
+                   seen_as(a1_gsi, 1, 5, c), seen_as(a2_ud, 2, 2, c)},
+                  nullptr, t0 + minutes(1));
+  const std::vector<std::string> want_second{
+      "mlx5_0/1/GSI: out_of_sequence=1 rx_read_requests=2 rx_write_requests=3",
+      "mlx5_0/1/RC: out_of_sequence=1 rx_read_requests=2 rx_write_requests=3",
+      "mlx5_0/1/UD: out_of_sequence=1 rx_read_requests=2 rx_write_requests=3",
+      "mlx5_0/2/UD: out_of_sequence=1 rx_read_requests=2 rx_write_requests=3",
+      "mlx5_1/1/UD: out_of_sequence=1 rx_read_requests=2 rx_write_requests=3"};
+  EXPECT_EQ(listing(second), want_second);
+}
+
+// A counter a set lists only from some collection on starts from its first
+// value, and the set's other counters keep counting, whatever place each
+// takes in the list.
+TEST(SeriesBook, CounterListedOnlyFromALaterCollectionOn) {
+  SeriesBook book(100, minutes(10));
+  const Clock::time_point t0{};
+  const std::vector<nldev::HwCounter> one{{"rx_write_requests", 10}};
+  EXPECT_EQ(listing(book.update({seen(1, one)}, nullptr, t0)),
+            (std::vector<std::string>{"mlx5_0/1/RC: rx_write_requests=10"}));
+  const std::vector<nldev::HwCounter> two{{"rx_read_requests", 7}, {"rx_write_requests", 15}};
+  EXPECT_EQ(listing(book.update({seen(1, two)}, nullptr, t0 + minutes(1))),
+            (std::vector<std::string>{"mlx5_0/1/RC: rx_read_requests=7 rx_write_requests=15"}));
+  // Listed the other way round; rx_read_requests wraps (7 -> 2^32 + 3).
+  const std::vector<nldev::HwCounter> swapped{{"rx_write_requests", 20}, {"rx_read_requests", 3}};
+  EXPECT_EQ(
+      listing(book.update({seen(1, swapped)}, nullptr, t0 + minutes(2))),
+      (std::vector<std::string>{"mlx5_0/1/RC: rx_read_requests=4294967299 rx_write_requests=20"}));
+}
+
+// A set id that another group takes over: the old group keeps the values it
+// had (retired), the new one counts from the set's current values, and back.
+TEST(SeriesBook, SetIdReusedByAnotherGroup) {
+  SeriesBook book(100, minutes(10));
+  const Clock::time_point t0{};
+  const SeriesBook::Key a{"mlx5_0", "1", "RC"}, b{"mlx5_0", "1", "UD"};
+  const auto v100 = rx_writes(100), v30 = rx_writes(30), v35 = rx_writes(35), v40 = rx_writes(40);
+  EXPECT_EQ(listing(book.update({seen_as(a, 1, 7, v100)}, nullptr, t0)),
+            (std::vector<std::string>{"mlx5_0/1/RC: rx_write_requests=100"}));
+  auto s = book.update({seen_as(b, 1, 7, v30)}, nullptr, t0 + minutes(1));
+  EXPECT_EQ(listing(s), (std::vector<std::string>{"mlx5_0/1/RC: rx_write_requests=100",
+                                                  "mlx5_0/1/UD: rx_write_requests=30"}));
+  ASSERT_EQ(s.size(), 2U);
+  EXPECT_EQ(s[0].live_sets, 0U);
+  EXPECT_EQ(s[1].live_sets, 1U);
+  EXPECT_EQ(listing(book.update({seen_as(b, 1, 7, v35)}, nullptr, t0 + minutes(2))),
+            (std::vector<std::string>{"mlx5_0/1/RC: rx_write_requests=100",
+                                      "mlx5_0/1/UD: rx_write_requests=35"}));
+  EXPECT_EQ(listing(book.update({seen_as(a, 1, 7, v40)}, nullptr, t0 + minutes(3))),
+            (std::vector<std::string>{"mlx5_0/1/RC: rx_write_requests=140",
+                                      "mlx5_0/1/UD: rx_write_requests=35"}));
+}
+
+// A set listed twice in one collection counts once, as first listed.
+TEST(SeriesBook, SetListedTwiceCountsOnce) {
+  SeriesBook book(100, minutes(10));
+  const Clock::time_point t0{};
+  const SeriesBook::Key a{"mlx5_0", "1", "RC"}, b{"mlx5_0", "1", "UD"};
+  const auto v30 = rx_writes(30), v50 = rx_writes(50);
+  EXPECT_EQ(listing(book.update({seen_as(a, 1, 7, v30), seen_as(b, 1, 7, v50)}, nullptr, t0)),
+            (std::vector<std::string>{"mlx5_0/1/RC: rx_write_requests=30"}));
+}
+
+// Past max_series, new series fold into their port's overflow series; the
+// folded sets are counted per port, however the ports alternate.
+TEST(SeriesBook, OverflowFoldsPerPort) {
+  SeriesBook book(1, minutes(10));
+  const Clock::time_point t0{};
+  const SeriesBook::Key x{"mlx5_0", "1", "RC"}, y{"mlx5_0", "2", "RC"}, z{"mlx5_0", "1", "UD"},
+      w{"mlx5_0", "2", "UD"};
+  const auto v1 = rx_writes(1), v2 = rx_writes(2), v4 = rx_writes(4), v8 = rx_writes(8);
+  for (int round = 0; round < 2; ++round) {
+    const auto s = book.update(
+        {seen_as(x, 1, 1, v1), seen_as(y, 2, 2, v2), seen_as(z, 1, 3, v4), seen_as(w, 2, 4, v8)},
+        overflow_of, t0 + minutes(round));
+    EXPECT_EQ(listing(s), (std::vector<std::string>{"mlx5_0/1/RC: rx_write_requests=1",
+                                                    "mlx5_0/1/__overflow__: rx_write_requests=4",
+                                                    "mlx5_0/2/__overflow__: rx_write_requests=10"}))
+        << round;
+    ASSERT_EQ(s.size(), 3U);
+    EXPECT_FALSE(s[0].overflow);
+    EXPECT_TRUE(s[1].overflow);
+    EXPECT_EQ(s[2].live_sets, 2U);
+    const std::map<std::pair<std::string, uint32_t>, std::size_t> want{{{"mlx5_0", 1}, 1},
+                                                                       {{"mlx5_0", 2}, 2}};
+    EXPECT_EQ(book.folded(), want) << round;
+  }
+}
+
+// A set folded into the overflow series moves to its own series once old
+// series were dropped and there is room again; its values until then stay
+// in the overflow series.
+TEST(SeriesBook, FoldedSetTakesItsOwnSeriesOnceThereIsRoom) {
+  SeriesBook book(2, minutes(10));
+  const Clock::time_point t0{};
+  const SeriesBook::Key x{"mlx5_0", "1", "RC"}, y{"mlx5_0", "1", "SRQ"}, z{"mlx5_0", "1", "UD"};
+  const auto v1 = rx_writes(1), v2 = rx_writes(2), v4 = rx_writes(4), v6 = rx_writes(6),
+             v7 = rx_writes(7);
+  EXPECT_EQ(listing(book.update({seen_as(x, 1, 1, v1), seen_as(y, 1, 2, v2), seen_as(z, 1, 3, v4)},
+                                overflow_of, t0)),
+            (std::vector<std::string>{"mlx5_0/1/RC: rx_write_requests=1",
+                                      "mlx5_0/1/SRQ: rx_write_requests=2",
+                                      "mlx5_0/1/__overflow__: rx_write_requests=4"}));
+  // x and y are gone for longer than retired_ttl: dropped after this update.
+  EXPECT_EQ(listing(book.update({seen_as(z, 1, 3, v6)}, overflow_of, t0 + minutes(11))),
+            (std::vector<std::string>{"mlx5_0/1/__overflow__: rx_write_requests=6"}));
+  EXPECT_EQ(book.folded().size(), 1U);
+  EXPECT_EQ(listing(book.update({seen_as(z, 1, 3, v7)}, overflow_of, t0 + minutes(12))),
+            (std::vector<std::string>{"mlx5_0/1/UD: rx_write_requests=7",
+                                      "mlx5_0/1/__overflow__: rx_write_requests=6"}));
+  EXPECT_TRUE(book.folded().empty());
+}
+
+// A set folded last time joins its key's own series when another set made
+// that series earlier in the same collection (the limit was raised).
+TEST(SeriesBook, FoldedSetJoinsItsSeriesMadeMeanwhile) {
+  SeriesBook book(1, minutes(10));
+  const Clock::time_point t0{};
+  const SeriesBook::Key x{"mlx5_0", "1", "RC"}, z{"mlx5_0", "1", "UD"};
+  const auto v1 = rx_writes(1), v4 = rx_writes(4), v5 = rx_writes(5), v8 = rx_writes(8);
+  EXPECT_EQ(listing(book.update({seen_as(x, 1, 1, v1), seen_as(z, 1, 3, v4)}, overflow_of, t0)),
+            (std::vector<std::string>{"mlx5_0/1/RC: rx_write_requests=1",
+                                      "mlx5_0/1/__overflow__: rx_write_requests=4"}));
+  book.set_limits(3, minutes(10));
+  const auto s = book.update({seen_as(z, 1, 4, v8), seen_as(x, 1, 1, v1), seen_as(z, 1, 3, v5)},
+                             overflow_of, t0 + minutes(1));
+  EXPECT_EQ(listing(s), (std::vector<std::string>{"mlx5_0/1/RC: rx_write_requests=1",
+                                                  "mlx5_0/1/UD: rx_write_requests=13",
+                                                  "mlx5_0/1/__overflow__: rx_write_requests=4"}));
+  ASSERT_EQ(s.size(), 3U);
+  EXPECT_EQ(s[1].live_sets, 2U);
+  EXPECT_EQ(s[2].live_sets, 0U);
+  EXPECT_TRUE(book.folded().empty());
+}
+
+// A series dropped after retired_ttl starts afresh when its group returns.
+TEST(SeriesBook, DroppedSeriesStartsAfreshWhenItsGroupReturns) {
+  SeriesBook book(100, minutes(10));
+  const Clock::time_point t0{};
+  const auto a = rx_writes(5), b = rx_writes(7);
+  EXPECT_EQ(value(book.update({seen(1, a)}, nullptr, t0)), 5.0);
+  EXPECT_TRUE(book.update({}, nullptr, t0 + minutes(11)).empty());
+  EXPECT_EQ(value(book.update({seen(2, b)}, nullptr, t0 + minutes(12))), 7.0);
+  EXPECT_EQ(value(book.update({seen(2, b)}, nullptr, t0 + minutes(13))), 7.0);
+}
+
 // Kernels before 5.3 have no per-QP counters and answer the counter mode
 // query with EINVAL (or EOPNOTSUPP): nothing to export, and no failure.
 TEST_F(QpCountersTest, KernelWithoutPerQpCountersIsNotAFailure) {
