@@ -491,7 +491,12 @@ netlink::Reply FakeNldev::qp_dump(const Bytes& request) {
     return dump_failure(EINVAL);
   }
   std::vector<const FakeQp*> qps;
-  for (const auto& q : dev->qps) qps.push_back(&q);
+  for (const auto& q : dev->qps) {
+    if (std::find(qps_missing_from_dump.begin(), qps_missing_from_dump.end(), q.lqpn) ==
+        qps_missing_from_dump.end()) {
+      qps.push_back(&q);
+    }
+  }
   std::sort(qps.begin(), qps.end(), [](const auto* a, const auto* b) { return a->lqpn < b->lqpn; });
   return dump(RDMA_NLDEV_CMD_RES_QP_GET,
               paged_dump(*dev, RDMA_NLDEV_CMD_RES_QP_GET, RDMA_NLDEV_ATTR_RES_QP, qps, port,

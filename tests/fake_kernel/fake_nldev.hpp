@@ -111,6 +111,9 @@ class FakeNldev final : public netlink::Transport {
   int interrupt_next_dumps = 0;  // mark this many dumps NLM_F_DUMP_INTR
   std::size_t messages_per_datagram = 2;
   std::function<void(netlink::Reply&)> tamper;  // edits a reply before it is returned
+  // QP numbers the QP dump leaves out, as when a QP is destroyed between the
+  // QP dump and the counter-set dump that still lists it.
+  std::vector<uint32_t> qps_missing_from_dump;
 
   bool privileged = true;            // false: writes (STAT_SET, STAT_DEL) answer EPERM
   int stat_set_error = 0;            // errno every STAT_SET/STAT_DEL answers with, if not 0

@@ -122,6 +122,32 @@ TEST_F(QpCountersTest, ObserveExportsAutoSetsWithProcessAttributionAndWritesNoth
   EXPECT_EQ(sample(*s, "rdma_qps", {{"port", "1"}, {"qp_type", "UD"}, {"state", "RTS"}}), 1.0);
 }
 
+// A set may list a QP the QP dump no longer has (destroyed in between): the
+// set's labels come from the QPs that are there, never from a QP whose number
+// is next to the missing one.
+TEST_F(QpCountersTest, QpMissingFromTheQpDumpLendsNoLabelsOfItsNeighbour) {
+  port(1).counter_mode = RDMA_COUNTER_MODE_AUTO;
+  port(1).auto_mask = RDMA_COUNTER_MASK_PID;
+  const uint32_t a = kernel().create_qp(1, 1, kRC, 100);
+  const uint32_t b = kernel().create_qp(1, 1, kUD, 200);
+  const uint32_t x = kernel().create_qp(1, 1, kRC, 100);  // in pid 100's set with a
+  ASSERT_EQ(b, a + 1);
+  ASSERT_EQ(x, b + 1);
+  kernel().qps_missing_from_dump = {x};
+  kernel().traffic(1, a, "rx_write_requests", 3);
+  kernel().traffic(1, x, "rx_write_requests", 4);
+
+  auto s = collect();
+  ASSERT_TRUE(s->all_succeeded());
+  EXPECT_EQ(sample(*s, "rdma_qp_stat_rx_write_requests_total",
+                   {{"device", "mlx5_0"},
+                    {"port", "1"},
+                    {"qp_type", "RC"},
+                    {"pid", "100"},
+                    {"comm", "trainer"}}),
+            7.0);
+}
+
 TEST_F(QpCountersTest, AggregationByCommStaysMonotonicWhenAProcessExits) {
   config_.collectors.options<QpCountersOptions>().aggregate_by = {"comm"};
   port(1).counter_mode = RDMA_COUNTER_MODE_AUTO;
