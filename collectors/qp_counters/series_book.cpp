@@ -61,6 +61,7 @@ SeriesBook::NameId SeriesBook::intern(const std::string& name) {
 }
 
 void SeriesBook::retire(const SetState& s) {
+  if (s.series == nullptr) return;  // a set is given its series when first seen
   for (const Counter& c : s.counters) add(s.series->second.retired, c.name, c.total);
 }
 

@@ -255,9 +255,8 @@ std::optional<double> parse_rate(const std::string& text) {
   return std::nullopt;
 }
 
-Reader::Reader(fs::path sysfs_root)
-    : class_dir_(std::move(sysfs_root) / "class" / "infiniband"),
-      cache_(std::make_unique<Cache>()) {}
+Reader::Reader(const fs::path& sysfs_root)
+    : class_dir_(sysfs_root / "class" / "infiniband"), cache_(std::make_unique<Cache>()) {}
 
 Reader::~Reader() = default;
 Reader::Reader(Reader&&) noexcept = default;

@@ -26,7 +26,7 @@ namespace rdma_exporter::sysfs {
 // One collection at a time: the reader is not thread-safe.
 class Reader {
  public:
-  explicit Reader(std::filesystem::path sysfs_root);
+  explicit Reader(const std::filesystem::path& sysfs_root);
   ~Reader();
   Reader(Reader&&) noexcept;
   Reader& operator=(Reader&&) noexcept;
