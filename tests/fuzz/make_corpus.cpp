@@ -132,6 +132,36 @@ void nldev_corpus() {
   err.datagrams.push_back(error_message(-EINVAL, "Invalid attribute", 0, nldev::build_qp_dump(3),
                                         /*capped=*/false));
   write("nldev", "error_extack", fuzz::reply_bytes(err));
+
+  // A counter set whose QPs are listed as ranges and single numbers, the
+  // QP-number entries' two forms.
+  NlMessage sets(nldev_type(RDMA_NLDEV_CMD_STAT_GET), NLM_F_MULTI);
+  sets.u32(RDMA_NLDEV_ATTR_DEV_INDEX, 3)
+      .str(RDMA_NLDEV_ATTR_DEV_NAME, "mlx5_0")
+      .begin_nest(RDMA_NLDEV_ATTR_STAT_COUNTER)
+      .begin_nest(RDMA_NLDEV_ATTR_STAT_COUNTER_ENTRY)
+      .u32(RDMA_NLDEV_ATTR_PORT_INDEX, 1)
+      .u32(RDMA_NLDEV_ATTR_STAT_COUNTER_ID, 2)
+      .u32(RDMA_NLDEV_ATTR_STAT_MODE, RDMA_COUNTER_MODE_MANUAL)
+      .begin_nest(RDMA_NLDEV_ATTR_RES_QP)
+      .begin_nest(RDMA_NLDEV_ATTR_RES_QP_ENTRY)
+      .u32(RDMA_NLDEV_ATTR_MIN_RANGE, 10)
+      .u32(RDMA_NLDEV_ATTR_MAX_RANGE, 13)
+      .end_nest()
+      .begin_nest(RDMA_NLDEV_ATTR_RES_QP_ENTRY)
+      .u32(RDMA_NLDEV_ATTR_RES_LQPN, 99)
+      .end_nest()
+      .end_nest()
+      .begin_nest(RDMA_NLDEV_ATTR_STAT_HWCOUNTERS)
+      .begin_nest(RDMA_NLDEV_ATTR_STAT_HWCOUNTER_ENTRY)
+      .str(RDMA_NLDEV_ATTR_STAT_HWCOUNTER_ENTRY_NAME, "rx_write_requests")
+      .u64(RDMA_NLDEV_ATTR_STAT_HWCOUNTER_ENTRY_VALUE, 7)
+      .end_nest()
+      .end_nest()
+      .end_nest()
+      .end_nest();
+  write("nldev", "counter_sets_ranges",
+        fuzz::reply_bytes(netlink::Reply{{datagram({sets.bytes(), done_message()})}}));
 }
 
 void kernel_codecs_corpus() {
