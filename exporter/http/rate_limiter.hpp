@@ -3,13 +3,15 @@
 #include <chrono>
 
 #include "common/duration.hpp"
+#include "common/token_bucket.hpp"
 
 namespace rdma_exporter {
 
 // The web configuration's rate_limit: a token bucket that holds at most
 // `burst` tokens, starts full and gains one token every `interval`. Each
 // request takes a token; a request that finds none is refused (429). One
-// bucket serves every listener and client. Used on the event loop only.
+// bucket (common/token_bucket.hpp) serves every listener and client. Used on
+// the event loop only.
 class RateLimiter {
  public:
   using Clock = std::chrono::steady_clock;
@@ -25,8 +27,7 @@ class RateLimiter {
  private:
   Duration interval_;
   int burst_;
-  double tokens_;
-  Clock::time_point last_;
+  TokenBucket bucket_;
 };
 
 }  // namespace rdma_exporter

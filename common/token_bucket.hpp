@@ -1,0 +1,31 @@
+#pragma once
+
+#include <chrono>
+
+namespace rdma_exporter {
+
+// A token bucket: holds at most `capacity` tokens, starts full and gains one
+// token every `per_token`. The clock is the caller's: every call takes the
+// time it happens at, so tests drive it without sleeping. Not thread-safe.
+class TokenBucket {
+ public:
+  using Clock = std::chrono::steady_clock;
+
+  TokenBucket(double capacity, Clock::duration per_token, Clock::time_point now);
+
+  // Takes a token if there is one.
+  bool take(Clock::time_point now);
+  // The tokens there are at `now` (a fraction while one is being gained).
+  double tokens(Clock::time_point now) const;
+  // Whether the bucket is full at `now`: forgetting it loses nothing.
+  bool full(Clock::time_point now) const { return tokens(now) >= capacity_; }
+  double capacity() const { return capacity_; }
+
+ private:
+  double capacity_;
+  Clock::duration per_token_;
+  double tokens_;
+  Clock::time_point last_;
+};
+
+}  // namespace rdma_exporter
