@@ -121,6 +121,13 @@ void Daemon::reload(const ReloadDone& reload_done) {
   // The web configuration file and its certificates are read again too; a
   // broken one rejects the reload like a broken configuration file.
   if (errors.empty()) errors = load_web_security(next.web.config_file, next_security);
+  // So is the probe's secret: a file that cannot be used keeps the secrets
+  // in force.
+  if (errors.empty() && next.probe.enabled && !next.probe.secret_file.empty()) {
+    if (auto secret = probe::read_secret_file(next.probe.secret_file); !secret) {
+      errors.push_back(secret.error().message);
+    }
+  }
   if (!errors.empty()) {
     for (const auto& e : errors) log::error("reload rejected", {{"err", e}});
     reload_status_->successful = false;
@@ -140,6 +147,9 @@ void Daemon::reload(const ReloadDone& reload_done) {
     log::warn("reload: turning the probe on or off takes effect at the next start");
   } else if (prober_ && next.probe != config_.probe) {
     prober_->update(next.probe);
+  } else if (prober_) {
+    // The secret file's content may have changed under the same name.
+    prober_->reload_secret(next.probe.secret_file, next.probe.secret_grace);
   }
   cache_.run_exclusive([next](Collection& c) { c.reconfigure(next); },
                        [this, next, next_security, done] {

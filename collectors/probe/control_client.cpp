@@ -81,6 +81,7 @@ void ControlClient::connect() {
               }
               boost::system::error_code ignored;
               control_->socket().set_option(boost::asio::ip::tcp::no_delay(true), ignored);
+              dialled_ = dialled_of(control_->socket(), Side::remote);
               control_->read(
                   guarded([this](Result<wire::Message> m) { on_hello_message(std::move(m)); }));
             }));
@@ -92,8 +93,22 @@ void ControlClient::on_hello_message(Result<wire::Message> msg) {
   const auto* hello = std::get_if<wire::Hello>(&msg.value());
   if (hello == nullptr) return fail(reason::protocol, "expected a hello");
   hello_ = *hello;
-  if (hello_.auth_required && settings_.secret.empty()) {
+  secret_.reset();
+  const bool ours = settings_.keyring && !settings_.keyring->empty();
+  if (hello_.auth_required() && !ours) {
     return fail(reason::auth, "the responder requires a shared secret (probe.secret_file)");
+  }
+  if (ours) {
+    if (!hello_.auth_required()) {
+      return fail(reason::auth,
+                  "the responder has no shared secret, so it cannot prove who it is "
+                  "(probe.secret_file is needed on both ends)");
+    }
+    const std::string* secret = settings_.keyring->choose(hello_.keys, Clock::now());
+    if (secret == nullptr) {
+      return fail(reason::auth, "the responder accepts none of this host's secrets");
+    }
+    secret_ = *secret;
   }
   const bool listed = std::any_of(hello_.ports.begin(), hello_.ports.end(), [&](const auto& p) {
     return p.device == remote_port_.device && p.port == remote_port_.port;
@@ -105,7 +120,20 @@ void ControlClient::on_hello_message(Result<wire::Message> msg) {
   on_hello();
 }
 
-void ControlClient::send_setup(const wire::Message& setup) {
+void ControlClient::send_setup(wire::Setup setup) {
+  sign_and_send(std::move(setup));
+}
+
+void ControlClient::send_setup(wire::UdSetup setup) {
+  sign_and_send(std::move(setup));
+}
+
+template <typename S>
+void ControlClient::sign_and_send(S setup) {
+  setup.nonce = random_nonce();
+  setup.dialled = dialled_;
+  setup.mac = secret_ ? setup_mac(*secret_, hello_.nonce, setup) : Mac{};
+  setup_mac_ = setup.mac;
   control_->write(
       setup, guarded([this](Status s) {
         if (!s) return fail(reason::disconnected, s.error().message);
@@ -124,7 +152,19 @@ void ControlClient::on_answer(Result<wire::Message> msg) {
       !std::holds_alternative<wire::UdAccept>(msg.value())) {
     return fail(reason::protocol, "expected accept or reject");
   }
+  if (!accept_authentic(msg.value())) {
+    return fail(reason::auth, "the responder's accept does not prove the shared secret");
+  }
   on_accept(msg.value());
+}
+
+bool ControlClient::accept_authentic(const wire::Message& answer) const {
+  if (!secret_) return true;
+  if (const auto* a = std::get_if<wire::Accept>(&answer)) {
+    return mac_equal(accept_mac(*secret_, setup_mac_, *a), a->mac);
+  }
+  const auto& ua = std::get<wire::UdAccept>(answer);
+  return mac_equal(accept_mac(*secret_, setup_mac_, ua), ua.mac);
 }
 
 void ControlClient::established() {

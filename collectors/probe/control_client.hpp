@@ -6,9 +6,11 @@
 #include <chrono>
 #include <functional>
 #include <memory>
+#include <optional>
 #include <random>
 #include <string>
 
+#include "collectors/probe/auth.hpp"
 #include "collectors/probe/control.hpp"
 #include "collectors/probe/stats.hpp"
 
@@ -19,7 +21,10 @@ struct ProberSettings {
   std::chrono::milliseconds backoff_initial{500};
   std::chrono::milliseconds backoff_max{30000};
   std::chrono::milliseconds keepalive{10000};
-  std::string secret;  // empty: no authentication
+  // The secrets this host proves and requires responders to prove (shared
+  // with the responder, rotated in place on reload); null or empty: no
+  // authentication.
+  std::shared_ptr<const Keyring> keyring;
   std::string memory = "host";
   int gid_index = -1;  // default for classes that name none; -1: the port's default GID
   // Called when verbs fail in a way that says the local device may be gone
@@ -57,7 +62,10 @@ class ControlClient : public std::enable_shared_from_this<ControlClient> {
   // Free what the session holds; the connection is closed by the caller.
   virtual void on_teardown() = 0;
 
-  void send_setup(const wire::Message& setup);
+  // Fills in the prober's nonce, the address dialled and the MAC, then
+  // sends the set-up.
+  void send_setup(wire::Setup setup);
+  void send_setup(wire::UdSetup setup);
   // The session is up: the connect deadline ends, keep-alives start and the
   // connection is watched for the responder closing it.
   void established();
@@ -95,11 +103,18 @@ class ControlClient : public std::enable_shared_from_this<ControlClient> {
   void connect();
   void on_hello_message(Result<wire::Message> msg);
   void on_answer(Result<wire::Message> msg);
+  template <typename S>
+  void sign_and_send(S setup);
+  // With a secret: the accept's MAC proves the responder holds it.
+  bool accept_authentic(const wire::Message& answer) const;
   void watch_control();
   void send_keepalive();
 
   boost::asio::ip::tcp::resolver resolver_;
   std::shared_ptr<ControlChannel> control_;
+  wire::Dialled dialled_;              // the responder's address as connected to
+  std::optional<std::string> secret_;  // the secret this session signs with
+  Mac setup_mac_{};
   boost::asio::steady_timer keepalive_;
   std::mt19937 rng_{std::random_device{}()};
 };

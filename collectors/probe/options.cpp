@@ -40,6 +40,7 @@ std::vector<std::string> validate_probe_options(const ProbeOptions& o) {
   positive(o.backoff_initial, "probe.backoff_initial");
   positive(o.file_sd_refresh, "probe.file_sd_refresh");
   positive(o.idle_timeout, "probe.idle_timeout");
+  positive(o.handshake_timeout, "probe.handshake_timeout");
   positive(o.discovery_interval, "probe.discovery_interval");
   if (std::string problem = pattern_limit_problem(o.device); !problem.empty()) {
     errors.push_back("probe.device: " + problem);
@@ -248,11 +249,13 @@ void parse_probe_options(Walker& w, const YAML::Node& node, const std::string& p
        {"backoff_initial", w.duration(o.backoff_initial)},
        {"backoff_max", w.duration(o.backoff_max)},
        {"secret_file", w.string(o.secret_file)},
+       {"secret_grace", w.duration(o.secret_grace)},
        {"max_sessions", w.integer(o.max_sessions, 1, 65536)},
        {"max_sessions_per_source", w.integer(o.max_sessions_per_source, 1, 65536)},
        {"setups_per_minute_per_source", w.integer(o.setups_per_minute_per_source, 1, 1000000)},
        {"max_message_size", int_into(o.max_message_size, 1, 1 << 30)},
        {"idle_timeout", w.duration(o.idle_timeout)},
+       {"handshake_timeout", w.duration(o.handshake_timeout)},
        {"memory", w.optional_string_into(o.memory, [](const std::string& v) {
           return one_of(v, {"host", "udmabuf"});
         })}});

@@ -7,6 +7,7 @@
 #include <string>
 #include <vector>
 
+#include "collectors/probe/limits.hpp"
 #include "collectors/probe/qp_params.hpp"
 
 namespace YAML {
@@ -90,13 +91,18 @@ struct ProbeOptions {
   std::chrono::milliseconds connect_timeout{std::chrono::seconds(3)};
   std::chrono::milliseconds backoff_initial{std::chrono::milliseconds(500)};
   std::chrono::milliseconds backoff_max{std::chrono::seconds(30)};
-  std::string secret_file;  // shared secret: peers prove it by HMAC
-  // Responder limits.
-  int max_sessions = 1024;
-  int max_sessions_per_source = 128;
-  int setups_per_minute_per_source = 120;
-  uint32_t max_message_size = 1 << 20;
-  std::chrono::milliseconds idle_timeout{std::chrono::seconds(60)};
+  std::string secret_file;  // shared secret: both ends of a session prove it by HMAC
+  // After a reload that changes the secret, the previous one is still
+  // accepted and used for this long.
+  std::chrono::milliseconds secret_grace{std::chrono::minutes(10)};
+  // Responder limits (limits.hpp).
+  int max_sessions = limits::kMaxSessions;
+  int max_sessions_per_source = limits::kMaxSessionsPerSource;
+  int setups_per_minute_per_source = limits::kSetupsPerMinutePerSource;
+  uint32_t max_message_size = limits::kMaxMessageSize;
+  std::chrono::milliseconds idle_timeout = limits::kIdleTimeout;
+  // Time from connect to an authenticated set-up.
+  std::chrono::milliseconds handshake_timeout = limits::kHandshakeTimeout;
   // Memory for probe buffers: "host" (page-aligned heap) or "udmabuf"
   // (a dma-buf made by /dev/udmabuf, registered with ibv_reg_dmabuf_mr).
   std::string memory = "host";

@@ -47,8 +47,7 @@ void Prober::on_hello() {
   wire::Setup setup{qp, endpoint_->local()};
   setup.device = remote_port_.device;
   setup.port = remote_port_.port;
-  if (!settings_.secret.empty()) setup.mac = setup_mac(settings_.secret, hello_.nonce, setup);
-  send_setup(setup);
+  send_setup(std::move(setup));
 }
 
 void Prober::on_accept(const wire::Message& answer) {

@@ -8,8 +8,9 @@ namespace wire {
 namespace {
 
 constexpr std::size_t kPeerSize = 4 + 4 + 2 + 16 + 4 + 8;
-constexpr std::size_t kAcceptSize = kPeerSize;
 constexpr std::size_t kUdPeerSize = 4 + 4 + 2 + 16;
+constexpr std::size_t kAcceptSize = kPeerSize + kMacSize;
+constexpr std::size_t kUdAcceptSize = kUdPeerSize + kMacSize;
 constexpr uint8_t kLinkEthernet = 1;
 constexpr uint8_t kLinkInfiniband = 2;
 
@@ -136,6 +137,9 @@ void write_setup_fields(Writer& w, const Setup& s) {
   w.name(s.device);
   w.u8(s.port);
   w.name(s.rail);
+  w.bytes(s.nonce);
+  w.bytes(s.dialled.address);
+  w.u16(s.dialled.port);
 }
 
 void write_ud_setup_fields(Writer& w, const UdSetup& s) {
@@ -145,16 +149,22 @@ void write_ud_setup_fields(Writer& w, const UdSetup& s) {
   w.u8(s.sl);
   w.u16(static_cast<uint16_t>(s.mtu));
   w.ud_peer(s.peer);
+  w.u32(s.interval_ms);
   w.name(s.device);
   w.u8(s.port);
   w.name(s.rail);
+  w.bytes(s.nonce);
+  w.bytes(s.dialled.address);
+  w.u16(s.dialled.port);
 }
 
 std::vector<uint8_t> payload_of(const Message& m) {
   Writer w;
   if (const auto* h = std::get_if<Hello>(&m)) {
     w.bytes(h->nonce);
-    w.u8(h->auth_required ? 1 : 0);
+    const std::size_t keys = std::min(h->keys.size(), kMaxKeys);
+    w.u8(static_cast<uint8_t>(keys));
+    for (std::size_t i = 0; i < keys; ++i) w.bytes(h->keys[i]);
     const std::size_t n = std::min(h->ports.size(), kMaxPorts);
     w.u8(static_cast<uint8_t>(n));
     for (std::size_t i = 0; i < n; ++i) {
@@ -170,11 +180,13 @@ std::vector<uint8_t> payload_of(const Message& m) {
     w.bytes(s->mac);
   } else if (const auto* a = std::get_if<Accept>(&m)) {
     w.peer(a->peer);
+    w.bytes(a->mac);
   } else if (const auto* us = std::get_if<UdSetup>(&m)) {
     write_ud_setup_fields(w, *us);
     w.bytes(us->mac);
   } else if (const auto* ua = std::get_if<UdAccept>(&m)) {
     w.ud_peer(ua->peer);
+    w.bytes(ua->mac);
   } else if (const auto* r = std::get_if<Reject>(&m)) {
     w.u8(static_cast<uint8_t>(r->code));
     const std::size_t n = std::min(r->reason.size(), kMaxReasonSize);
@@ -244,7 +256,8 @@ bool read_class(Reader& r, QpParams& q, const char* what, std::string& why) {
   return true;
 }
 
-// The target port fields both setups end with: device, port, rail, MAC.
+// The fields both setups end with: the target port (device, port, rail),
+// the prober's nonce, the address it dialled and the MAC.
 template <typename S>
 Result<Message> read_target(Reader& r, S s, const char* what) {
   const std::string w(what);
@@ -256,7 +269,10 @@ Result<Message> read_target(Reader& r, S s, const char* what) {
     return protocol_error(w + ": names neither a device nor a rail");
   }
   if (!s.device.empty() && s.port == 0) return protocol_error(w + ": port number 0");
-  if (!r.has(kMacSize)) return protocol_error(w + ": truncated");
+  if (!r.has(kNonceSize + 16 + 2 + kMacSize)) return protocol_error(w + ": truncated");
+  s.nonce = r.array<kNonceSize>();
+  s.dialled.address = r.array<16>();
+  s.dialled.port = r.u16();
   s.mac = r.array<kMacSize>();
   if (!r.done()) return protocol_error(w + ": bytes after the MAC");
   return Message{std::move(s)};
@@ -308,15 +324,31 @@ std::vector<uint8_t> encode(const Message& message) {
   return w.take();
 }
 
-std::vector<uint8_t> setup_mac_input(const Setup& setup) {
+std::vector<uint8_t> mac_input(const Setup& setup) {
   Writer w;
+  w.u8(static_cast<uint8_t>(Type::setup));
   write_setup_fields(w, setup);
   return w.take();
 }
 
-std::vector<uint8_t> setup_mac_input(const UdSetup& setup) {
+std::vector<uint8_t> mac_input(const UdSetup& setup) {
   Writer w;
+  w.u8(static_cast<uint8_t>(Type::ud_setup));
   write_ud_setup_fields(w, setup);
+  return w.take();
+}
+
+std::vector<uint8_t> mac_input(const Accept& accept) {
+  Writer w;
+  w.u8(static_cast<uint8_t>(Type::accept));
+  w.peer(accept.peer);
+  return w.take();
+}
+
+std::vector<uint8_t> mac_input(const UdAccept& accept) {
+  Writer w;
+  w.u8(static_cast<uint8_t>(Type::ud_accept));
+  w.ud_peer(accept.peer);
   return w.take();
 }
 
@@ -348,11 +380,12 @@ Result<Message> decode_payload(Type type, std::span<const uint8_t> payload) {
   switch (type) {
     case Type::hello: {
       Hello h;
-      if (!r.has(kNonceSize + 2)) return protocol_error("hello: truncated");
+      if (!r.has(kNonceSize + 1)) return protocol_error("hello: truncated");
       h.nonce = r.array<kNonceSize>();
-      const uint8_t flags = r.u8();
-      if (flags > 1) return protocol_error("hello: unknown flags");
-      h.auth_required = flags == 1;
+      const std::size_t keys = r.u8();
+      if (keys > kMaxKeys) return protocol_error("hello: more than 2 key ids");
+      if (!r.has(keys * kKeyIdSize + 1)) return protocol_error("hello: truncated");
+      for (std::size_t i = 0; i < keys; ++i) h.keys.push_back(r.array<kKeyIdSize>());
       const std::size_t n = r.u8();
       if (n > kMaxPorts) return protocol_error("hello: more than 32 ports");
       for (std::size_t i = 0; i < n; ++i) {
@@ -385,7 +418,9 @@ Result<Message> decode_payload(Type type, std::span<const uint8_t> payload) {
     }
     case Type::ud_setup: {
       UdSetup s;
-      if (!r.has(1 + 4 + 1 + 1 + 2 + kUdPeerSize)) return protocol_error("ud_setup: truncated");
+      if (!r.has(1 + 4 + 1 + 1 + 2 + kUdPeerSize + 4)) {
+        return protocol_error("ud_setup: truncated");
+      }
       if (!read_class(r, s, "ud_setup", why)) return protocol_error(why);
       if (s.op != Op::ud) return protocol_error("ud_setup: operation is not ud");
       if (s.size < kDatagramSize || s.size > s.mtu) {
@@ -394,12 +429,20 @@ Result<Message> decode_payload(Type type, std::span<const uint8_t> payload) {
       }
       s.peer = r.ud_peer();
       if (!ud_peer_valid(s.peer, why)) return protocol_error("ud_setup: " + why);
+      s.interval_ms = r.u32();
+      if (s.interval_ms == 0 || s.interval_ms > kMaxUdIntervalMs) {
+        return protocol_error("ud_setup: interval of " + std::to_string(s.interval_ms) +
+                              " ms outside 1 ms to 1 h");
+      }
       return read_target(r, std::move(s), "ud_setup");
     }
     case Type::ud_accept: {
-      if (payload.size() != kUdPeerSize) return expect_size(type, payload.size(), kUdPeerSize);
+      if (payload.size() != kUdAcceptSize) {
+        return expect_size(type, payload.size(), kUdAcceptSize);
+      }
       UdAccept a;
       a.peer = r.ud_peer();
+      a.mac = r.array<kMacSize>();
       if (!ud_peer_valid(a.peer, why)) return protocol_error("ud_accept: " + why);
       return Message{a};
     }
@@ -407,6 +450,7 @@ Result<Message> decode_payload(Type type, std::span<const uint8_t> payload) {
       if (payload.size() != kAcceptSize) return expect_size(type, payload.size(), kAcceptSize);
       Accept a;
       a.peer = r.peer();
+      a.mac = r.array<kMacSize>();
       if (!peer_valid(a.peer, why)) return protocol_error("accept: " + why);
       return Message{a};
     }

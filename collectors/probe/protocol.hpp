@@ -18,13 +18,18 @@
 // field value is an error naming what was wrong.
 namespace rdma_exporter::probe::wire {
 
-inline constexpr uint8_t kVersion = 2;
+inline constexpr uint8_t kVersion = 3;
 inline constexpr std::size_t kHeaderSize = 8;
 // A hello of kMaxPorts ports with names and rails of kMaxNameSize bytes
 // takes 4,754 bytes.
 inline constexpr std::size_t kMaxPayload = 8192;
 inline constexpr std::size_t kNonceSize = 16;
 inline constexpr std::size_t kMacSize = 32;
+// A secret's public name: 8 bytes derived from it (auth.hpp).
+inline constexpr std::size_t kKeyIdSize = 8;
+// Secrets a responder accepts at once: the current one and, while a
+// rotation's grace period lasts, the previous one.
+inline constexpr std::size_t kMaxKeys = 2;
 inline constexpr std::size_t kMaxReasonSize = 200;
 // Device names and rail labels: printable ASCII, 1 to 64 bytes (a rail may
 // be empty in a setup, where it means "the device named").
@@ -66,35 +71,55 @@ struct PortAd {
   bool operator==(const PortAd&) const = default;
 };
 
+using KeyId = std::array<uint8_t, kKeyIdSize>;
+
 // Responder -> prober, first thing on a connection: a nonce for the setup's
-// MAC and the ports the responder answers on (at most kMaxPorts). A prober
-// may read the hello and leave: that is how targets' ports are discovered.
+// MAC, the key ids of the secrets it accepts (none: no authentication) and
+// the ports the responder answers on (at most kMaxPorts). A prober may read
+// the hello and leave: that is how targets' ports are discovered.
 struct Hello {
   std::array<uint8_t, kNonceSize> nonce{};
-  bool auth_required = false;
+  std::vector<KeyId> keys;  // at most kMaxKeys
   std::vector<PortAd> ports;
 
+  bool auth_required() const { return !keys.empty(); }
   bool operator==(const Hello&) const = default;
+};
+
+// The control address a prober connected to, as it saw it: an IPv6 address
+// (IPv4 as IPv4-mapped) and the TCP port. The MAC binds a set-up to it, so
+// a set-up relayed to another responder is refused there.
+struct Dialled {
+  std::array<uint8_t, 16> address{};
+  uint16_t port = 0;
+
+  bool operator==(const Dialled&) const = default;
 };
 
 // Prober -> responder: the probe class's queue pair parameters, the
 // prober's queue pair and which port of the responder it wants: the one
 // named by device and port, or, with an empty device, the responder's first
-// port on `rail`. `mac` is the HMAC of the hello's nonce and this message
-// (zero without a secret).
+// port on `rail`; the prober's own nonce and the address it dialled. `mac`
+// is the HMAC of the hello's nonce and this message (zero without a
+// secret).
 struct Setup : QpParams {
   Peer peer;
   std::string device;
   uint8_t port = 1;
   std::string rail;
+  std::array<uint8_t, kNonceSize> nonce{};
+  Dialled dialled;
   std::array<uint8_t, kMacSize> mac{};
 
   bool operator==(const Setup&) const = default;
 };
 
-// Responder -> prober: its queue pair, ready to receive.
+// Responder -> prober: its queue pair, ready to receive. `mac` proves the
+// responder holds the secret: the HMAC of the setup's MAC and this message
+// (zero without a secret).
 struct Accept {
   Peer peer;
+  std::array<uint8_t, kMacSize> mac{};
 
   bool operator==(const Accept&) const = default;
 };
@@ -140,18 +165,27 @@ struct UdPeer {
 // for as long as the connection stays open.
 struct UdSetup : QpParams {
   UdPeer peer;
+  // How often the class sends, in milliseconds (1 to kMaxUdInterval): the
+  // responder answers the session at about that rate.
+  uint32_t interval_ms = 1000;
   std::string device;
   uint8_t port = 1;
   std::string rail;
+  std::array<uint8_t, kNonceSize> nonce{};
+  Dialled dialled;
   std::array<uint8_t, kMacSize> mac{};
 
   UdSetup() { op = Op::ud; }
   bool operator==(const UdSetup&) const = default;
 };
 
-// Responder -> prober: the UD queue pair of the port that answers.
+inline constexpr uint32_t kMaxUdIntervalMs = 3'600'000;
+
+// Responder -> prober: the UD queue pair of the port that answers, with a
+// MAC as in an accept.
 struct UdAccept {
   UdPeer peer;
+  std::array<uint8_t, kMacSize> mac{};
 
   bool operator==(const UdAccept&) const = default;
 };
@@ -166,9 +200,12 @@ struct Header {
 
 std::vector<uint8_t> encode(const Message& message);
 
-// The bytes a setup's MAC covers: the setup's payload without the MAC.
-std::vector<uint8_t> setup_mac_input(const Setup& setup);
-std::vector<uint8_t> setup_mac_input(const UdSetup& setup);
+// The bytes a MAC covers: the message's type and its payload without the
+// MAC.
+std::vector<uint8_t> mac_input(const Setup& setup);
+std::vector<uint8_t> mac_input(const UdSetup& setup);
+std::vector<uint8_t> mac_input(const Accept& accept);
+std::vector<uint8_t> mac_input(const UdAccept& accept);
 
 Result<Header> decode_header(std::span<const uint8_t> bytes);
 Result<Message> decode_payload(Type type, std::span<const uint8_t> payload);

@@ -17,7 +17,16 @@ using boost::asio::ip::tcp;
 
 namespace {
 constexpr uint32_t kEchoRecvDepth = 16;
-constexpr std::size_t kMaxSources = 4096;
+
+AdmissionLimits admission_limits(const ResponderSettings& s) {
+  AdmissionLimits l;
+  l.max_sessions = s.max_sessions;
+  l.max_sessions_per_group = s.max_sessions_per_source;
+  l.max_handshakes = s.max_handshakes;
+  l.max_handshakes_per_group = s.max_handshakes_per_source;
+  l.setups_per_minute_per_group = s.setups_per_minute_per_source;
+  return l;
+}
 }  // namespace
 
 // One prober's session: hello, set-up, then keep-alives until the prober
@@ -28,17 +37,19 @@ class Responder::Session : public std::enable_shared_from_this<Session> {
       : owner_(owner),
         control_(std::make_shared<ControlChannel>(std::move(socket))),
         source_(std::move(source)),
+        local_(dialled_of(control_->socket(), Side::local)),
         deadline_(owner.io_) {}
 
   const std::string& source() const { return source_; }
   const Device* device() const { return device_.get(); }
+  const std::optional<std::string>& secret() const { return secret_; }
   const UdPort* ud() const { return ud_.get(); }
 
   void start() {
     nonce_ = random_nonce();
     wire::Hello hello;
     hello.nonce = nonce_;
-    hello.auth_required = !owner_.settings_.secret.empty();
+    hello.keys = owner_.keyring().keys(std::chrono::steady_clock::now());
     for (const auto& p : owner_.ports_) {
       if (hello.ports.size() == wire::kMaxPorts) break;
       hello.ports.push_back(p.ad());
@@ -62,7 +73,7 @@ class Responder::Session : public std::enable_shared_from_this<Session> {
       channel_.reset();
     }
     endpoint_.reset();
-    if (ud_) ud_->revoke(ud_peer_);
+    if (ud_) ud_->revoke(ud_admission_);
     ud_.reset();
     device_.reset();
     owner_.closed(shared_from_this(), idle);
@@ -77,6 +88,9 @@ class Responder::Session : public std::enable_shared_from_this<Session> {
       self->close(idle ? nullptr : why, idle);
     });
   }
+
+  // An authenticated set-up over the session caps.
+  void reject_capacity() { reject(wire::RejectCode::capacity, "refused: capacity", "capacity"); }
 
   // Says why, then closes.
   void reject(wire::RejectCode code, const std::string& reason, const char* counted_as) {
@@ -103,9 +117,8 @@ class Responder::Session : public std::enable_shared_from_this<Session> {
       return reject(wire::RejectCode::protocol, "expected a setup", "protocol");
     }
     const ResponderSettings& cfg = owner_.settings_;
-    if (!cfg.secret.empty() && !setup_mac_valid(cfg.secret, nonce_, *setup)) {
-      return reject(wire::RejectCode::auth, "authentication failed", "auth");
-    }
+    if (!authenticated(*setup)) return;
+    if (!owner_.authenticated(*this)) return reject_capacity();
     if (setup->size > cfg.max_message_size) {
       return reject(wire::RejectCode::unsupported,
                     "message size above " + std::to_string(cfg.max_message_size), "unsupported");
@@ -120,7 +133,8 @@ class Responder::Session : public std::enable_shared_from_this<Session> {
                                   : device_->port(local->info.port, cfg.gid_index);
     if (!port) return reject(wire::RejectCode::resources, port.error().message, "resources");
     const QpParams& qp = *setup;
-    const EndpointConfig config{qp, *port, qp.op == Op::send ? kEchoRecvDepth : 0, cfg.memory};
+    const EndpointConfig config{qp, *port, qp.op == Op::send ? kEchoRecvDepth : 0, cfg.memory,
+                                Role::responder};
     auto endpoint = Endpoint::create(device_, config);
     if (!endpoint) {
       return reject(wire::RejectCode::resources, endpoint.error().message, "resources");
@@ -135,10 +149,32 @@ class Responder::Session : public std::enable_shared_from_this<Session> {
     }
     wire::Accept accept;
     accept.peer = endpoint_->local();
+    if (secret_) accept.mac = accept_mac(*secret_, setup->mac, accept);
     control_->write(accept, [self = shared_from_this()](Status s) {
       if (!s) return self->close(nullptr);
       self->listen();
     });
+  }
+
+  // With a secret: the set-up's MAC is one of the keyring's secrets' over
+  // this session's nonce, and the set-up was made for the address it
+  // arrived at (not relayed from another responder). Rejects and returns
+  // false otherwise.
+  template <typename S>
+  bool authenticated(const S& setup) {
+    const Keyring& ring = owner_.keyring();
+    if (ring.empty()) return true;
+    const std::string* secret = ring.verify(nonce_, setup, std::chrono::steady_clock::now());
+    if (secret == nullptr) {
+      reject(wire::RejectCode::auth, "authentication failed", "auth");
+      return false;
+    }
+    if (setup.dialled != local_) {
+      reject(wire::RejectCode::auth, "the set-up was made for another address", "relayed");
+      return false;
+    }
+    secret_ = *secret;
+    return true;
   }
 
   // The port a set-up names (by device and port, or by rail); rejects and
@@ -159,10 +195,8 @@ class Responder::Session : public std::enable_shared_from_this<Session> {
   // A UD set-up admits the prober's UD queue pair to the port's: no queue
   // pair is made for the session.
   void on_ud_setup(const wire::UdSetup& setup) {
-    const ResponderSettings& cfg = owner_.settings_;
-    if (!cfg.secret.empty() && !setup_mac_valid(cfg.secret, nonce_, setup)) {
-      return reject(wire::RejectCode::auth, "authentication failed", "auth");
-    }
+    if (!authenticated(setup)) return;
+    if (!owner_.authenticated(*this)) return reject_capacity();
     if (owner_.ports_.empty()) {
       return reject(wire::RejectCode::resources, "no RDMA device", "resources");
     }
@@ -176,33 +210,39 @@ class Responder::Session : public std::enable_shared_from_this<Session> {
       return reject(wire::RejectCode::unsupported,
                     "datagram size above " + std::to_string(local->ud->max_size()), "unsupported");
     }
+    // Replies at about the rate the prober's class sends at.
+    const auto admission = local->ud->admit(
+        setup.peer, setup.sl, setup.tclass,
+        std::max(kFastestUdInterval, std::chrono::milliseconds(setup.interval_ms)));
+    if (!admission) {
+      return reject(wire::RejectCode::capacity, "too many UD sessions of one queue pair",
+                    "capacity");
+    }
     device_ = local->device;
     ud_ = local->ud;
-    ud_peer_ = setup.peer;
-    ud_->admit(ud_peer_, setup.sl);
+    ud_admission_ = *admission;
     wire::UdAccept accept;
     accept.peer = ud_->address();
+    if (secret_) accept.mac = accept_mac(*secret_, setup.mac, accept);
     control_->write(accept, [self = shared_from_this()](Status s) {
       if (!s) return self->close(nullptr);
       self->listen();
     });
   }
 
-  // Keep-alives reset the idle deadline; anything else ends the session.
+  // Keep-alives reset the idle deadline; anything else ends the session, and
+  // so does a prober that sends keep-alives without reading the answers.
   void listen() {
     if (closed_) return;
     arm_deadline(owner_.settings_.idle_timeout, "idle");
-    control_->read([self = shared_from_this()](Result<wire::Message> m) {
-      if (self->closed_) return;
-      if (m && std::holds_alternative<wire::Keepalive>(m.value())) {
-        self->control_->write(wire::Keepalive{}, [self](Status s) {
-          if (!s) self->close(nullptr);
+    serve_keepalives(
+        control_,
+        [self = shared_from_this()] {
+          if (!self->closed_) self->arm_deadline(self->owner_.settings_.idle_timeout, "idle");
+        },
+        [self = shared_from_this()](const char* why) {
+          self->close(std::string(why) == "closed" ? nullptr : why);
         });
-        return self->listen();
-      }
-      if (!m && !is_protocol_error(m.error())) return self->close(nullptr);
-      self->close("protocol");
-    });
   }
 
   // Answers every received message with one of the same size.
@@ -234,19 +274,25 @@ class Responder::Session : public std::enable_shared_from_this<Session> {
   Responder& owner_;
   std::shared_ptr<ControlChannel> control_;
   const std::string source_;
+  const wire::Dialled local_;  // the address and port the prober reached
   boost::asio::steady_timer deadline_;
   Nonce nonce_{};
+  std::optional<std::string> secret_;  // the secret the set-up was made with
   std::shared_ptr<Device> device_;
   std::unique_ptr<Endpoint> endpoint_;
   std::optional<boost::asio::posix::stream_descriptor> channel_;
   std::shared_ptr<UdPort> ud_;  // a UD session: admitted to this port's queue pair
-  wire::UdPeer ud_peer_;
+  uint64_t ud_admission_ = 0;   // its id at ud_
   bool closed_ = false;
 };
 
 Responder::Responder(boost::asio::io_context& io, ResponderSettings settings,
                      std::shared_ptr<ProbeStats> stats)
-    : io_(io), settings_(std::move(settings)), stats_(std::move(stats)), acceptor_(io) {}
+    : io_(io),
+      settings_(std::move(settings)),
+      stats_(std::move(stats)),
+      acceptor_(io),
+      sources_(admission_limits(settings_)) {}
 
 Responder::~Responder() {
   stop();
@@ -273,6 +319,20 @@ void Responder::set_ports(std::vector<LocalPort> ports) {
     if (!kept) gone.push_back(s);
   }
   for (const auto& s : gone) s->close(nullptr);
+}
+
+const Keyring& Responder::keyring() const {
+  static const Keyring none;
+  return settings_.keyring ? *settings_.keyring : none;
+}
+
+void Responder::retire_secrets() {
+  const auto now = std::chrono::steady_clock::now();
+  std::vector<std::shared_ptr<Session>> gone;
+  for (const auto& s : sessions_) {
+    if (s->secret() && !keyring().accepts(*s->secret(), now)) gone.push_back(s);
+  }
+  for (const auto& s : gone) s->close("retired_secret");
 }
 
 unsigned short Responder::port() const {
@@ -305,42 +365,36 @@ void Responder::accept() {
   });
 }
 
+// Every connection starts as a handshake; a full handshake budget ends an
+// older one to make room (SourceTable), so a prober's hello always goes out.
 void Responder::admit(tcp::socket socket) {
   boost::system::error_code ec;
   const auto remote = socket.remote_endpoint(ec);
   if (ec) return;
-  std::string source = remote.address().to_string();
-  if (static_cast<int>(sessions_.size()) >= settings_.max_sessions) {
+  const SourceTable::Admission admission = sources_.open(source_group(remote.address()));
+  if (admission.verdict == SourceTable::Verdict::rate) {
+    return refuse(std::move(socket), wire::RejectCode::rate, "rate");
+  }
+  if (admission.verdict != SourceTable::Verdict::admitted) {
     return refuse(std::move(socket), wire::RejectCode::capacity, "capacity");
   }
-  if (sources_.size() >= kMaxSources && !sources_.contains(source)) {
-    std::erase_if(sources_, [](const auto& kv) { return kv.second.sessions == 0; });
-    if (sources_.size() >= kMaxSources) {
-      return refuse(std::move(socket), wire::RejectCode::capacity, "capacity");
+  if (admission.evicted) {
+    if (auto v = by_ticket_.find(*admission.evicted); v != by_ticket_.end()) {
+      v->second->close("handshake_evicted");
     }
   }
-  const auto now = std::chrono::steady_clock::now();
-  const double per_minute = settings_.setups_per_minute_per_source;
-  auto [it, fresh] = sources_.try_emplace(source);
-  Source& src = it->second;
-  if (fresh) {
-    src.tokens = per_minute;
-  } else {
-    const double minutes = std::chrono::duration<double>(now - src.refilled).count() / 60.0;
-    src.tokens = std::min(per_minute, src.tokens + minutes * per_minute);
-  }
-  src.refilled = now;
-  if (src.sessions >= settings_.max_sessions_per_source) {
-    return refuse(std::move(socket), wire::RejectCode::capacity, "capacity");
-  }
-  if (src.tokens < 1.0) return refuse(std::move(socket), wire::RejectCode::rate, "rate");
-  src.tokens -= 1.0;
-  ++src.sessions;
   socket.set_option(tcp::no_delay(true), ec);
-  auto session = std::make_shared<Session>(*this, std::move(socket), std::move(source));
+  auto session = std::make_shared<Session>(*this, std::move(socket), remote.address().to_string());
   sessions_.insert(session);
+  tickets_.emplace(session.get(), admission.ticket);
+  by_ticket_.emplace(admission.ticket, session.get());
   stats_->responder_session_opened();
   session->start();
+}
+
+bool Responder::authenticated(const Session& session) {
+  const auto t = tickets_.find(&session);
+  return t != tickets_.end() && sources_.authenticate(t->second);
 }
 
 void Responder::refuse(tcp::socket socket, wire::RejectCode code, const char* why) {
@@ -353,7 +407,11 @@ void Responder::refuse(tcp::socket socket, wire::RejectCode code, const char* wh
 void Responder::closed(const std::shared_ptr<Session>& session, bool idle) {
   if (sessions_.erase(session) == 0) return;
   stats_->responder_session_closed(idle);
-  if (auto it = sources_.find(session->source()); it != sources_.end()) --it->second.sessions;
+  if (const auto t = tickets_.find(session.get()); t != tickets_.end()) {
+    sources_.close(t->second);
+    by_ticket_.erase(t->second);
+    tickets_.erase(t);
+  }
 }
 
 }  // namespace rdma_exporter::probe

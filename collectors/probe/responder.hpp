@@ -9,6 +9,9 @@
 #include <string>
 #include <vector>
 
+#include "collectors/probe/admission.hpp"
+#include "collectors/probe/auth.hpp"
+#include "collectors/probe/limits.hpp"
 #include "collectors/probe/local_port.hpp"
 #include "collectors/probe/stats.hpp"
 #include "collectors/probe/verbs_endpoint.hpp"
@@ -18,13 +21,21 @@ namespace rdma_exporter::probe {
 
 struct ResponderSettings {
   std::string listen_address = ":10911";
-  int max_sessions = 256;
-  int max_sessions_per_source = 32;
-  int setups_per_minute_per_source = 120;
-  uint32_t max_message_size = 1 << 20;
-  std::chrono::milliseconds idle_timeout{60000};
-  std::chrono::milliseconds handshake_timeout{5000};
-  std::string secret;  // empty: peers need not authenticate
+  // Authenticated sessions, in all and per source group (source_group()).
+  int max_sessions = limits::kMaxSessions;
+  int max_sessions_per_source = limits::kMaxSessionsPerSource;
+  // Control connections per minute per source group.
+  int setups_per_minute_per_source = limits::kSetupsPerMinutePerSource;
+  uint32_t max_message_size = limits::kMaxMessageSize;
+  std::chrono::milliseconds idle_timeout = limits::kIdleTimeout;
+  // Connections not authenticated yet, in all and per source group, and how
+  // long one may take from connect to a valid set-up.
+  int max_handshakes = limits::kMaxHandshakes;
+  int max_handshakes_per_source = limits::kMaxHandshakesPerSource;
+  std::chrono::milliseconds handshake_timeout = limits::kHandshakeTimeout;
+  // The secrets peers prove (shared with this exporter's probers, rotated
+  // in place on reload); null or empty: peers need not authenticate.
+  std::shared_ptr<const Keyring> keyring;
   std::string memory = "host";
   int gid_index = -1;  // -1: each port's default GID
 };
@@ -32,8 +43,9 @@ struct ResponderSettings {
 // Answers probers on every local port the probe uses: accepts control
 // connections on one TCP port, lists the local ports in its hello, sets up
 // one RC queue pair per session on the port the set-up names, echoes sends, and leaves one-sided
-// writes and reads to the hardware. What a peer can make it allocate is bounded: sessions in all
-// and per source address, set-ups per minute per source, and message size.
+// writes and reads to the hardware. What a peer can make it allocate is bounded: handshakes
+// (connections not authenticated yet) and sessions, each in all and per source group,
+// connections per minute per source group, and message size (SourceTable).
 class Responder {
  public:
   Responder(boost::asio::io_context& io, ResponderSettings settings,
@@ -47,20 +59,25 @@ class Responder {
   // there is a port, set-ups are refused with "resources".
   void set_ports(std::vector<LocalPort> ports);
   unsigned short port() const;
+  // Closes the sessions whose set-up was made with a secret the keyring no
+  // longer accepts (a rotation's grace period ended, or the secret was
+  // removed).
+  void retire_secrets();
   std::size_t sessions() const { return sessions_.size(); }
+  // Handshakes and authenticated sessions, by source group.
+  const SourceTable& admissions() const { return sources_; }
 
  private:
   class Session;
-  struct Source {
-    int sessions = 0;
-    double tokens = 0;
-    std::chrono::steady_clock::time_point refilled;
-  };
 
   void accept();
   void admit(boost::asio::ip::tcp::socket socket);
   void refuse(boost::asio::ip::tcp::socket socket, wire::RejectCode code, const char* why);
+  // The session's set-up was authenticated: it takes a session slot. False
+  // when the session caps are reached (the session is then refused).
+  bool authenticated(const Session& session);
   void closed(const std::shared_ptr<Session>& session, bool idle);
+  const Keyring& keyring() const;
 
   boost::asio::io_context& io_;
   const ResponderSettings settings_;
@@ -68,7 +85,10 @@ class Responder {
   std::vector<LocalPort> ports_;
   boost::asio::ip::tcp::acceptor acceptor_;
   std::set<std::shared_ptr<Session>> sessions_;
-  std::map<std::string, Source> sources_;
+  SourceTable sources_;
+  // Each session's place in sources_, and back.
+  std::map<const Session*, SourceTable::Ticket> tickets_;
+  std::map<SourceTable::Ticket, Session*> by_ticket_;
   bool stopped_ = false;
 };
 

@@ -99,7 +99,7 @@ Status ProbeService::start() {
   if (!options_.secret_file.empty()) {
     auto secret = read_secret_file(options_.secret_file);
     if (!secret) return secret.error();
-    secret_ = std::move(secret.value());
+    *keyring_ = Keyring(std::move(secret.value()));
   }
   ResponderSettings rs;
   rs.listen_address = options_.listen_address;
@@ -108,7 +108,8 @@ Status ProbeService::start() {
   rs.setups_per_minute_per_source = options_.setups_per_minute_per_source;
   rs.max_message_size = options_.max_message_size;
   rs.idle_timeout = options_.idle_timeout;
-  rs.secret = secret_;
+  rs.handshake_timeout = options_.handshake_timeout;
+  rs.keyring = keyring_;
   rs.memory = options_.memory;
   rs.gid_index = options_.gid_index;
   responder_ = std::make_unique<Responder>(io_, rs, stats_);
@@ -144,6 +145,7 @@ void ProbeService::stop() {
   if (!thread_.joinable()) return;
   boost::asio::post(io_, [this] {
     scan_timer_.cancel();
+    grace_timer_.cancel();
     files_timer_.cancel();
     epoch_timer_.cancel();
     stop_all();
@@ -180,20 +182,55 @@ void ProbeService::settle() {
   }
 }
 
+void ProbeService::reload_secret(std::string path, std::chrono::milliseconds grace) {
+  if (!thread_.joinable()) return;
+  boost::asio::post(io_, [this, path = std::move(path), grace] { rotate_secret(path, grace); });
+}
+
+void ProbeService::rotate_secret(const std::string& path, std::chrono::milliseconds grace) {
+  std::string secret;
+  if (!path.empty()) {
+    auto read = read_secret_file(path);
+    if (!read) {
+      log::error("reload: probe secret kept", {{"err", read.error().message}});
+      return;
+    }
+    secret = std::move(read.value());
+  }
+  const bool had = !keyring_->empty();
+  if (!keyring_->rotate(std::move(secret), std::chrono::steady_clock::now() + grace)) return;
+  options_.secret_file = path;
+  options_.secret_grace = grace;
+  if (keyring_->empty()) {
+    log::warn("reload: probe.secret_file removed: probe peers are no longer authenticated");
+  } else if (had) {
+    log::info("probe: secret rotated; the previous one is accepted for the grace period",
+              {{"grace_seconds", std::to_string(grace.count() / 1000)}});
+  } else {
+    log::info("probe: peers are authenticated from now on");
+  }
+  if (responder_) responder_->retire_secrets();
+  grace_timer_.expires_after(grace);
+  grace_timer_.async_wait([this](const boost::system::error_code& ec) {
+    if (!ec && responder_) responder_->retire_secrets();
+  });
+}
+
 void ProbeService::update(ProbeOptions options) {
   if (!thread_.joinable()) return;
   boost::asio::post(io_, [this, options = std::move(options)]() mutable {
-    if (options.listen_address != options_.listen_address ||
-        options.secret_file != options_.secret_file || options.memory != options_.memory ||
+    if (options.listen_address != options_.listen_address || options.memory != options_.memory ||
         options.gid_index != options_.gid_index || options.max_sessions != options_.max_sessions ||
         options.max_sessions_per_source != options_.max_sessions_per_source ||
         options.setups_per_minute_per_source != options_.setups_per_minute_per_source ||
         options.max_message_size != options_.max_message_size ||
-        options.idle_timeout != options_.idle_timeout) {
+        options.idle_timeout != options_.idle_timeout ||
+        options.handshake_timeout != options_.handshake_timeout) {
       log::warn(
-          "reload: probe listen address, secret, memory, GID index and responder limits change "
+          "reload: probe listen address, memory, GID index and responder limits change "
           "at the next start");
     }
+    rotate_secret(options.secret_file, options.secret_grace);
     options_.classes = std::move(options.classes);
     options_.targets = std::move(options.targets);
     options_.loopback = options.loopback;
@@ -550,10 +587,30 @@ void ProbeService::apply() {
     for (const auto& [k, v] : t.labels) l.emplace_back(k, v);
     wanted.emplace(t.address + labels_key(l) + "\nrail=" + t.rail, std::make_pair(name, t));
   };
-  for (const auto& t : options_.targets) add("static", t.address, t);
-  for (const auto& [path, f] : files_) {
-    for (const auto& t : f.targets) add("file_sd", t.address, t);
+  // One target per address, the first listed: the static targets, then the
+  // file_sd files' in the order the files are configured (docs/probe.md,
+  // "Targets").
+  std::vector<Target> entries = options_.targets;
+  const std::size_t static_count = entries.size();
+  for (const auto& path : options_.file_sd) {
+    if (const auto f = files_.find(path); f != files_.end()) {
+      entries.insert(entries.end(), f->second.targets.begin(), f->second.targets.end());
+    }
   }
+  const TargetSelection selection = first_per_address(entries);
+  for (std::size_t i : selection.kept) {
+    add(i < static_count ? "static" : "file_sd", entries[i].address, entries[i]);
+  }
+  const std::set<std::string> conflicting(selection.conflicting.begin(),
+                                          selection.conflicting.end());
+  for (const auto& address : conflicting) {
+    if (conflicting_targets_.contains(address)) continue;
+    log::warn(
+        "probe: a target is listed more than once with other labels, classes or rail; "
+        "the first entry is used",
+        {{"target", address}});
+  }
+  conflicting_targets_ = conflicting;
 
   // This epoch's pinglist: every host of this host's group, and a few of
   // other groups per local rail (docs/probe.md, "Pinglists").
@@ -668,7 +725,7 @@ void ProbeService::apply() {
   ps.connect_timeout = options_.connect_timeout;
   ps.backoff_initial = options_.backoff_initial;
   ps.backoff_max = options_.backoff_max;
-  ps.secret = secret_;
+  ps.keyring = keyring_;
   ps.memory = options_.memory;
   ps.gid_index = options_.gid_index;
   ps.device_suspect = [this] { scan_soon(); };

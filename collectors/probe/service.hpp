@@ -14,6 +14,7 @@
 #include <thread>
 #include <vector>
 
+#include "collectors/probe/auth.hpp"
 #include "collectors/probe/health.hpp"
 #include "collectors/probe/local_port.hpp"
 #include "collectors/probe/options.hpp"
@@ -58,6 +59,9 @@ class ProbeService {
   // effect at once; the listen address, secret, memory, GID index and
   // responder limits at the next start.
   void update(ProbeOptions options);
+  // Reads the secret file again (a reload that changed no other probe
+  // option): a new secret rotates in, the previous one is kept for `grace`.
+  void reload_secret(std::string path, std::chrono::milliseconds grace);
 
   // A collector's shape: adds the probe's metrics and returns what makes the
   // probe itself unhealthy right now (see ProbeHealth), empty when it works.
@@ -99,6 +103,9 @@ class ProbeService {
 
   void scan();
   void scan_soon();
+  // On the probe's thread: reads the secret file again; a new secret
+  // rotates the keyring (the previous one is kept for `grace`).
+  void rotate_secret(const std::string& path, std::chrono::milliseconds grace);
   void watch_events(const std::string& name);
   void release(const std::string& name, const std::string& why);
   void set_ports(std::vector<LocalPort> ports);
@@ -112,12 +119,15 @@ class ProbeService {
 
   ProbeOptions options_;
   Pattern device_pattern_;  // from options_.device; empty: every device
-  std::string secret_;
+  // The probe's secrets, shared by the responder and every prober; rotated
+  // in place on reload.
+  std::shared_ptr<Keyring> keyring_ = std::make_shared<Keyring>();
   std::shared_ptr<ProbeStats> stats_ = std::make_shared<ProbeStats>();
   ProbeHealth health_;
   std::atomic<bool> loop_running_{false};
   boost::asio::io_context io_;
   boost::asio::steady_timer scan_timer_{io_};
+  boost::asio::steady_timer grace_timer_{io_};  // a rotation's grace period ends
   boost::asio::steady_timer files_timer_{io_};
   boost::asio::steady_timer epoch_timer_{io_};
   std::map<std::string, std::string> ud_failed_;  // why a port has no UD queue pair, by port
@@ -128,6 +138,8 @@ class ProbeService {
   std::vector<LocalPort> ports_;               // in use, by device and port
   std::map<std::string, Watched> watched_;     // by address, labels and rail
   std::map<std::string, FileState> files_;
+  // Addresses listed more than once with other labels: warned about once.
+  std::set<std::string> conflicting_targets_;
   // RC and UD probers, by target, ports, class and labels.
   std::map<std::string, std::shared_ptr<ControlClient>> probers_;
   bool scan_queued_ = false;

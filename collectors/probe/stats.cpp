@@ -146,12 +146,21 @@ void UdPortStats::set_peers(std::size_t n) {
   peers_ = n;
 }
 
+void UdPortStats::set_address_handles(std::size_t n) {
+  const std::lock_guard lock(mutex_);
+  address_handles_ = n;
+}
+
 void UdPortStats::add_metrics(MetricSink& sink) const {
   const std::lock_guard lock(mutex_);
   sink.gauge("rdma_probe_ud_peers",
              "Probers admitted to the port's UD queue pair (one per open UD session's queue "
              "pair).",
              labels_, static_cast<double>(peers_));
+  sink.gauge("rdma_probe_ud_address_handles",
+             "Address handles the port's UD queue pair holds (cached, or waiting for their sends "
+             "to complete).",
+             labels_, static_cast<double>(address_handles_));
   sink.counter("rdma_probe_ud_answered_total", "UD probe requests the port answered.", labels_,
                static_cast<double>(answered_));
   for (const auto& [why, n] : dropped_) {

@@ -93,6 +93,7 @@ class HistogramStats {
 // Why a port's UD queue pair dropped a datagram (rdma_probe_ud_dropped_total).
 namespace ud_drop {
 inline constexpr const char* not_admitted = "not_admitted";  // a request from no admitted prober
+inline constexpr const char* rate_limited = "rate_limited";  // above its admissions' rate
 inline constexpr const char* unexpected = "unexpected";      // a reply no session waits for
 inline constexpr const char* malformed = "malformed";        // not a probe datagram
 inline constexpr const char* send_queue_full = "send_queue_full";
@@ -107,6 +108,9 @@ class UdPortStats {
   void dropped(const char* why);
   void answered();
   void set_peers(std::size_t n);
+  // Address handles the queue pair holds (cached, and retired ones whose
+  // sends are still in flight).
+  void set_address_handles(std::size_t n);
   void add_metrics(MetricSink& sink) const;
 
  private:
@@ -115,6 +119,7 @@ class UdPortStats {
   std::map<std::string, uint64_t> dropped_;
   uint64_t answered_ = 0;
   std::size_t peers_ = 0;
+  std::size_t address_handles_ = 0;
 };
 
 // This host's pinglist in the current epoch.

@@ -4,6 +4,8 @@
 
 #include <algorithm>
 #include <cctype>
+#include <map>
+#include <set>
 
 #include "common/address.hpp"
 
@@ -27,6 +29,42 @@ std::string target_label_problem(const std::string& name) {
     if (name == reserved) return "the label \"" + name + "\" is set by the probe itself";
   }
   return "";
+}
+
+std::string target_key(const std::string& address) {
+  ListenAddress parsed;
+  if (!parse_listen_address(address, parsed)) return address;
+  boost::system::error_code ec;
+  const auto ip = boost::asio::ip::make_address(parsed.host, ec);
+  std::string host;
+  if (!ec) {
+    host = ip.is_v6() ? "[" + ip.to_string() + "]" : ip.to_string();
+  } else {
+    host = parsed.host;
+    std::transform(host.begin(), host.end(), host.begin(),
+                   [](unsigned char c) { return static_cast<char>(std::tolower(c)); });
+  }
+  return host + ":" + std::to_string(parsed.port);
+}
+
+TargetSelection first_per_address(const std::vector<Target>& entries) {
+  TargetSelection out;
+  std::map<std::string, std::size_t> first;  // target_key -> index of its first entry
+  std::set<std::string> conflicting;
+  for (std::size_t i = 0; i < entries.size(); ++i) {
+    const Target& t = entries[i];
+    const auto [it, fresh] = first.try_emplace(target_key(t.address), i);
+    if (fresh) {
+      out.kept.push_back(i);
+      continue;
+    }
+    const Target& kept = entries[it->second];
+    if (t.labels != kept.labels || t.classes != kept.classes || t.rail != kept.rail) {
+      conflicting.insert(kept.address);
+    }
+  }
+  out.conflicting.assign(conflicting.begin(), conflicting.end());
+  return out;
 }
 
 Result<std::vector<Target>> parse_file_sd(const std::string& text, const std::string& source) {

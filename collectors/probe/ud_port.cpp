@@ -1,11 +1,14 @@
 #include "collectors/probe/ud_port.hpp"
 
 #include <fcntl.h>
+#include <openssl/err.h>
 #include <openssl/rand.h>
 
 #include <algorithm>
+#include <boost/asio/post.hpp>
 #include <cstring>
 
+#include "collectors/probe/verbs_access.hpp"
 #include "collectors/probe/verbs_error.hpp"
 #include "common/log.hpp"
 
@@ -13,7 +16,6 @@ namespace rdma_exporter::probe {
 namespace {
 
 constexpr std::size_t kGrhSize = 40;
-constexpr std::size_t kMaxAddressHandles = 4096;
 // Send work requests carry this bit; receives carry their slot number.
 constexpr uint64_t kSendTag = 1ull << 62;
 
@@ -28,13 +30,23 @@ std::string gid_text(const Gid& gid) {
   return out;
 }
 
-uint32_t random_qkey() {
+}  // namespace
+
+Result<uint32_t> choose_qkey(int (*random_bytes)(unsigned char*, int)) {
+  std::array<unsigned char, 4> b{};
+  if (random_bytes(b.data(), static_cast<int>(b.size())) != 1) {
+    std::string why = "no random bytes for the Q_Key (RAND_bytes failed";
+    if (const unsigned long e = ERR_get_error(); e != 0) {
+      std::array<char, 256> text{};
+      ERR_error_string_n(e, text.data(), text.size());
+      why += std::string(": ") + text.data();
+    }
+    return Error{EIO, why + ")"};
+  }
   uint32_t v = 0;
-  if (RAND_bytes(reinterpret_cast<unsigned char*>(&v), sizeof v) != 1) v = 0x5a5a1234;
+  std::memcpy(&v, b.data(), sizeof v);
   return (v & 0x7fffffffu) | 1u;  // never a controlled Q_Key, never 0
 }
-
-}  // namespace
 
 std::optional<Gid> grh_source_gid(std::span<const uint8_t, 40> grh) {
   // RoCE v2 over IPv4: the first 20 bytes are unused (zero) and the IPv4
@@ -67,8 +79,7 @@ UdPort::UdPort(boost::asio::io_context& io, LocalPort port, UdPortSettings setti
 UdPort::~UdPort() {
   close();
   if (qp_) ibv_destroy_qp(qp_);
-  for (auto& [key, ah] : ahs_) ibv_destroy_ah(ah);
-  for (ibv_ah* ah : retired_) ibv_destroy_ah(ah);
+  ahs_.clear();
   if (cq_) ibv_destroy_cq(cq_);
   if (channel_) ibv_destroy_comp_channel(channel_);
 }
@@ -92,10 +103,13 @@ Status UdPort::init() {
     if (!info) return info.error();
     info_ = *info;
   }
+  auto qkey = choose_qkey(RAND_bytes);
+  if (!qkey) return Error{qkey.error().code, where + ": " + qkey.error().message};
+  qkey_ = *qkey;
   const std::size_t slot = kGrhSize + settings_.max_size;
   auto memory = Memory::create(
       dev, slot * settings_.recv_depth + std::size_t{settings_.max_size} * settings_.send_depth,
-      settings_.memory);
+      settings_.memory, access_for(Op::ud, Role::responder).memory);
   if (!memory) return memory.error();
   memory_ = std::move(memory.value());
   send_slots_.resize(settings_.send_depth);
@@ -139,7 +153,6 @@ Status UdPort::init() {
   qp_ = ibv_create_qp(dev.resource_pd(), &init);
   if (qp_ == nullptr) return verbs_error(errno, where + ": creating");
 
-  qkey_ = random_qkey();
   ibv_qp_attr a{};
   a.qp_state = IBV_QPS_INIT;
   a.pkey_index = 0;
@@ -171,19 +184,21 @@ wire::UdPeer UdPort::address() const {
   return wire::UdPeer{qp_->qp_num, qkey_, info_.lid, info_.gid};
 }
 
-void UdPort::admit(const wire::UdPeer& prober, uint8_t sl) {
-  Admitted& a = admitted_[{prober.gid, prober.qpn}];
-  a.qkey = prober.qkey;
-  a.sl = sl;
-  ++a.count;
-  stats_->set_peers(admitted_.size());
+std::optional<uint64_t> UdPort::admit(const wire::UdPeer& prober, uint8_t sl, uint8_t tclass,
+                                      std::chrono::milliseconds interval) {
+  auto id = admissions_.admit(prober.gid, prober.qpn,
+                              UdAdmission{prober.qkey, sl, tclass, interval}, Clock::now());
+  stats_->set_peers(admissions_.peers());
+  return id;
 }
 
-void UdPort::revoke(const wire::UdPeer& prober) {
-  auto it = admitted_.find({prober.gid, prober.qpn});
-  if (it == admitted_.end()) return;
-  if (--it->second.count <= 0) admitted_.erase(it);
-  stats_->set_peers(admitted_.size());
+void UdPort::revoke(uint64_t admission) {
+  admissions_.revoke(admission);
+  stats_->set_peers(admissions_.peers());
+}
+
+void UdPort::count_address_handles() {
+  stats_->set_address_handles(ahs_.live() + ahs_.retired());
 }
 
 uint32_t UdPort::open_session(Session session) {
@@ -206,12 +221,8 @@ std::optional<uint32_t> UdPort::free_slot() {
 
 Result<ibv_ah*> UdPort::ah(const Gid& gid, uint16_t lid, uint8_t tclass, uint8_t sl, uint8_t path) {
   const uint32_t flow = path_flow_label(path);
-  const AhKey key{gid, lid, tclass, sl, flow};
-  if (auto it = ahs_.find(key); it != ahs_.end()) return it->second;
-  if (ahs_.size() >= kMaxAddressHandles) {
-    for (auto& [k, h] : ahs_) retired_.push_back(h);
-    ahs_.clear();
-  }
+  const AddressHandles::Key key{gid, lid, tclass, sl, flow};
+  if (ibv_ah* h = ahs_.find(key); h != nullptr) return h;
   ibv_ah_attr attr{};
   attr.dlid = lid;
   attr.sl = sl;
@@ -233,7 +244,8 @@ Result<ibv_ah*> UdPort::ah(const Gid& gid, uint16_t lid, uint8_t tclass, uint8_t
   }
   if (h == nullptr)
     return verbs_error(errno, port_.name() + ": address handle for " + gid_text(gid));
-  ahs_.emplace(key, h);
+  ahs_.add(key, h);
+  count_address_handles();
   return h;
 }
 
@@ -274,6 +286,8 @@ Status UdPort::post(uint32_t slot, uint32_t size, ibv_ah* ah, uint32_t qpn, uint
     return verbs_error(rc, port_.name() + ": posting a UD send");
   }
   send_slots_[slot].busy = true;
+  send_slots_[slot].ah = ah;
+  ahs_.posted(ah);
   ++in_flight_;
   return ok_status();
 }
@@ -361,9 +375,19 @@ void UdPort::on_receive(uint32_t slot, uint32_t byte_len, uint32_t src_qp, uint1
   auto d = wire::decode_datagram(bytes);
   if (!d) return stats_->dropped(ud_drop::malformed);
   if (d->kind == wire::DatagramKind::request) {
-    auto it = admitted_.find({*from, src_qp});
-    if (it == admitted_.end()) return stats_->dropped(ud_drop::not_admitted);
-    return answer(*d, bytes, *from, src_qp, slid, it->second.qkey, it->second.sl, ticks, polled);
+    // Only the paths a class can have: each is an address handle.
+    if (d->path >= kMaxUdPaths) return stats_->dropped(ud_drop::malformed);
+    const UdAdmissions::Answer a = admissions_.request(*from, src_qp, d->tclass, polled);
+    if (a.verdict == UdAdmissions::Verdict::not_admitted) {
+      return stats_->dropped(ud_drop::not_admitted);
+    }
+    if (a.verdict == UdAdmissions::Verdict::rate_limited) {
+      return stats_->dropped(ud_drop::rate_limited);
+    }
+    for (const UdAdmissions::Reply& r : a.list()) {
+      answer(*d, bytes, *from, src_qp, slid, r.qkey, r.sl, ticks, polled);
+    }
+    return;
   }
   auto it = sessions_.find(d->session);
   if (it == sessions_.end() || it->second.responder.qpn != src_qp ||
@@ -380,10 +404,9 @@ void UdPort::on_sent(uint32_t slot, bool ok, std::optional<uint64_t> ticks) {
   SendSlot s = send_slots_[slot];
   send_slots_[slot] = SendSlot{};
   --in_flight_;
-  if (in_flight_ == 0 && !retired_.empty()) {
-    for (ibv_ah* h : retired_) ibv_destroy_ah(h);
-    retired_.clear();
-  }
+  const std::size_t retired = ahs_.retired();
+  ahs_.completed(s.ah);  // a retired handle goes with its last send
+  if (ahs_.retired() != retired) count_address_handles();
   if (!ok) return stats_->dropped(ud_drop::send_error);
   if (!s.request) return;
   auto it = sessions_.find(s.session);
@@ -392,10 +415,13 @@ void UdPort::on_sent(uint32_t slot, bool ok, std::optional<uint64_t> ticks) {
   handler(s.seq, ticks);
 }
 
-void UdPort::drain() {
-  if (broken_ || closed_) return;
+bool UdPort::drain(std::size_t budget) {
+  if (broken_ || closed_) return false;
   const std::weak_ptr<bool> alive = alive_;
+  std::size_t handled = 0;
   for (;;) {
+    if (handled >= budget) return true;
+    const std::size_t want = std::min<std::size_t>(32, budget - handled);
     struct Wc {
       uint64_t wr_id;
       ibv_wc_status status;
@@ -410,8 +436,11 @@ void UdPort::drain() {
     if (cq_ex_ != nullptr) {
       ibv_poll_cq_attr attr{};
       const int rc = ibv_start_poll(cq_ex_, &attr);
-      if (rc == ENOENT) return;
-      if (rc != 0) return fail("polling the CQ: " + std::string(std::strerror(rc)));
+      if (rc == ENOENT) return false;
+      if (rc != 0) {
+        fail("polling the CQ: " + std::string(std::strerror(rc)));
+        return false;
+      }
       for (;;) {
         Wc& c = wc[n++];
         c.wr_id = cq_ex_->wr_id;
@@ -421,14 +450,17 @@ void UdPort::drain() {
         c.slid = ibv_wc_read_slid(cq_ex_);
         c.grh = (ibv_wc_read_wc_flags(cq_ex_) & IBV_WC_GRH) != 0;
         if (port_.device->completion_timestamps()) c.ts = ibv_wc_read_completion_ts(cq_ex_);
-        if (n == wc.size() || ibv_next_poll(cq_ex_) != 0) break;
+        if (n == want || ibv_next_poll(cq_ex_) != 0) break;
       }
       ibv_end_poll(cq_ex_);
     } else {
       std::array<ibv_wc, 32> raw{};
-      const int got = ibv_poll_cq(cq_, static_cast<int>(raw.size()), raw.data());
-      if (got < 0) return fail("polling the CQ: " + std::string(std::strerror(-got)));
-      if (got == 0) return;
+      const int got = ibv_poll_cq(cq_, static_cast<int>(want), raw.data());
+      if (got < 0) {
+        fail("polling the CQ: " + std::string(std::strerror(-got)));
+        return false;
+      }
+      if (got == 0) return false;
       for (int i = 0; i < got; ++i) {
         const ibv_wc& r = raw[static_cast<std::size_t>(i)];
         wc[n++] =
@@ -436,6 +468,7 @@ void UdPort::drain() {
                std::nullopt};
       }
     }
+    handled += n;
     const Clock::time_point polled = Clock::now();
     for (std::size_t i = 0; i < n; ++i) {
       const Wc& c = wc[i];
@@ -448,11 +481,17 @@ void UdPort::drain() {
         } else if (c.status != IBV_WC_WR_FLUSH_ERR) {
           stats_->dropped(ud_drop::malformed);
         }
-        if (alive.expired() || closed_) return;
-        if (c.status == IBV_WC_WR_FLUSH_ERR) return fail("receives flushed: the queue pair failed");
-        if (Status s = post_recv(slot); !s) return fail(s.error().message);
+        if (alive.expired() || closed_) return false;
+        if (c.status == IBV_WC_WR_FLUSH_ERR) {
+          fail("receives flushed: the queue pair failed");
+          return false;
+        }
+        if (Status s = post_recv(slot); !s) {
+          fail(s.error().message);
+          return false;
+        }
       }
-      if (alive.expired() || closed_) return;
+      if (alive.expired() || closed_) return false;
     }
   }
 }
@@ -461,7 +500,7 @@ void UdPort::spin(std::chrono::microseconds limit, const std::function<bool()>& 
   const auto until = Clock::now() + limit;
   const std::weak_ptr<bool> alive = alive_;
   while (!done() && Clock::now() < until) {
-    drain();
+    drain(kMaxCompletionsPerWake);
     if (alive.expired() || closed_ || broken_) return;
   }
 }
@@ -469,7 +508,9 @@ void UdPort::spin(std::chrono::microseconds limit, const std::function<bool()>& 
 void UdPort::wait() {
   if (closed_ || broken_) return;
   if (int rc = ibv_req_notify_cq(cq_, 0); rc != 0) return fail("arming the CQ");
-  drain();  // what arrived before arming raises no event
+  // What arrived before arming raises no event. A flood is taken in
+  // portions, with the event loop's other work in between.
+  if (drain(kMaxCompletionsPerWake)) return later();
   if (closed_ || broken_) return;
   events_->async_wait(
       boost::asio::posix::stream_descriptor::wait_read,
@@ -478,9 +519,17 @@ void UdPort::wait() {
         ibv_cq* cq = nullptr;
         void* ctx = nullptr;
         while (ibv_get_cq_event(channel_, &cq, &ctx) == 0) ibv_ack_cq_events(cq, 1);
-        drain();
+        if (drain(kMaxCompletionsPerWake)) return later();
         wait();
       });
+}
+
+void UdPort::later() {
+  if (closed_ || broken_) return;
+  boost::asio::post(io_, [this, alive = std::weak_ptr<bool>(alive_)] {
+    if (alive.expired() || closed_) return;
+    wait();
+  });
 }
 
 void UdPort::fail(const std::string& what) {

@@ -19,6 +19,8 @@
 #include "collectors/probe/local_port.hpp"
 #include "collectors/probe/protocol.hpp"
 #include "collectors/probe/stats.hpp"
+#include "collectors/probe/ud_address_handles.hpp"
+#include "collectors/probe/ud_admissions.hpp"
 #include "collectors/probe/verbs_memory.hpp"
 #include "common/result.hpp"
 
@@ -27,8 +29,6 @@
 // peer. However many targets and peers a port has, it costs one queue pair,
 // one completion queue and one buffer.
 namespace rdma_exporter::probe {
-
-using Gid = std::array<uint8_t, 16>;
 
 // The sender's GID from the 40 bytes a UD receive starts with: a GRH
 // (InfiniBand, RoCE v1, RoCE v2 over IPv6: its source GID) or, for RoCE v2
@@ -39,6 +39,20 @@ std::optional<Gid> grh_source_gid(std::span<const uint8_t, 40> grh);
 // The flow label of a UD class's path number: RoCE v2 devices derive the
 // UDP source port from it, so each path may take another ECMP route.
 uint32_t path_flow_label(uint8_t path);
+
+// The shortest interval a UD admission is answered at, whatever its set-up
+// says.
+inline constexpr std::chrono::milliseconds kFastestUdInterval{1};
+
+// Paths a UD class has at most (probe.classes[].flows): a request naming
+// another path is malformed.
+inline constexpr uint8_t kMaxUdPaths = 16;
+
+// A port's Q_Key from `random_bytes` (RAND_bytes: 1 when it filled the
+// buffer): random with the high bit clear (not a controlled Q_Key) and
+// never 0; an error when there are no random bytes, since a guessable
+// Q_Key lets anyone who can send to the port reach its queue pair.
+Result<uint32_t> choose_qkey(int (*random_bytes)(unsigned char*, int));
 
 struct UdPortSettings {
   uint32_t max_size = 4096;  // largest datagram; at most the port's MTU
@@ -83,13 +97,18 @@ class UdPort {
   // False once the queue pair failed; the port is made again at the next scan.
   bool working() const { return !broken_; }
 
-  // Responder: datagrams from `prober` are answered while it is admitted
-  // (admissions are counted: one per open session).
-  // Replies go out on service level `sl` (InfiniBand; RoCE uses the
-  // request's traffic class).
-  void admit(const wire::UdPeer& prober, uint8_t sl);
-  void revoke(const wire::UdPeer& prober);
-  std::size_t admitted() const { return admitted_.size(); }
+  // Responder: datagrams from `prober` are answered while it is admitted,
+  // one admission per open session, each with its own parameters (see
+  // UdAdmissions): requests carrying the class's traffic class `tclass`, at
+  // most about the rate of a class sending every `interval`, are answered
+  // with the prober's Q_Key on service level `sl` (InfiniBand; RoCE uses the
+  // request's traffic class). Returns the admission's id for revoke(), or
+  // nothing when the prober's queue pair holds UdAdmissions::kMaxPerPeer.
+  std::optional<uint64_t> admit(const wire::UdPeer& prober, uint8_t sl, uint8_t tclass,
+                                std::chrono::milliseconds interval);
+  void revoke(uint64_t admission);
+  // Prober queue pairs admitted.
+  std::size_t admitted() const { return admissions_.peers(); }
 
   // Prober: a number for a new session, which requests carry and replies
   // are routed by.
@@ -104,25 +123,31 @@ class UdPort {
   // Stops waiting for completions; sessions are told nothing more.
   void close();
 
+  // Address handles at most per destination (GID and LID: a prober's
+  // traffic classes, service levels and paths), and in all.
+  static constexpr std::size_t kMaxAddressHandlesPerDestination = 64;
+  static constexpr std::size_t kMaxAddressHandles = 4096;
+  // Completions handled per wake-up before the event loop runs other work.
+  static constexpr std::size_t kMaxCompletionsPerWake = 256;
+
  private:
-  struct Admitted {
-    uint32_t qkey = 0;
-    uint8_t sl = 0;
-    int count = 0;
-  };
   struct SendSlot {
     bool busy = false;
     bool request = false;
     uint32_t session = 0;
     uint64_t seq = 0;
+    ibv_ah* ah = nullptr;
   };
-  using AhKey = std::tuple<Gid, uint16_t, uint8_t, uint8_t, uint32_t>;  // gid lid tclass sl flow
 
   UdPort(boost::asio::io_context& io, LocalPort port, UdPortSettings settings,
          std::shared_ptr<UdPortStats> stats);
   Status init();
   void wait();
-  void drain();
+  // Lets the event loop run other work, then goes on with wait().
+  void later();
+  // Handles at most `budget` completions; true when it stopped at the
+  // budget (more may be waiting).
+  bool drain(std::size_t budget);
   void on_receive(uint32_t slot, uint32_t byte_len, uint32_t src_qp, uint16_t slid, bool grh,
                   std::optional<uint64_t> ticks, Clock::time_point polled);
   void on_sent(uint32_t slot, bool ok, std::optional<uint64_t> ticks);
@@ -134,6 +159,7 @@ class UdPort {
   Status post(uint32_t slot, uint32_t size, ibv_ah* ah, uint32_t qpn, uint32_t qkey);
   Status post_recv(uint32_t slot);
   void fail(const std::string& what);
+  void count_address_handles();
 
   boost::asio::io_context& io_;
   const LocalPort port_;
@@ -147,9 +173,9 @@ class UdPort {
   ibv_qp* qp_ = nullptr;
   uint32_t qkey_ = 0;
   std::optional<boost::asio::posix::stream_descriptor> events_;
-  std::map<AhKey, ibv_ah*> ahs_;
-  std::vector<ibv_ah*> retired_;                           // destroyed once no send is in flight
-  std::map<std::pair<Gid, uint32_t>, Admitted> admitted_;  // by GID and QPN
+  AddressHandles ahs_{kMaxAddressHandlesPerDestination, kMaxAddressHandles,
+                      [](ibv_ah* h) { ibv_destroy_ah(h); }};
+  UdAdmissions admissions_;
   std::map<uint32_t, Session> sessions_;
   std::vector<SendSlot> send_slots_;
   uint32_t in_flight_ = 0;

@@ -49,10 +49,11 @@ void UdProber::on_hello() {
   static_cast<QpParams&>(setup) = class_;
   setup.op = Op::ud;
   setup.peer = port_->address();
+  setup.interval_ms = static_cast<uint32_t>(
+      std::clamp<int64_t>(class_.interval.count(), 1, wire::kMaxUdIntervalMs));
   setup.device = remote_port_.device;
   setup.port = remote_port_.port;
-  if (!settings_.secret.empty()) setup.mac = setup_mac(settings_.secret, hello_.nonce, setup);
-  send_setup(setup);
+  send_setup(std::move(setup));
 }
 
 void UdProber::on_accept(const wire::Message& answer) {

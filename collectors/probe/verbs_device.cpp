@@ -53,6 +53,24 @@ Device::~Device() {
   if (ctx_) ibv_close_device(ctx_);
 }
 
+Domain::~Domain() {
+  if (parent_) ibv_dealloc_pd(parent_);
+  if (pd_) ibv_dealloc_pd(pd_);
+}
+
+Result<std::unique_ptr<Domain>> Domain::create(const Device& device) {
+  std::unique_ptr<Domain> d(new Domain());
+  d->pd_ = ibv_alloc_pd(device.context());
+  if (d->pd_ == nullptr) return verbs_error(errno, device.name() + ": allocating a session's PD");
+  if (device.td() != nullptr) {
+    ibv_parent_domain_init_attr attr{};
+    attr.pd = d->pd_;
+    attr.td = device.td();
+    d->parent_ = ibv_alloc_parent_domain(device.context(), &attr);
+  }
+  return d;
+}
+
 Result<std::vector<DeviceId>> Device::list() {
   int n = 0;
   ibv_device** list = ibv_get_device_list(&n);

@@ -73,6 +73,8 @@ class Device {
   // Where queue pairs and completion queues are made.
   ibv_pd* resource_pd() const { return parent_ ? parent_ : pd_; }
   bool thread_domain() const { return parent_ != nullptr; }
+  // The thread domain parent domains are made over (null without one).
+  ibv_td* td() const { return td_; }
   // Completion timestamps in device clock ticks, and the clock's rate.
   bool completion_timestamps() const { return core_clock_khz_ != 0; }
   uint64_t core_clock_khz() const { return core_clock_khz_; }
@@ -92,6 +94,31 @@ class Device {
   ibv_td* td_ = nullptr;
   ibv_pd* parent_ = nullptr;
   uint64_t core_clock_khz_ = 0;
+};
+
+// A protection domain of one session's own, for memory whose rkey is handed
+// to that session's peer: an rkey reaches only memory of its protection
+// domain, so a peer that learns or guesses another session's rkey gets a
+// remote access error. Where the device has a thread domain, queue pairs and
+// CQs are made in a parent domain over this protection domain and the
+// device's thread domain; when that parent domain cannot be made, in the
+// plain protection domain.
+class Domain {
+ public:
+  ~Domain();
+  Domain(const Domain&) = delete;
+  Domain& operator=(const Domain&) = delete;
+
+  static Result<std::unique_ptr<Domain>> create(const Device& device);
+  ibv_pd* pd() const { return pd_; }
+  // Where queue pairs and completion queues are made.
+  ibv_pd* resource_pd() const { return parent_ ? parent_ : pd_; }
+  bool thread_domain() const { return parent_ != nullptr; }
+
+ private:
+  Domain() = default;
+  ibv_pd* pd_ = nullptr;
+  ibv_pd* parent_ = nullptr;
 };
 
 // Bytes -> enum ibv_mtu.

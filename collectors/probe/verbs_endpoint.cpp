@@ -34,8 +34,17 @@ Result<std::unique_ptr<Endpoint>> Endpoint::create(std::shared_ptr<Device> devic
   ep->config_ = config;
   const Device& dev = *ep->device_;
   ibv_context* ctx = dev.context();
+  ep->access_ = access_for(config.op, config.role);
+  if (ep->access_.own_domain) {
+    auto domain = Domain::create(dev);
+    if (!domain) return domain.error();
+    ep->domain_ = std::move(domain.value());
+  }
+  ibv_pd* const pd = ep->domain_ ? ep->domain_->pd() : dev.pd();
+  ibv_pd* const resource_pd = ep->domain_ ? ep->domain_->resource_pd() : dev.resource_pd();
+  const bool thread_domain = ep->domain_ ? ep->domain_->thread_domain() : dev.thread_domain();
 
-  auto memory = Memory::create(dev, config.size, config.memory);
+  auto memory = Memory::create(dev, config.size, config.memory, ep->access_.memory, pd);
   if (!memory) return memory.error();
   ep->memory_ = std::move(memory.value());
 
@@ -47,14 +56,14 @@ Result<std::unique_ptr<Endpoint>> Endpoint::create(std::shared_ptr<Device> devic
   }
 
   const int cqe = static_cast<int>(config.recv_depth) + 16;
-  if (dev.completion_timestamps() || dev.thread_domain()) {
+  if (dev.completion_timestamps() || thread_domain) {
     ibv_cq_init_attr_ex attr{};
     attr.cqe = static_cast<uint32_t>(cqe);
     attr.channel = ep->channel_;
     if (dev.completion_timestamps()) attr.wc_flags = IBV_WC_EX_WITH_COMPLETION_TIMESTAMP;
-    if (dev.thread_domain()) {
+    if (thread_domain) {
       attr.comp_mask = IBV_CQ_INIT_ATTR_MASK_PD;
-      attr.parent_domain = dev.resource_pd();
+      attr.parent_domain = resource_pd;
     }
     if (ibv_cq_ex* cq = ibv_create_cq_ex(ctx, &attr); cq != nullptr) {
       ep->cq_ = ibv_cq_ex_to_cq(cq);
@@ -76,10 +85,10 @@ Result<std::unique_ptr<Endpoint>> Endpoint::create(std::shared_ptr<Device> devic
   init.cap.max_send_sge = 1;
   init.cap.max_recv_sge = 1;
   init.cap.max_inline_data = config.op == Op::read ? 0 : std::min(config.size, kMaxInline);
-  ep->qp_ = ibv_create_qp(dev.resource_pd(), &init);
+  ep->qp_ = ibv_create_qp(resource_pd, &init);
   if (ep->qp_ == nullptr && init.cap.max_inline_data > 0) {
     init.cap.max_inline_data = 0;
-    ep->qp_ = ibv_create_qp(dev.resource_pd(), &init);
+    ep->qp_ = ibv_create_qp(resource_pd, &init);
   }
   if (ep->qp_ == nullptr) return verbs_error(errno, dev.name() + ": creating an RC QP");
   ep->max_inline_ = init.cap.max_inline_data;
@@ -93,8 +102,10 @@ wire::Peer Endpoint::local() const {
   p.psn = psn_;
   p.lid = config_.port.lid;
   p.gid = config_.port.gid;
-  p.rkey = memory_->rkey();
-  p.addr = memory_->address();
+  if (remotely_accessible(access_.memory)) {
+    p.rkey = memory_->rkey();
+    p.addr = memory_->address();
+  }
   return p;
 }
 
@@ -104,7 +115,7 @@ Status Endpoint::connect(const wire::Peer& remote) {
   a.qp_state = IBV_QPS_INIT;
   a.pkey_index = 0;
   a.port_num = config_.port.port;
-  a.qp_access_flags = kProbeAccess;
+  a.qp_access_flags = static_cast<unsigned>(access_.queue_pair);
   if (int rc = ibv_modify_qp(qp_, &a,
                              IBV_QP_STATE | IBV_QP_PKEY_INDEX | IBV_QP_PORT | IBV_QP_ACCESS_FLAGS);
       rc != 0) {

@@ -10,6 +10,7 @@
 
 #include "collectors/probe/protocol.hpp"
 #include "collectors/probe/qp_params.hpp"
+#include "collectors/probe/verbs_access.hpp"
 #include "collectors/probe/verbs_device.hpp"
 #include "collectors/probe/verbs_memory.hpp"
 #include "common/result.hpp"
@@ -19,11 +20,13 @@
 // blocks: the event loop waits on the completion channel's file descriptor.
 namespace rdma_exporter::probe {
 
-// A queue pair's parameters, the port it uses and its memory.
+// A queue pair's parameters, the port it uses, its memory and which end of
+// the probe it is (what a peer may do with it: access_for()).
 struct EndpointConfig : QpParams {
   PortInfo port;
   uint32_t recv_depth = 1;
   std::string memory = "host";
+  Role role = Role::prober;
 };
 
 struct Completion {
@@ -47,6 +50,8 @@ class Endpoint {
   static Result<std::unique_ptr<Endpoint>> create(std::shared_ptr<Device> device,
                                                   const EndpointConfig& config);
 
+  // This end as its peer addresses it; rkey and address are 0 unless the
+  // buffer is remotely accessible.
   wire::Peer local() const;
   const EndpointConfig& config() const { return config_; }
   const Device& device() const { return *device_; }
@@ -77,6 +82,8 @@ class Endpoint {
 
   std::shared_ptr<Device> device_;
   EndpointConfig config_;
+  Access access_;
+  std::unique_ptr<Domain> domain_;  // when the buffer's rkey is handed out; outlives the rest
   std::unique_ptr<Memory> memory_;
   ibv_comp_channel* channel_ = nullptr;
   ibv_cq* cq_ = nullptr;

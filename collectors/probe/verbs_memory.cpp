@@ -35,8 +35,10 @@ Memory::~Memory() {
 }
 
 Result<std::unique_ptr<Memory>> Memory::create(const Device& device, std::size_t size,
-                                               const std::string& kind) {
+                                               const std::string& kind, int access, ibv_pd* pd) {
+  if (pd == nullptr) pd = device.pd();
   std::unique_ptr<Memory> m(new Memory());
+  m->access_ = access;
   m->size_ = round_to_page(std::max<std::size_t>(size, 64));
   if (kind == "udmabuf") {
     m->memfd_ = ::memfd_create("rdma_exporter_probe", MFD_ALLOW_SEALING | MFD_CLOEXEC);
@@ -59,7 +61,7 @@ Result<std::unique_ptr<Memory>> Memory::create(const Device& device, std::size_t
     if (p == MAP_FAILED) return Error::system(errno, "probe memory: mapping the memfd");
     m->data_ = static_cast<uint8_t*>(p);
     m->mapped_ = true;
-    m->mr_ = ibv_reg_dmabuf_mr(device.pd(), 0, m->size_, m->address(), m->dmabuf_fd_, kProbeAccess);
+    m->mr_ = ibv_reg_dmabuf_mr(pd, 0, m->size_, m->address(), m->dmabuf_fd_, access);
     if (m->mr_ == nullptr) {
       return verbs_error(errno, device.name() + ": registering dma-buf memory (ibv_reg_dmabuf_mr)");
     }
@@ -68,7 +70,7 @@ Result<std::unique_ptr<Memory>> Memory::create(const Device& device, std::size_t
   m->data_ = static_cast<uint8_t*>(std::aligned_alloc(kPage, m->size_));  // NOLINT
   if (m->data_ == nullptr) return Error{ENOMEM, "probe memory: allocating " + std::to_string(size)};
   std::memset(m->data_, 0, m->size_);
-  m->mr_ = ibv_reg_mr(device.pd(), m->data_, m->size_, kProbeAccess);
+  m->mr_ = ibv_reg_mr(pd, m->data_, m->size_, access);
   if (m->mr_ == nullptr) return verbs_error(errno, device.name() + ": registering probe memory");
   return m;
 }

@@ -210,7 +210,7 @@ void probe_corpus() {
   using namespace probe::wire;
   Hello hello;
   hello.nonce = {1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16};
-  hello.auth_required = true;
+  hello.keys = {{0x5e, 0x25, 0x4a, 0x64, 0x4c, 0xac, 0x7e, 0xcf}};
   PortAd a;
   a.device = "mlx5_0";
   a.port = 1;
@@ -233,6 +233,8 @@ void probe_corpus() {
   setup.peer = {0x1234, 0x777, 0, a.gid, 0xabcd, 0x7f0000001000ULL};
   setup.device = "mlx5_0";
   setup.rail = "rail0";
+  setup.nonce.fill(0xa5);
+  setup.dialled = {{0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0xff, 0xff, 10, 0, 0, 9}, 10911};
   setup.mac.fill(0x5a);
   write("probe_protocol", "setup", encode(setup));
   Setup by_rail = setup;
@@ -240,6 +242,7 @@ void probe_corpus() {
   write("probe_protocol", "setup_by_rail", encode(by_rail));
   Accept accept;
   accept.peer = {0x4321, 0x999, 0, a.gid, 0x1, 0x2};
+  accept.mac.fill(0x3c);
   write("probe_protocol", "accept", encode(accept));
   Reject reject;
   reject.code = RejectCode::capacity;
@@ -251,6 +254,8 @@ void probe_corpus() {
   ud.tclass = 106;
   ud.peer = {0x11, 0x1234567, 0, a.gid};
   ud.device = "mlx5_0";
+  ud.nonce.fill(0xc3);
+  ud.dialled = setup.dialled;
   ud.mac.fill(0x5a);
   write("probe_protocol", "ud_setup", encode(ud));
   UdSetup ud_by_rail = ud;
@@ -259,7 +264,36 @@ void probe_corpus() {
   write("probe_protocol", "ud_setup_by_rail", encode(ud_by_rail));
   UdAccept ud_accept;
   ud_accept.peer = {0x12, 0x7654321, 0, b.gid};
+  ud_accept.mac.fill(0x4b);
   write("probe_protocol", "ud_accept", encode(ud_accept));
+
+  // Sessions: the end under test (0 a responder, 4 one with a secret, 1 a
+  // keep-alive loop, 2 a prober), then what its peer says in order.
+  const auto session = [](uint8_t end, const std::vector<Message>& said,
+                          const std::vector<uint8_t>& tail = {}) {
+    std::vector<uint8_t> out = {end};
+    for (const auto& m : said) {
+      const auto bytes = encode(m);
+      out.insert(out.end(), bytes.begin(), bytes.end());
+    }
+    out.insert(out.end(), tail.begin(), tail.end());
+    return out;
+  };
+  write("probe_session", "responder_setup", session(0, {setup}));
+  write("probe_session", "responder_ud_setup_with_secret", session(4, {ud}));
+  write("probe_session", "responder_keepalive_first", session(0, {Keepalive{}, setup}));
+  write("probe_session", "keepalives_then_reject",
+        session(1, {Keepalive{}, Keepalive{}, Keepalive{}, reject}));
+  write("probe_session", "keepalives_then_cut", session(1, {Keepalive{}, Keepalive{}}, {'R', 'X'}));
+  Hello lists_port;
+  lists_port.nonce = hello.nonce;
+  lists_port.ports = {a};
+  UdAccept unsigned_accept = ud_accept;
+  unsigned_accept.mac = {};
+  write("probe_session", "prober_accepted",
+        session(2, {lists_port, unsigned_accept, Keepalive{}, Keepalive{}, reject}));
+  write("probe_session", "prober_rejected", session(2, {lists_port, reject}));
+  write("probe_session", "prober_secret_required", session(2, {hello, ud_accept}));
 
   // A UD receive: 40 bytes of GRH area, then the datagram padded to 64.
   const auto receive = [](const std::vector<uint8_t>& grh, const Datagram& d) {

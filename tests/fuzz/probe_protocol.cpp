@@ -28,9 +28,8 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, std::size_t size) {
   auto again = wire::decode(encoded);
   if (!again) std::abort();              // an accepted message encodes to one that is refused
   if (*again != *message) std::abort();  // or to a different message
-  if (const auto* setup = std::get_if<wire::Setup>(&*message)) {
-    (void)wire::setup_mac_input(*setup);
-  }
+  if (const auto* setup = std::get_if<wire::Setup>(&*message)) (void)wire::mac_input(*setup);
+  if (const auto* setup = std::get_if<wire::UdSetup>(&*message)) (void)wire::mac_input(*setup);
   if (const auto* reject = std::get_if<wire::Reject>(&*message)) {
     (void)wire::reject_code_name(reject->code);
   }

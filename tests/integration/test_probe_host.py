@@ -97,6 +97,8 @@ probe:
             self.assertIsNone(value(text, "rdma_probe_device_info"))
             self.assertIsNone(value(text, "rdma_probe_port_state"))
             self.assertEqual(value(text, "rdma_exporter_collector_success", collector="probe"), 0)
+            # The log line may land after the scrape's answer.
+            wait_for(lambda: re.search(NO_PORT_PROBLEM, e.log()))
             self.assertRegex(e.log(), NO_PORT_PROBLEM)
             # A changed file is picked up.
             self.write_peers("- targets: [a:1, b:1, c:1]\n  labels: {zone: z}\n")
@@ -145,11 +147,12 @@ probe:
         self.write_peers("[]")
         with Exporter(config=self.config()) as e:
             answer = raw_request(self.probe_port, b"GET / HTTP/1.1\r\nHost: x\r\n\r\n")
-            # A version 2 hello with 18 bytes of payload (no ports), then a
-            # reject.
-            self.assertTrue(answer.startswith(b"RXP\x02\x01\x00\x00\x12"), answer[:16])
+            # A version 3 hello with 18 bytes of payload (no key ids, no
+            # ports), then a reject.
+            self.assertTrue(answer.startswith(b"RXP\x03\x01\x00\x00\x12"), answer[:16])
+            self.assertEqual(answer[8 + 16], 0, answer[:32])
             self.assertEqual(answer[8 + 17], 0, answer[:32])
-            self.assertEqual(answer[26:31], b"RXP\x02\x04", answer)
+            self.assertEqual(answer[26:31], b"RXP\x03\x04", answer)
             self.assertIn(b"bad magic", answer)
             text = wait_for(lambda: (lambda t: t if value(
                 t, "rdma_probe_responder_rejected_total", reason="protocol") else None)(
@@ -158,43 +161,65 @@ probe:
                                    reason="protocol"), 1)
             self.assertEqual(e.stop(), 0)
 
-    def test_probe_peers_prove_the_shared_secret(self):
-        secret = b"a-shared-probe-secret-0123456789"
-        path = os.path.join(self.dir, "probe.secret")
+    def setup_with(self, key, device=b"mlx5_0", port=1, rail=b"", sent_port=None,
+                   dialled_port=None, keys=1):
+        """Connects to the probe port, reads the version 3 hello (expecting
+        `keys` key ids and no ports) and sends a setup signed with `key`;
+        returns the reject's code and reason and the hello's key ids."""
+        with socket.create_connection(("127.0.0.1", self.probe_port), timeout=10) as s:
+            size = 16 + 1 + 8 * keys + 1
+            hello = b""
+            while len(hello) < 8 + size:
+                chunk = s.recv(8 + size - len(hello))
+                self.assertTrue(chunk, "no hello")
+                hello += chunk
+            self.assertEqual(hello[:8], b"RXP\x03\x01\x00\x00" + bytes([size]))
+            nonce, count = hello[8:24], hello[24]
+            ids = [hello[25 + 8 * i:33 + 8 * i] for i in range(count)]
+            self.assertEqual(count, keys)
+            self.assertEqual(hello[25 + 8 * count], 0)  # no ports
+            # write, 64 B, tclass 0, sl 0, MTU 1024, QPN 17, PSN 0, LID 0,
+            # GID 0, rkey 0, address 0; the responder's device and port (or
+            # its rail), each name a length byte and its bytes; the prober's
+            # nonce; the address it dialled (IPv4-mapped) and port; the MAC
+            # over "setup", the hello's nonce, the type (2) and all of that.
+            fields = (struct.pack(">BIBBH", 2, 64, 0, 0, 1024) +
+                      struct.pack(">IIH", 17, 0, 0) + bytes(16) + struct.pack(">IQ", 0, 0) +
+                      bytes([len(device)]) + device + bytes([port]) +
+                      bytes([len(rail)]) + rail + os.urandom(16) +
+                      bytes(10) + b"\xff\xff" + bytes([127, 0, 0, 1]) +
+                      struct.pack(">H", dialled_port or self.probe_port))
+            mac = (hmac.new(key, b"setup" + nonce + b"\x02" + fields, hashlib.sha256).digest()
+                   if key else bytes(32))
+            if sent_port is not None:  # another port than the MAC is for
+                at = 47 + 1 + len(device)
+                fields = fields[:at] + bytes([sent_port]) + fields[at + 1:]
+            payload = fields + mac
+            s.sendall(b"RXP\x03\x02\x00" + struct.pack(">H", len(payload)) + payload)
+            answer = s.recv(512)
+        self.assertEqual(answer[:5], b"RXP\x03\x04", answer)
+        return answer[8], answer[9:], ids  # the reject code and reason
+
+    @staticmethod
+    def key_id(secret):
+        return hmac.new(secret, b"rdma_exporter probe key id", hashlib.sha256).digest()[:8]
+
+    def write_secret(self, name, secret, mode=0o600):
+        path = os.path.join(self.dir, name)
         with open(path, "wb") as f:
             f.write(secret + b"\n")
-        os.chmod(path, 0o600)
+        os.chmod(path, mode)
+        return path
+
+    def test_probe_peers_prove_the_shared_secret(self):
+        secret = b"a-shared-probe-secret-0123456789"
+        path = self.write_secret("probe.secret", secret)
         self.write_peers("[]")
 
-        def setup_with(key, device=b"mlx5_0", port=1, rail=b"", sent_port=None):
-            with socket.create_connection(("127.0.0.1", self.probe_port), timeout=10) as s:
-                # A version 2 hello: nonce, flags, and a count of no ports.
-                hello = b""
-                while len(hello) < 8 + 18:
-                    chunk = s.recv(8 + 18 - len(hello))
-                    self.assertTrue(chunk, "no hello")
-                    hello += chunk
-                self.assertEqual(hello[:8], b"RXP\x02\x01\x00\x00\x12")
-                nonce, auth_required, ports = hello[8:24], hello[24], hello[25]
-                self.assertEqual(auth_required, 1)
-                self.assertEqual(ports, 0)
-                # write, 64 B, tclass 0, sl 0, MTU 1024, QPN 17, PSN 0, LID 0,
-                # GID 0, rkey 0, address 0; the responder's device and port
-                # (or its rail), each name a length byte and its bytes; the
-                # MAC over the nonce and all of that, last.
-                fields = (struct.pack(">BIBBH", 2, 64, 0, 0, 1024) +
-                          struct.pack(">IIH", 17, 0, 0) + bytes(16) + struct.pack(">IQ", 0, 0) +
-                          bytes([len(device)]) + device + bytes([port]) +
-                          bytes([len(rail)]) + rail)
-                mac = hmac.new(key, nonce + fields, hashlib.sha256).digest() if key else bytes(32)
-                if sent_port is not None:  # another port than the MAC is for
-                    at = 47 + 1 + len(device)
-                    fields = fields[:at] + bytes([sent_port]) + fields[at + 1:]
-                payload = fields + mac
-                s.sendall(b"RXP\x02\x02\x00" + struct.pack(">H", len(payload)) + payload)
-                answer = s.recv(512)
-            self.assertEqual(answer[:5], b"RXP\x02\x04", answer)
-            return answer[8], answer[9:]  # the reject code and reason
+        def setup_with(key, **kw):
+            code, reason, ids = self.setup_with(key, **kw)
+            self.assertEqual(ids, [self.key_id(secret)])
+            return code, reason
 
         with Exporter(config=self.config(f"  secret_file: {path}\n")) as e:
             self.assertEqual(setup_with(b"the-wrong-secret-of-some-length"),
@@ -202,6 +227,10 @@ probe:
             self.assertEqual(setup_with(None), (2, b"authentication failed"))
             # The MAC covers the port asked for: sent for another, it fails.
             self.assertEqual(setup_with(secret, sent_port=2), (2, b"authentication failed"))
+            # A set-up made for another address (relayed to this responder
+            # from the address the prober dialled) is refused.
+            self.assertEqual(setup_with(secret, dialled_port=self.probe_port + 1),
+                             (2, b"the set-up was made for another address"))
             # The right secret passes authentication; without a device the
             # set-up is then refused for want of resources (code 6), whether
             # it names a device or a rail.
@@ -216,9 +245,65 @@ probe:
                     metrics(e)))
             self.assertEqual(value(text, "rdma_probe_responder_rejected_total", reason="auth"), 3)
             self.assertEqual(value(text, "rdma_probe_responder_rejected_total",
+                                   reason="relayed"), 1)
+            self.assertEqual(value(text, "rdma_probe_responder_rejected_total",
                                    reason="protocol"), 1)
             self.assertNotIn(secret.decode(), e.log())
             self.assertNotIn(secret.decode(), text)
+            self.assertEqual(e.stop(), 0)
+
+    def test_a_reload_rotates_the_secret_with_a_grace_period(self):
+        """A reload that finds a new secret in the file (no other option
+        changed) accepts both until the grace period ends, then only the new
+        one; a secret file others can read rejects the reload and the
+        secrets stay."""
+        old, new = b"the-old-probe-secret-0123456789", b"the-new-probe-secret-9876543210"
+        path = self.write_secret("probe.secret", old)
+        self.write_peers("[]")
+        config = self.config(f"  secret_file: {path}\n  secret_grace: 1s\n")
+        with Exporter(config=config) as e:
+            self.assertEqual(self.setup_with(old)[:2], (6, b"no RDMA device"))
+            self.write_secret("probe.secret", new)
+            e.proc.send_signal(signal.SIGHUP)
+            wait_for(lambda: "secret rotated" in e.log())
+            code, reason, ids = self.setup_with(old, keys=2)
+            self.assertEqual(ids, [self.key_id(new), self.key_id(old)])
+            self.assertEqual((code, reason), (6, b"no RDMA device"))
+            self.assertEqual(self.setup_with(new, keys=2)[:2], (6, b"no RDMA device"))
+            # After the grace period: the new secret only.
+            wait_for(lambda: self.hello_keys() == 1 or None)
+            self.assertEqual(self.setup_with(new)[:2], (6, b"no RDMA device"))
+            self.assertEqual(self.setup_with(old)[:2], (2, b"authentication failed"))
+            # A world-readable secret file is refused; the new secret stays.
+            self.write_secret("probe.secret", b"a-third-probe-secret-000000000", 0o644)
+            e.proc.send_signal(signal.SIGHUP)
+            wait_for(lambda: "reload rejected" in e.log())
+            self.assertIn("mode 0644 lets other users read or change the secret", e.log())
+            self.assertEqual(self.setup_with(new)[:2], (6, b"no RDMA device"))
+            self.assertEqual(e.stop(), 0)
+
+    def hello_keys(self):
+        """How many key ids the responder's hello lists now."""
+        with socket.create_connection(("127.0.0.1", self.probe_port), timeout=10) as s:
+            data = b""
+            while len(data) < 8 + 17:
+                chunk = s.recv(8 + 17 - len(data))
+                self.assertTrue(chunk, "no hello")
+                data += chunk
+            return data[8 + 16]
+
+    def test_a_secret_file_others_can_read_is_refused_at_start(self):
+        path = self.write_secret("open.secret", b"a-shared-probe-secret-0123456789", 0o604)
+        code, err = self.start_failure(self.config(f"  secret_file: {path}\n"))
+        self.assertEqual(code, 1, err)
+        self.assertIn(f"probe.secret_file {path}: mode 0604 lets other users read or change "
+                      "the secret", err)
+        # Readable by the group (a Kubernetes Secret with fsGroup) is fine.
+        path = self.write_secret("group.secret", b"a-shared-probe-secret-0123456789", 0o640)
+        self.write_peers("[]")
+        with Exporter(config=self.config(f"  secret_file: {path}\n")) as e:
+            self.assertEqual(self.setup_with(b"a-shared-probe-secret-0123456789")[:2],
+                             (6, b"no RDMA device"))
             self.assertEqual(e.stop(), 0)
 
     def test_targets_are_asked_for_their_ports(self):
@@ -268,6 +353,8 @@ probe:
             # Targets that do not answer are not a problem of the probe; the
             # missing RDMA port is.
             self.assertEqual(value(text, "rdma_exporter_collector_success", collector="probe"), 0)
+            # The log line may land after the scrape's answer.
+            wait_for(lambda: re.search(NO_PORT_PROBLEM, e.log()))
             self.assertRegex(e.log(), NO_PORT_PROBLEM)
             # Asked again after the interval: the other exporter's responder
             # sees connections that read the hello and leave, and rejects none.
@@ -296,6 +383,7 @@ probe:
         short = os.path.join(self.dir, "secret")
         with open(short, "w") as f:
             f.write("short\n")
+        os.chmod(short, 0o600)
         code, err = self.start_failure(self.config(f"  secret_file: {short}\n"))
         self.assertEqual(code, 1, err)
         self.assertIn("at least 16 bytes", err)

@@ -1,4 +1,5 @@
 #include <gtest/gtest.h>
+#include <sys/stat.h>
 
 #include <algorithm>
 
@@ -26,13 +27,25 @@ wire::Setup sample_setup() {
   s.peer.addr = 0x00007f0011223344ull;
   s.device = "mlx5_1";
   s.port = 2;
+  for (std::size_t i = 0; i < 16; ++i) s.nonce[i] = static_cast<uint8_t>(0xa0 + i);
+  s.dialled.address = {0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0xff, 0xff, 10, 0, 0, 9};  // ::ffff:10.0.0.9
+  s.dialled.port = 10911;
   s.mac.fill(0x5a);
   return s;
 }
 
+wire::UdSetup sample_ud_setup();
+
+// A MAC computed by the code under test, checked against the message's.
+template <typename S>
+bool mac_valid(const std::string& secret, const Nonce& nonce, const S& s) {
+  return mac_equal(setup_mac(secret, nonce, s), s.mac);
+}
+
 // Offsets in a setup's payload: op 0, size 1-4, tclass 5, sl 6, mtu 7-8,
 // the peer 9-46 (qpn 9, psn 13, lid 17, gid 19, rkey 35, addr 39), then the
-// device's length byte at 47.
+// device's length byte at 47; after the rail, the prober's nonce (16), the
+// address dialled (16 + 2) and the MAC (32).
 constexpr std::size_t kSetupDevice = 47;
 
 // A RoCE port with an IPv4-mapped GID (::ffff:192.168.100.7) and an
@@ -61,7 +74,7 @@ std::vector<uint8_t> frame(wire::Type type, const std::vector<uint8_t>& payload)
   std::vector<uint8_t> out;
   out.reserve(wire::kHeaderSize + payload.size());
   for (uint8_t b :
-       {uint8_t{'R'}, uint8_t{'X'}, uint8_t{'P'}, uint8_t{2}, static_cast<uint8_t>(type),
+       {uint8_t{'R'}, uint8_t{'X'}, uint8_t{'P'}, wire::kVersion, static_cast<uint8_t>(type),
         uint8_t{0}, static_cast<uint8_t>(payload.size() >> 8),
         static_cast<uint8_t>(payload.size() & 0xff)}) {
     out.push_back(b);
@@ -100,7 +113,7 @@ TEST(ProbeQpParams, OneSetOfDefaultsForClassSetupAndEndpoint) {
 
 TEST(ProbeProtocol, EveryMessageRoundTrips) {
   wire::Hello hello = sample_hello();
-  hello.auth_required = true;
+  hello.keys = {{1, 2, 3, 4, 5, 6, 7, 8}, {9, 10, 11, 12, 13, 14, 15, 16}};
   wire::Setup by_rail = sample_setup();
   by_rail.device = "";
   by_rail.rail = "10.1.0.0/16";
@@ -108,6 +121,7 @@ TEST(ProbeProtocol, EveryMessageRoundTrips) {
   both.rail = "rail 7";
   wire::Accept accept;
   accept.peer = sample_setup().peer;
+  accept.mac.fill(0x3c);
   const std::vector<wire::Message> messages = {wire::Hello{},
                                                hello,
                                                sample_setup(),
@@ -125,13 +139,13 @@ TEST(ProbeProtocol, EveryMessageRoundTrips) {
 }
 
 TEST(ProbeProtocol, HeaderIsMagicVersionTypeAndBigEndianLength) {
-  EXPECT_EQ(wire::kVersion, 2);
+  EXPECT_EQ(wire::kVersion, 3);
   const auto bytes = wire::encode(wire::Reject{wire::RejectCode::auth, "no"});
   ASSERT_EQ(bytes.size(), wire::kHeaderSize + 3);
   EXPECT_EQ(bytes[0], 'R');
   EXPECT_EQ(bytes[1], 'X');
   EXPECT_EQ(bytes[2], 'P');
-  EXPECT_EQ(bytes[3], 2);
+  EXPECT_EQ(bytes[3], 3);
   EXPECT_EQ(bytes[4], static_cast<uint8_t>(wire::Type::reject));
   EXPECT_EQ(bytes[5], 0);
   EXPECT_EQ(bytes[6], 0);
@@ -150,15 +164,15 @@ TEST(ProbeProtocol, SetupFieldsAreBigEndian) {
 
 TEST(ProbeProtocol, SetupEncodesToTheseBytes) {
   const std::vector<uint8_t> want = {
-      'R',  'X',  'P',  2,    2,    0,    0x00, 88,  // header: v2, setup, 88 bytes
-      3,                                             // op: read
-      0x00, 0x00, 0x10, 0x00,                        // size 4096
-      106,                                           // tclass
-      3,                                             // sl
-      0x08, 0x00,                                    // mtu 2048
-      0x00, 0x12, 0x34, 0x56,                        // qpn
-      0x00, 0xab, 0xcd, 0xef,                        // psn
-      0x00, 0x07,                                    // lid
+      'R',  'X',  'P',  3,    2,    0,    0x00, 122,  // header: v3, setup, 122 bytes
+      3,                                              // op: read
+      0x00, 0x00, 0x10, 0x00,                         // size 4096
+      106,                                            // tclass
+      3,                                              // sl
+      0x08, 0x00,                                     // mtu 2048
+      0x00, 0x12, 0x34, 0x56,                         // qpn
+      0x00, 0xab, 0xcd, 0xef,                         // psn
+      0x00, 0x07,                                     // lid
       0,    3,    6,    9,    12,   15,   18,   21,   24,   27,   30,
       33,   36,   39,   42,   45,                      // gid
       0xde, 0xad, 0xbe, 0xef,                          // rkey
@@ -166,6 +180,11 @@ TEST(ProbeProtocol, SetupEncodesToTheseBytes) {
       6,    'm',  'l',  'x',  '5',  '_',  '1',         // device "mlx5_1"
       2,                                               // port
       0,                                               // rail: none
+      0xa0, 0xa1, 0xa2, 0xa3, 0xa4, 0xa5, 0xa6, 0xa7, 0xa8, 0xa9, 0xaa,
+      0xab, 0xac, 0xad, 0xae, 0xaf,  // the prober's nonce
+      0,    0,    0,    0,    0,    0,    0,    0,    0,    0,    0xff,
+      0xff, 10,   0,    0,    9,  // dialled ::ffff:10.0.0.9
+      0x2a, 0x9f,                 // port 10911
       0x5a, 0x5a, 0x5a, 0x5a, 0x5a, 0x5a, 0x5a, 0x5a, 0x5a, 0x5a, 0x5a,
       0x5a, 0x5a, 0x5a, 0x5a, 0x5a, 0x5a, 0x5a, 0x5a, 0x5a, 0x5a, 0x5a,
       0x5a, 0x5a, 0x5a, 0x5a, 0x5a, 0x5a, 0x5a, 0x5a, 0x5a, 0x5a,  // mac, last
@@ -179,21 +198,22 @@ TEST(ProbeProtocol, SetupForARailEncodesAnEmptyDeviceAndTheRail) {
   s.port = 1;
   s.rail = "10.1.0.0/16";
   const auto bytes = wire::encode(s);
-  // 47 bytes of fields and peer, 1 (no device), 1 (port), 12 (rail), 32.
-  ASSERT_EQ(bytes.size(), wire::kHeaderSize + 93);
-  EXPECT_EQ(bytes[7], 93);
+  // 47 bytes of fields and peer, 1 (no device), 1 (port), 12 (rail),
+  // 16 + 18 (nonce, dialled), 32.
+  ASSERT_EQ(bytes.size(), wire::kHeaderSize + 127);
+  EXPECT_EQ(bytes[7], 127);
   const std::vector<uint8_t> tail(bytes.begin() + wire::kHeaderSize + kSetupDevice,
-                                  bytes.end() - wire::kMacSize);
+                                  bytes.end() - wire::kMacSize - 34);
   EXPECT_EQ(tail, (std::vector<uint8_t>{0, 1, 11, '1', '0', '.', '1', '.', '0', '.', '0', '/', '1',
                                         '6'}));
 }
 
 TEST(ProbeProtocol, HelloEncodesToTheseBytes) {
   const std::vector<uint8_t> want = {
-      'R',  'X',  'P',  2,    1,    0,    0x00, 95,  // header: v2, hello, 95 bytes
+      'R',  'X',  'P',  3,    1,    0,    0x00, 95,  // header: v3, hello, 95 bytes
       0,    1,    2,    3,    4,    5,    6,    7,   8,    9,
       10,   11,   12,   13,   14,   15,         // nonce
-      0,                                        // no authentication
+      0,                                        // no key ids: no authentication
       2,                                        // two ports
       6,    'm',  'l',  'x',  '5',  '_',  '0',  // device
       1,                                        // port
@@ -258,7 +278,7 @@ TEST(ProbeProtocol, MalformedHellosAreRefused) {
     p.at(at) = v;
     return refusal(frame(wire::Type::hello, p));
   };
-  EXPECT_EQ(with(16, 2), "hello: unknown flags");
+  EXPECT_EQ(with(16, 3), "hello: more than 2 key ids");
   EXPECT_EQ(with(17, 2), "hello: port 1: bad device name");  // ports run out
   EXPECT_EQ(with(18, 0), "hello: port 0: bad device name");  // empty
   EXPECT_EQ(with(19, 0x1f), "hello: port 0: bad device name");
@@ -342,9 +362,10 @@ TEST(ProbeProtocol, LargestHelloIsDecodable) {
 
 TEST(ProbeProtocol, MalformedSetupsAreRefused) {
   // sample_setup's payload: device length 47, "mlx5_1" 48-53, port 54,
-  // rail length 55, the MAC 56-87.
+  // rail length 55, the nonce 56-71, the address dialled 72-89, the MAC
+  // 90-121.
   const auto good = payload_of(sample_setup());
-  ASSERT_EQ(good.size(), 88u);
+  ASSERT_EQ(good.size(), 122u);
   auto with = [&](std::size_t at, uint8_t v) {
     auto p = good;
     p.at(at) = v;
@@ -353,9 +374,8 @@ TEST(ProbeProtocol, MalformedSetupsAreRefused) {
   EXPECT_EQ(with(48, 0x09), "setup: bad device name");
   EXPECT_EQ(with(53, 0x80), "setup: bad device name");
   EXPECT_EQ(with(54, 0), "setup: port number 0");
-  // A rail length that runs into the MAC, whose bytes (0x5a, 'Z') are
-  // printable: the MAC is then short.
-  EXPECT_EQ(with(55, 3), "setup: truncated");
+  // A rail length that runs into the nonce, whose bytes are not printable.
+  EXPECT_EQ(with(55, 3), "setup: bad rail");
   // Neither a device nor a rail.
   auto neither = good;
   neither.erase(neither.begin() + 48, neither.begin() + 54);
@@ -375,7 +395,9 @@ TEST(ProbeProtocol, MalformedSetupsAreRefused) {
   EXPECT_EQ(refusal(frame(wire::Type::setup, longer)), "setup: bytes after the MAC");
   // Ending inside the MAC, before the rail, before the port, inside the peer.
   auto cut = good;
-  cut.resize(87);
+  cut.resize(121);
+  EXPECT_EQ(refusal(frame(wire::Type::setup, cut)), "setup: truncated");
+  cut.resize(72);
   EXPECT_EQ(refusal(frame(wire::Type::setup, cut)), "setup: truncated");
   cut.resize(55);
   EXPECT_NE(refusal(frame(wire::Type::setup, cut)), "");
@@ -394,10 +416,12 @@ TEST(ProbeProtocol, SetupMacCoversEverythingButTheMac) {
                                }()}) {
     auto payload = payload_of(s);
     payload.resize(payload.size() - wire::kMacSize);
-    EXPECT_EQ(wire::setup_mac_input(s), payload);
+    payload.insert(payload.begin(), static_cast<uint8_t>(wire::Type::setup));
+    EXPECT_EQ(wire::mac_input(s), payload);
   }
-  // 47 + 7 (device) + 1 (port) + 1 (no rail).
-  EXPECT_EQ(wire::setup_mac_input(sample_setup()).size(), 56u);
+  // The type, 47 + 7 (device) + 1 (port) + 1 (no rail) + 16 (nonce) + 18
+  // (dialled).
+  EXPECT_EQ(wire::mac_input(sample_setup()).size(), 91u);
 }
 
 // Sets byte `at` of an encoded setup and expects the decoder to refuse it
@@ -412,8 +436,9 @@ void expect_rejected(std::size_t at, uint8_t value, const std::string& want) {
 
 TEST(ProbeProtocol, MalformedHeadersAreRefused) {
   expect_rejected(0, 'G', "bad magic");
-  expect_rejected(3, 1, "protocol version 1 not spoken (this is 2)");
-  expect_rejected(3, 3, "protocol version 3 not spoken (this is 2)");
+  expect_rejected(3, 1, "protocol version 1 not spoken (this is 3)");
+  expect_rejected(3, 2, "protocol version 2 not spoken (this is 3)");
+  expect_rejected(3, 4, "protocol version 4 not spoken (this is 3)");
   expect_rejected(4, 0, "unknown message type 0");
   expect_rejected(4, 99, "unknown message type 99");
   expect_rejected(5, 1, "reserved");
@@ -428,10 +453,10 @@ TEST(ProbeProtocol, MalformedHeadersAreRefused) {
 // 8192 bytes: room for the largest hello (LargestHelloIsDecodable).
 TEST(ProbeProtocol, PayloadsAreAtMost8192Bytes) {
   EXPECT_EQ(wire::kMaxPayload, 8192u);
-  const auto most = wire::decode_header(std::vector<uint8_t>{'R', 'X', 'P', 2, 1, 0, 0x20, 0x00});
+  const auto most = wire::decode_header(std::vector<uint8_t>{'R', 'X', 'P', 3, 1, 0, 0x20, 0x00});
   ASSERT_TRUE(most) << most.error().message;
   EXPECT_EQ(most->length, 8192);
-  const auto over = wire::decode_header(std::vector<uint8_t>{'R', 'X', 'P', 2, 1, 0, 0x20, 0x01});
+  const auto over = wire::decode_header(std::vector<uint8_t>{'R', 'X', 'P', 3, 1, 0, 0x20, 0x01});
   ASSERT_FALSE(over);
   EXPECT_EQ(over.error().message, "payload of 8193 bytes exceeds 8192");
 }
@@ -513,23 +538,40 @@ TEST(ProbeProtocol, RejectReasonIsAtMost200Bytes) {
   EXPECT_EQ(std::get<wire::Reject>(back.value()).reason, longest);
 
   // A peer that sends 201 bytes of reason (a 202-byte payload) is refused.
-  std::vector<uint8_t> over = {'R', 'X', 'P', 2, 4, 0, 0, 202, 3};
+  std::vector<uint8_t> over = {'R', 'X', 'P', 3, 4, 0, 0, 202, 3};
   over.insert(over.end(), 201, 'r');
   const auto refused = wire::decode(over);
   ASSERT_FALSE(refused);
   EXPECT_EQ(refused.error().message, "reject: payload of 202 bytes");
 }
 
-TEST(ProbeProtocol, HelloFlagsAreChecked) {
-  // nonce (16 bytes), flags, port count
-  auto bytes = wire::encode(wire::Hello{});
-  ASSERT_EQ(bytes.size(), wire::kHeaderSize + 18);
-  bytes[wire::kHeaderSize + 16] = 2;
-  EXPECT_EQ(refusal(bytes), "hello: unknown flags");
-  bytes[wire::kHeaderSize + 16] = 1;
+TEST(ProbeProtocol, HelloKeyIdsAreChecked) {
+  // nonce (16 bytes), key count, key ids (8 each), port count
+  wire::Hello h;
+  h.keys = {{0x11, 0x12, 0x13, 0x14, 0x15, 0x16, 0x17, 0x18},
+            {0x21, 0x22, 0x23, 0x24, 0x25, 0x26, 0x27, 0x28}};
+  auto bytes = wire::encode(h);
+  ASSERT_EQ(bytes.size(), wire::kHeaderSize + 34);
+  EXPECT_EQ(bytes[wire::kHeaderSize + 16], 2);
+  EXPECT_EQ(bytes[wire::kHeaderSize + 17], 0x11);
+  EXPECT_EQ(bytes[wire::kHeaderSize + 25], 0x21);
+  EXPECT_EQ(bytes[wire::kHeaderSize + 32], 0x28);
+  EXPECT_EQ(bytes[wire::kHeaderSize + 33], 0);  // no ports
   auto back = wire::decode(bytes);
   ASSERT_TRUE(back) << back.error().message;
-  EXPECT_TRUE(std::get<wire::Hello>(back.value()).auth_required);
+  EXPECT_EQ(std::get<wire::Hello>(back.value()), h);
+  EXPECT_TRUE(std::get<wire::Hello>(back.value()).auth_required());
+  EXPECT_FALSE(wire::Hello{}.auth_required());
+  // Three key ids are more than a responder ever holds.
+  bytes[wire::kHeaderSize + 16] = 3;
+  EXPECT_EQ(refusal(bytes), "hello: more than 2 key ids");
+  // A count that runs past the payload.
+  auto one = wire::encode(wire::Hello{});
+  one[wire::kHeaderSize + 16] = 1;
+  EXPECT_EQ(refusal(one), "hello: truncated");
+  // The encoder sends two at most.
+  h.keys.push_back({0x31, 0x32, 0x33, 0x34, 0x35, 0x36, 0x37, 0x38});
+  EXPECT_EQ(wire::encode(h)[wire::kHeaderSize + 16], 2);
 }
 
 TEST(ProbeProtocol, EveryTruncationOfEveryMessageIsAnError) {
@@ -540,7 +582,7 @@ TEST(ProbeProtocol, EveryTruncationOfEveryMessageIsAnError) {
                                                sample_hello(),
                                                sample_setup(),
                                                by_rail,
-                                               wire::Accept{sample_setup().peer},
+                                               wire::Accept{sample_setup().peer, {}},
                                                wire::Reject{wire::RejectCode::auth, "x"}};
   for (const auto& m : messages) {
     const auto bytes = wire::encode(m);
@@ -564,41 +606,150 @@ TEST(ProbeAuth, MacDependsOnSecretNonceAndEveryField) {
   Nonce nonce = random_nonce();
   wire::Setup s = sample_setup();
   s.mac = setup_mac(secret, nonce, s);
-  EXPECT_TRUE(setup_mac_valid(secret, nonce, s));
-  EXPECT_FALSE(setup_mac_valid(secret + "x", nonce, s));
+  EXPECT_TRUE(mac_valid(secret, nonce, s));
+  EXPECT_FALSE(mac_valid(secret + "x", nonce, s));
   Nonce other = nonce;
   other[0] ^= 1;
-  EXPECT_FALSE(setup_mac_valid(secret, other, s));
+  EXPECT_FALSE(mac_valid(secret, other, s));
   wire::Setup changed = s;
   changed.size += 1;
-  EXPECT_FALSE(setup_mac_valid(secret, nonce, changed));
+  EXPECT_FALSE(mac_valid(secret, nonce, changed));
   changed = s;
   changed.peer.rkey ^= 1;
-  EXPECT_FALSE(setup_mac_valid(secret, nonce, changed));
+  EXPECT_FALSE(mac_valid(secret, nonce, changed));
   // Which port the setup asks for is covered too.
   changed = s;
   changed.device = "mlx5_2";
-  EXPECT_FALSE(setup_mac_valid(secret, nonce, changed));
+  EXPECT_FALSE(mac_valid(secret, nonce, changed));
   changed = s;
   changed.port = 1;
-  EXPECT_FALSE(setup_mac_valid(secret, nonce, changed));
+  EXPECT_FALSE(mac_valid(secret, nonce, changed));
   changed = s;
   changed.rail = "r";
-  EXPECT_FALSE(setup_mac_valid(secret, nonce, changed));
+  EXPECT_FALSE(mac_valid(secret, nonce, changed));
+  // So are the prober's nonce and the address it dialled.
+  changed = s;
+  changed.nonce[15] ^= 1;
+  EXPECT_FALSE(mac_valid(secret, nonce, changed));
+  changed = s;
+  changed.dialled.address[15] ^= 1;
+  EXPECT_FALSE(mac_valid(secret, nonce, changed));
+  changed = s;
+  changed.dialled.port ^= 1;
+  EXPECT_FALSE(mac_valid(secret, nonce, changed));
   EXPECT_NE(random_nonce(), random_nonce());
 }
 
-// HMAC-SHA256(secret, nonce || the setup's payload without its MAC), with a
-// digest computed independently of the code under test (Python's hmac over
-// the bytes of SetupEncodesToTheseBytes without the MAC, and a nonce of
-// 0x00..0x0f).
-TEST(ProbeAuth, MacIsHmacSha256OfNonceAndPayload) {
+// An accept's MAC binds it to the set-up (so to both nonces and the
+// address) and to the responder's queue pair.
+TEST(ProbeAuth, AcceptMacDependsOnSecretSetupAndPeer) {
+  const std::string secret = "0123456789abcdef-secret";
+  const Mac setup = setup_mac(secret, random_nonce(), sample_setup());
+  wire::Accept a;
+  a.peer = sample_setup().peer;
+  const Mac mac = accept_mac(secret, setup, a);
+  EXPECT_NE(accept_mac(secret + "x", setup, a), mac);
+  Mac other = setup;
+  other[31] ^= 1;
+  EXPECT_NE(accept_mac(secret, other, a), mac);
+  wire::Accept changed = a;
+  changed.peer.qpn ^= 1;
+  EXPECT_NE(accept_mac(secret, setup, changed), mac);
+  changed = a;
+  changed.peer.addr ^= 1;
+  EXPECT_NE(accept_mac(secret, setup, changed), mac);
+  wire::UdAccept ud;
+  ud.peer = {0x123, 0x4567, 9, {}};
+  const Mac ud_mac = accept_mac(secret, setup, ud);
+  wire::UdAccept ud_changed = ud;
+  ud_changed.peer.qkey ^= 1;
+  EXPECT_NE(accept_mac(secret, setup, ud_changed), ud_mac);
+  EXPECT_TRUE(mac_equal(mac, accept_mac(secret, setup, a)));
+  EXPECT_FALSE(mac_equal(mac, other));
+}
+
+// A keyring accepts its current secret, and the previous one until the
+// grace period ends; a prober picks the first of its secrets the responder
+// lists.
+TEST(ProbeAuth, KeyringRotationKeepsThePreviousSecretForTheGracePeriod) {
+  using Clock = Keyring::Clock;
+  const Clock::time_point t0{};
+  const std::string old_secret = "the-old-secret-0123";
+  const std::string new_secret = "the-new-secret-4567";
+  Keyring ring(old_secret);
+  EXPECT_FALSE(ring.empty());
+  EXPECT_EQ(ring.keys(t0), (std::vector<wire::KeyId>{key_id(old_secret)}));
+  EXPECT_TRUE(Keyring().empty());
+  EXPECT_FALSE(ring.rotate(old_secret, t0 + std::chrono::minutes(1)));  // the same: no change
+  ASSERT_TRUE(ring.rotate(new_secret, t0 + std::chrono::minutes(10)));
+  const auto during = t0 + std::chrono::minutes(9);
+  const auto after = t0 + std::chrono::minutes(10);
+  EXPECT_EQ(ring.keys(during), (std::vector<wire::KeyId>{key_id(new_secret), key_id(old_secret)}));
+  EXPECT_EQ(ring.keys(after), (std::vector<wire::KeyId>{key_id(new_secret)}));
+  EXPECT_TRUE(ring.accepts(old_secret, during));
+  EXPECT_FALSE(ring.accepts(old_secret, after));
+  EXPECT_TRUE(ring.accepts(new_secret, after));
+
+  // A set-up signed with either secret verifies during the grace period and
+  // says which; with the old one only until it ends.
+  const Nonce nonce = random_nonce();
+  wire::Setup by_old = sample_setup();
+  by_old.mac = setup_mac(old_secret, nonce, by_old);
+  wire::UdSetup by_new = sample_ud_setup();
+  by_new.mac = setup_mac(new_secret, nonce, by_new);
+  const std::string* v = ring.verify(nonce, by_old, during);
+  ASSERT_NE(v, nullptr);
+  EXPECT_EQ(*v, old_secret);
+  EXPECT_EQ(ring.verify(nonce, by_old, after), nullptr);
+  v = ring.verify(nonce, by_new, after);
+  ASSERT_NE(v, nullptr);
+  EXPECT_EQ(*v, new_secret);
+  EXPECT_EQ(ring.verify(random_nonce(), by_new, after), nullptr);
+
+  // A responder that has not rotated yet lists only the old key id: this
+  // prober signs with the old secret while it may; one with a third secret
+  // gets nothing.
+  const std::vector<wire::KeyId> not_rotated = {key_id(old_secret)};
+  v = ring.choose(not_rotated, during);
+  ASSERT_NE(v, nullptr);
+  EXPECT_EQ(*v, old_secret);
+  EXPECT_EQ(ring.choose(not_rotated, after), nullptr);
+  v = ring.choose({key_id(old_secret), key_id(new_secret)}, during);
+  ASSERT_NE(v, nullptr);
+  EXPECT_EQ(*v, new_secret);  // the current one first
+  EXPECT_EQ(ring.choose({key_id("a-third-secret-89ab")}, during), nullptr);
+
+  // An empty secret ends authentication.
+  ASSERT_TRUE(ring.rotate("", during));
+  EXPECT_TRUE(ring.empty());
+  EXPECT_TRUE(ring.keys(during).empty());
+  EXPECT_EQ(ring.verify(nonce, by_old, during), nullptr);
+}
+
+// HMAC-SHA256(secret, "setup" || nonce || type 2 || the setup's payload
+// without its MAC), with a digest computed independently of the code under
+// test (Python's hmac over the bytes of SetupEncodesToTheseBytes without the
+// MAC, and a nonce of 0x00..0x0f); then the accept's, HMAC-SHA256(secret,
+// "accept" || that MAC || type 3 || the accept's queue pair), and the
+// secret's key id, the first 8 bytes of HMAC-SHA256(secret, "rdma_exporter
+// probe key id").
+TEST(ProbeAuth, MacsAreHmacSha256OfLabelNonceAndPayload) {
+  const std::string secret = "0123456789abcdef-secret";
   Nonce nonce{};
   for (std::size_t i = 0; i < nonce.size(); ++i) nonce[i] = static_cast<uint8_t>(i);
-  const Mac want = {0xfd, 0x92, 0x9d, 0x51, 0x64, 0x19, 0x00, 0xba, 0xd9, 0xf6, 0xea,
-                    0xed, 0x62, 0xcf, 0xa8, 0x93, 0xf6, 0xce, 0xe1, 0xa5, 0x77, 0x5e,
-                    0x46, 0xf9, 0x8d, 0xeb, 0x43, 0x93, 0xbb, 0x00, 0xd3, 0xf0};
-  EXPECT_EQ(setup_mac("0123456789abcdef-secret", nonce, sample_setup()), want);
+  const Mac want = {0xc2, 0xdd, 0x2a, 0x14, 0x3d, 0xc9, 0xac, 0x6d, 0xb4, 0x25, 0xce,
+                    0xff, 0x13, 0xe0, 0x99, 0x78, 0xf2, 0xab, 0x1f, 0x3f, 0x0a, 0xa8,
+                    0x29, 0xbc, 0x97, 0xa0, 0xcf, 0xb6, 0xff, 0xb6, 0xdb, 0xb0};
+  const Mac setup = setup_mac(secret, nonce, sample_setup());
+  EXPECT_EQ(setup, want);
+  wire::Accept accept;
+  accept.peer = sample_setup().peer;
+  accept.mac.fill(0x77);  // not covered
+  const Mac want_accept = {0x47, 0xd7, 0x11, 0xfc, 0x35, 0xa7, 0x3c, 0x9c, 0x06, 0xff, 0x12,
+                           0x13, 0x97, 0x84, 0x70, 0x14, 0xb9, 0x9a, 0x16, 0x49, 0x50, 0x56,
+                           0x71, 0xd0, 0xf3, 0x5e, 0x4e, 0xca, 0x7a, 0xb8, 0xa8, 0x3a};
+  EXPECT_EQ(accept_mac(secret, setup, accept), want_accept);
+  EXPECT_EQ(key_id(secret), (wire::KeyId{0x5e, 0x25, 0x4a, 0x64, 0x4c, 0xac, 0x7e, 0xcf}));
 }
 
 // A UD set-up for port 1 of rxe0: 64-byte datagrams on traffic class 106.
@@ -612,8 +763,12 @@ wire::UdSetup sample_ud_setup() {
   s.peer.qkey = 0x11223344;
   s.peer.lid = 0;
   s.peer.gid = {0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0xff, 0xff, 10, 0, 0, 2};
+  s.interval_ms = 500;
   s.device = "rxe0";
   s.port = 1;
+  for (std::size_t i = 0; i < 16; ++i) s.nonce[i] = static_cast<uint8_t>(0xc0 + i);
+  s.dialled.address = {0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0xff, 0xff, 10, 0, 0, 3};
+  s.dialled.port = 0x1234;
   s.mac.fill(0x11);
   return s;
 }
@@ -621,18 +776,25 @@ wire::UdSetup sample_ud_setup() {
 TEST(ProbeProtocolUd, UdSetupAndAcceptEncodeToTheseBytes) {
   const auto bytes = wire::encode(sample_ud_setup());
   const std::vector<uint8_t> want = {
-      'R',  'X',  'P',  2,    6,   0, 0, 74,  // header: type 6, 74 bytes
-      4,                                      // op ud
-      0,    0,    0,    64,                   // size
-      106,  0,                                // tclass, sl
-      0x04, 0x00,                             // mtu 1024
-      0,    0,    0,    0x11,                 // qpn
-      0x11, 0x22, 0x33, 0x44,                 // qkey
-      0,    0,                                // lid
-      0,    0,    0,    0,    0,   0, 0, 0,  0, 0, 0xff, 0xff, 10, 0, 0, 2,  // gid
-      4,    'r',  'x',  'e',  '0',                                           // device
-      1,                                                                     // port
-      0,                                                                     // rail: none
+      'R',  'X',  'P',  3,    6,    0,    0,    112,  // header: type 6, 112 bytes
+      4,                                              // op ud
+      0,    0,    0,    64,                           // size
+      106,  0,                                        // tclass, sl
+      0x04, 0x00,                                     // mtu 1024
+      0,    0,    0,    0x11,                         // qpn
+      0x11, 0x22, 0x33, 0x44,                         // qkey
+      0,    0,                                        // lid
+      0,    0,    0,    0,    0,    0,    0,    0,
+      0,    0,    0xff, 0xff, 10,   0,    0,    2,  // gid
+      0,    0,    0x01, 0xf4,                       // interval 500 ms
+      4,    'r',  'x',  'e',  '0',                  // device
+      1,                                            // port
+      0,                                            // rail: none
+      0xc0, 0xc1, 0xc2, 0xc3, 0xc4, 0xc5, 0xc6, 0xc7,
+      0xc8, 0xc9, 0xca, 0xcb, 0xcc, 0xcd, 0xce, 0xcf,  // the prober's nonce
+      0,    0,    0,    0,    0,    0,    0,    0,
+      0,    0,    0xff, 0xff, 10,   0,    0,    3,  // dialled
+      0x12, 0x34,                                   // its port
   };
   ASSERT_EQ(bytes.size(), want.size() + 32);
   EXPECT_TRUE(std::equal(want.begin(), want.end(), bytes.begin()));
@@ -640,10 +802,12 @@ TEST(ProbeProtocolUd, UdSetupAndAcceptEncodeToTheseBytes) {
 
   wire::UdAccept accept;
   accept.peer = {0xabcdef, 0x7fffffff, 3, {}};
+  accept.mac.fill(0x66);
   const auto a = wire::encode(accept);
-  const std::vector<uint8_t> want_a = {'R',  'X',  'P',  2,    7, 0, 0, 26, 0, 0xab, 0xcd, 0xef,
-                                       0x7f, 0xff, 0xff, 0xff, 0, 3, 0, 0,  0, 0,    0,    0,
-                                       0,    0,    0,    0,    0, 0, 0, 0,  0, 0};
+  std::vector<uint8_t> want_a = {'R',  'X',  'P',  3,    7, 0, 0, 58, 0, 0xab, 0xcd, 0xef,
+                                 0x7f, 0xff, 0xff, 0xff, 0, 3, 0, 0,  0, 0,    0,    0,
+                                 0,    0,    0,    0,    0, 0, 0, 0,  0, 0};
+  want_a.insert(want_a.end(), 32, 0x66);  // the MAC
   EXPECT_EQ(a, want_a);
 }
 
@@ -688,6 +852,14 @@ TEST(ProbeProtocolUd, MalformedUdSetupsAreRefused) {
   s = sample_ud_setup();
   s.device = "";
   refused(s, "neither a device nor a rail");
+  s = sample_ud_setup();
+  s.interval_ms = 0;
+  refused(s, "ud_setup: interval of 0 ms outside 1 ms to 1 h");
+  s = sample_ud_setup();
+  s.interval_ms = 3'600'001;
+  refused(s, "ud_setup: interval of 3600001 ms outside 1 ms to 1 h");
+  s.interval_ms = 3'600'000;
+  EXPECT_TRUE(wire::decode(wire::encode(s)));
   // The operation byte must say ud, and a plain setup may not say ud.
   auto bytes = wire::encode(sample_ud_setup());
   bytes[wire::kHeaderSize] = static_cast<uint8_t>(Op::write);
@@ -708,16 +880,19 @@ TEST(ProbeProtocolUd, UdSetupMacCoversItsFields) {
   const Nonce nonce = random_nonce();
   wire::UdSetup s = sample_ud_setup();
   s.mac = setup_mac(secret, nonce, s);
-  EXPECT_TRUE(setup_mac_valid(secret, nonce, s));
+  EXPECT_TRUE(mac_valid(secret, nonce, s));
   wire::UdSetup changed = s;
   changed.peer.qkey ^= 1;
-  EXPECT_FALSE(setup_mac_valid(secret, nonce, changed));
+  EXPECT_FALSE(mac_valid(secret, nonce, changed));
   changed = s;
   changed.peer.gid[15] ^= 1;
-  EXPECT_FALSE(setup_mac_valid(secret, nonce, changed));
+  EXPECT_FALSE(mac_valid(secret, nonce, changed));
   changed = s;
   changed.tclass = 0;
-  EXPECT_FALSE(setup_mac_valid(secret, nonce, changed));
+  EXPECT_FALSE(mac_valid(secret, nonce, changed));
+  changed = s;
+  changed.interval_ms += 1;
+  EXPECT_FALSE(mac_valid(secret, nonce, changed));
 }
 
 TEST(ProbeProtocolUd, DatagramEncodesToTheseBytes) {
@@ -783,6 +958,7 @@ TEST(ProbeAuth, SecretFileNeedsSixteenBytes) {
   ASSERT_NE(f, nullptr);
   std::fputs("short\n", f);
   std::fclose(f);
+  ::chmod(path.c_str(), 0600);
   auto r = read_secret_file(path);
   ASSERT_FALSE(r);
   EXPECT_NE(r.error().message.find("at least 16"), std::string::npos);
@@ -800,6 +976,34 @@ TEST(ProbeAuth, SecretFileNeedsSixteenBytes) {
   r = read_secret_file(path);
   ASSERT_FALSE(r);
   EXPECT_NE(r.error().message.find("more than 4096 bytes"), std::string::npos);
+}
+
+// As ssh with a private key: a secret that others may read or change is
+// refused; one its group may read is taken (a Kubernetes Secret mounted with
+// fsGroup).
+TEST(ProbeAuth, SecretFileOthersMayReadIsRefused) {
+  const std::string path = ::testing::TempDir() + "/probe_secret_mode";
+  FILE* f = std::fopen(path.c_str(), "w");
+  ASSERT_NE(f, nullptr);
+  std::fputs("a-long-enough-secret\n", f);
+  std::fclose(f);
+  for (const mode_t mode : {0604, 0602, 0601, 0620, 0666}) {
+    ASSERT_EQ(::chmod(path.c_str(), mode), 0);
+    auto r = read_secret_file(path);
+    ASSERT_FALSE(r) << std::oct << mode;
+    EXPECT_EQ(r.error().code, EACCES);
+    char want[16];
+    std::snprintf(want, sizeof want, "mode %04o", static_cast<unsigned>(mode));
+    EXPECT_EQ(r.error().message, "probe.secret_file " + path + ": " + want +
+                                     " lets other users read or change the secret; make it 0600 "
+                                     "or 0640 (chmod o-rwx,g-w)");
+  }
+  for (const mode_t mode : {0600, 0640, 0400, 0440}) {
+    ASSERT_EQ(::chmod(path.c_str(), mode), 0);
+    auto r = read_secret_file(path);
+    ASSERT_TRUE(r) << std::oct << mode << ": " << r.error().message;
+    EXPECT_EQ(r.value(), "a-long-enough-secret");
+  }
 }
 
 }  // namespace

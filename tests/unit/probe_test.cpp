@@ -18,6 +18,7 @@
 #include <thread>
 
 #include "collectors/probe/auth.hpp"
+#include "collectors/probe/control.hpp"
 #include "collectors/probe/discovery.hpp"
 #include "collectors/probe/health.hpp"
 #include "collectors/probe/responder.hpp"
@@ -751,6 +752,13 @@ class ResponderTest : public ::testing::Test {
     s.port = 1;
     return s;
   }
+  // The same, made for the address `s` is connected to.
+  static wire::Setup valid_setup(const tcp::socket& s) {
+    wire::Setup setup = valid_setup();
+    setup.nonce = random_nonce();
+    setup.dialled = dialled_of(s, Side::remote);
+    return setup;
+  }
 
   static std::string reject_reason(const std::optional<wire::Message>& m) {
     EXPECT_TRUE(m && std::holds_alternative<wire::Reject>(*m));
@@ -787,7 +795,7 @@ TEST_F(ResponderTest, GarbageClientIsRefusedAndCounted) {
   auto s = connect();
   auto hello = read_message(s);
   ASSERT_TRUE(hello && std::holds_alternative<wire::Hello>(*hello));
-  EXPECT_FALSE(std::get<wire::Hello>(*hello).auth_required);
+  EXPECT_FALSE(std::get<wire::Hello>(*hello).auth_required());
   boost::asio::write(s, boost::asio::buffer(std::string("GET / HTTP/1.1\r\nHost: x\r\n\r\n")));
   EXPECT_EQ(reject_code(read_message(s)), wire::RejectCode::protocol);
   EXPECT_TRUE(closed_by_peer(s));
@@ -804,11 +812,11 @@ TEST_F(ResponderTest, OtherProtocolVersionIsToldSo) {
   boost::asio::write(s, boost::asio::buffer(v1));
   const auto answer = read_message(s);
   EXPECT_EQ(reject_code(answer), wire::RejectCode::version);
-  EXPECT_EQ(reject_reason(answer), "protocol version 1 not spoken (this is 2)");
+  EXPECT_EQ(reject_reason(answer), "protocol version 1 not spoken (this is 3)");
   EXPECT_EQ(rejected("version"), 1);
 }
 
-// A hello's bytes as sent: the responder speaks version 2, and without an
+// A hello's bytes as sent: the responder speaks version 3, and without an
 // RDMA port lists none.
 TEST_F(ResponderTest, HelloWithoutPortsListsNone) {
   start({});
@@ -816,8 +824,8 @@ TEST_F(ResponderTest, HelloWithoutPortsListsNone) {
   std::array<uint8_t, wire::kHeaderSize + 18> bytes{};
   boost::asio::read(s, boost::asio::buffer(bytes));
   EXPECT_EQ((std::vector<uint8_t>(bytes.begin(), bytes.begin() + 8)),
-            (std::vector<uint8_t>{'R', 'X', 'P', 2, 1, 0, 0, 18}));
-  EXPECT_EQ(bytes[8 + 16], 0);  // no authentication
+            (std::vector<uint8_t>{'R', 'X', 'P', 3, 1, 0, 0, 18}));
+  EXPECT_EQ(bytes[8 + 16], 0);  // no key ids: no authentication
   EXPECT_EQ(bytes[8 + 17], 0);  // no ports
   // set_ports with none changes nothing.
   boost::asio::post(io_, [this] { responder_->set_ports({}); });
@@ -859,7 +867,7 @@ TEST_F(ResponderTest, SetupWithoutDeviceIsRefusedWithResources) {
   EXPECT_EQ(rejected("resources"), 2);
 }
 
-// A version 1 setup (no device, port or rail) under a version 2 header is
+// A version 1 setup (no device, port or rail) under a version 3 header is
 // malformed.
 TEST_F(ResponderTest, SetupWithoutAPortIsAProtocolError) {
   start({});
@@ -868,7 +876,7 @@ TEST_F(ResponderTest, SetupWithoutAPortIsAProtocolError) {
   wire::Setup none = valid_setup();
   none.device = "";
   auto bytes = wire::encode(none);
-  ASSERT_EQ(bytes[7], 82);  // 47 + 3 + 32
+  ASSERT_EQ(bytes[7], 116);  // 47 + 3 + 16 + 18 + 32
   boost::asio::write(s, boost::asio::buffer(bytes));
   const auto answer = read_message(s);
   EXPECT_EQ(reject_code(answer), wire::RejectCode::protocol);
@@ -889,14 +897,16 @@ TEST_F(ResponderTest, OversizedMessagesAreNotOffered) {
 }
 
 TEST_F(ResponderTest, WrongSecretIsRefusedRightOneGetsThrough) {
+  const std::string secret = "the-shared-probe-secret";
   ResponderSettings rs;
-  rs.secret = "the-shared-probe-secret";
+  rs.keyring = std::make_shared<Keyring>(secret);
   start(rs);
   {
     auto s = connect();
     auto hello = read_message(s);
-    ASSERT_TRUE(hello && std::get<wire::Hello>(*hello).auth_required);
-    wire::Setup setup = valid_setup();
+    ASSERT_TRUE(hello && std::get<wire::Hello>(*hello).auth_required());
+    EXPECT_EQ(std::get<wire::Hello>(*hello).keys, std::vector<wire::KeyId>{key_id(secret)});
+    wire::Setup setup = valid_setup(s);
     setup.mac = setup_mac("a-wrong-secret-of-length", std::get<wire::Hello>(*hello).nonce, setup);
     boost::asio::write(s, boost::asio::buffer(wire::encode(setup)));
     EXPECT_EQ(reject_code(read_message(s)), wire::RejectCode::auth);
@@ -905,31 +915,83 @@ TEST_F(ResponderTest, WrongSecretIsRefusedRightOneGetsThrough) {
     // No MAC at all.
     auto s = connect();
     read_message(s);
-    boost::asio::write(s, boost::asio::buffer(wire::encode(valid_setup())));
+    boost::asio::write(s, boost::asio::buffer(wire::encode(valid_setup(s))));
     EXPECT_EQ(reject_code(read_message(s)), wire::RejectCode::auth);
   }
   {
     // A MAC for another nonce (a replayed set-up).
     auto s = connect();
     read_message(s);
-    wire::Setup setup = valid_setup();
-    setup.mac = setup_mac(rs.secret, random_nonce(), setup);
+    wire::Setup setup = valid_setup(s);
+    setup.mac = setup_mac(secret, random_nonce(), setup);
     boost::asio::write(s, boost::asio::buffer(wire::encode(setup)));
     EXPECT_EQ(reject_code(read_message(s)), wire::RejectCode::auth);
   }
   EXPECT_EQ(rejected("auth"), 3);
   auto s = connect();
   auto hello = read_message(s);
-  wire::Setup setup = valid_setup();
-  setup.mac = setup_mac(rs.secret, std::get<wire::Hello>(*hello).nonce, setup);
+  wire::Setup setup = valid_setup(s);
+  setup.mac = setup_mac(secret, std::get<wire::Hello>(*hello).nonce, setup);
   boost::asio::write(s, boost::asio::buffer(wire::encode(setup)));
   // Authenticated: refused only for want of a device here.
   EXPECT_EQ(reject_code(read_message(s)), wire::RejectCode::resources);
 }
 
-TEST_F(ResponderTest, SessionCapAndPerSourceCap) {
+// A relay between a prober and a real responder (a target list entry that
+// points at the relay) passes the responder's hello and the prober's signed
+// set-up through: the set-up names the relay's address, so the responder
+// refuses it, with or without the prober knowing the secret.
+TEST_F(ResponderTest, ASetUpRelayedFromAnotherAddressIsRefused) {
+  const std::string secret = "the-shared-probe-secret";
   ResponderSettings rs;
-  rs.max_sessions = 2;
+  rs.keyring = std::make_shared<Keyring>(secret);
+  start(rs);
+  // The relay listens on 127.0.0.2 and forwards whole messages.
+  tcp::acceptor relay(client_io_, tcp::endpoint(boost::asio::ip::make_address("127.0.0.2"), 0));
+  const auto relay_address = relay.local_endpoint();
+  for (const bool knows_secret : {true, false}) {
+    tcp::socket prober(client_io_);
+    prober.connect(relay_address);
+    tcp::socket relayed = relay.accept();
+    auto upstream = connect();
+    // Responder -> relay -> prober: the hello.
+    auto hello = read_message(upstream);
+    ASSERT_TRUE(hello);
+    boost::asio::write(relayed, boost::asio::buffer(wire::encode(*hello)));
+    auto seen = read_message(prober);
+    ASSERT_TRUE(seen && std::holds_alternative<wire::Hello>(*seen));
+    // The prober signs for the address it dialled: the relay's.
+    wire::Setup setup = valid_setup(prober);
+    EXPECT_EQ(setup.dialled.port, relay_address.port());
+    setup.mac = setup_mac(knows_secret ? secret : std::string("a-wrong-secret-of-length"),
+                          std::get<wire::Hello>(*seen).nonce, setup);
+    boost::asio::write(prober, boost::asio::buffer(wire::encode(setup)));
+    auto forwarded = read_message(relayed);
+    ASSERT_TRUE(forwarded);
+    boost::asio::write(upstream, boost::asio::buffer(wire::encode(*forwarded)));
+    const auto answer = read_message(upstream);
+    EXPECT_EQ(reject_code(answer), wire::RejectCode::auth);
+    EXPECT_EQ(reject_reason(answer),
+              knows_secret ? "the set-up was made for another address" : "authentication failed");
+  }
+  EXPECT_EQ(rejected("relayed"), 1);
+  EXPECT_EQ(rejected("auth"), 1);
+  // The same prober's set-up made for the responder's own address passes
+  // authentication (refused only for want of a device).
+  auto s = connect();
+  auto hello = read_message(s);
+  wire::Setup setup = valid_setup(s);
+  setup.mac = setup_mac(secret, std::get<wire::Hello>(*hello).nonce, setup);
+  boost::asio::write(s, boost::asio::buffer(wire::encode(setup)));
+  EXPECT_EQ(reject_code(read_message(s)), wire::RejectCode::resources);
+}
+
+// A full handshake budget makes room for a newcomer by ending the oldest
+// handshake; the session caps are taken at authentication
+// (probe_admission_test.cpp).
+TEST_F(ResponderTest, AFullHandshakeBudgetEndsTheOldest) {
+  ResponderSettings rs;
+  rs.max_handshakes = 2;
   start(rs);
   auto a = connect();
   auto b = connect();
@@ -937,15 +999,12 @@ TEST_F(ResponderTest, SessionCapAndPerSourceCap) {
   read_message(b);
   wait_sessions(2);
   auto c = connect();
-  EXPECT_EQ(reject_code(read_message(c)), wire::RejectCode::capacity);
-  EXPECT_TRUE(closed_by_peer(c));
-  a.close();
-  b.close();
-  wait_sessions(0);
-  auto d = connect();
-  auto hello = read_message(d);
+  auto hello = read_message(c);
   EXPECT_TRUE(hello && std::holds_alternative<wire::Hello>(*hello));
-  EXPECT_EQ(rejected("capacity"), 1);
+  EXPECT_TRUE(closed_by_peer(a));
+  wait_sessions(2);
+  EXPECT_EQ(rejected("handshake_evicted"), 1);
+  EXPECT_EQ(rejected("capacity"), 0);
 }
 
 TEST_F(ResponderTest, SetupRateIsLimitedPerSource) {
@@ -1175,14 +1234,24 @@ TEST_F(ProbeDiscoveryTest, AnOlderProbeIsAProtocolError) {
   const auto events = discover(serve(v1), 1);
   ASSERT_EQ(events.size(), 1u);
   EXPECT_EQ(events[0].reason, "protocol");
-  EXPECT_EQ(events[0].detail, "protocol version 1 not spoken (this is 2)");
+  EXPECT_EQ(events[0].detail, "protocol version 1 not spoken (this is 3)");
+}
+
+TEST_F(ProbeDiscoveryTest, AVersion2ProbeIsAProtocolError) {
+  // A version 2 hello: nonce, flags and no ports.
+  std::vector<uint8_t> v2 = {'R', 'X', 'P', 2, 1, 0, 0, 18};
+  v2.resize(8 + 18);
+  const auto events = discover(serve(v2), 1);
+  ASSERT_EQ(events.size(), 1u);
+  EXPECT_EQ(events[0].reason, "protocol");
+  EXPECT_EQ(events[0].detail, "protocol version 2 not spoken (this is 3)");
 }
 
 TEST_F(ProbeDiscoveryTest, AResponderAtCapacityRejects) {
   auto stats = std::make_shared<ProbeStats>();
   ResponderSettings rs;
   rs.listen_address = "127.0.0.1:0";
-  rs.max_sessions = 0;
+  rs.max_handshakes = 0;  // not even a handshake may start
   Responder responder(io_, rs, stats);
   ASSERT_TRUE(responder.start());
   const auto events = discover("127.0.0.1:" + std::to_string(responder.port()), 1);

@@ -63,7 +63,10 @@ for tool in ib_send_lat ib_write_lat ib_read_lat; do
 done
 
 # ------------------------------------------------------------ two exporters
-# A probes B and B probes A, every op at $SIZE bytes, ten probes a second.
+# A probes B and B probes A, every op at $SIZE bytes, ten probes a second;
+# both ends of every session prove the shared secret.
+SECRET_FILE=$R/probe.secret
+(umask 077 && printf 'vm-probe-shared-secret-0123456789\n' >"$SECRET_FILE")
 write_config() {
 	local peer_port=$1 probe_port=$2
 	cat <<EOF
@@ -73,6 +76,7 @@ probe:
   enabled: true
   device: $RXE
   listen_address: 127.0.0.1:$probe_port
+  secret_file: $SECRET_FILE
   backoff_initial: 200ms
   backoff_max: 1s
   connect_timeout: 2s
@@ -157,6 +161,7 @@ probe:
   enabled: true
   device: $RXE
   listen_address: 127.0.0.1:$listen
+  secret_file: $SECRET_FILE
   backoff_initial: 1ms
   backoff_max: 5ms
   setups_per_minute_per_source: 1000000

@@ -77,7 +77,7 @@ def extra_config(bed, n):
 
 class BedUdTest(BedTestCase):
     BED = {"vms": 3, "rails": 2, "racks": RACKS, "binaries": {"rdma_exporter": BIN},
-           "files": ("ud_peer.py",), "timeout": 1500, "name": "bed-ud"}
+           "files": ("ud_peer.py", "probe_wire.py"), "timeout": 1500, "name": "bed-ud"}
     RESULTS_FILE = "bed-ud-results.json"
 
     @classmethod

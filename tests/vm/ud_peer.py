@@ -1,7 +1,7 @@
 #!/usr/bin/python3
 """A UD prober written apart from the exporter, for vm.bed_ud: Python and
 pyverbs (Debian's python3-pyverbs), the probe's control protocol and
-datagram as docs/probe.md and collectors/probe/protocol.hpp describe them.
+datagram through probe_wire.py (which must be staged next to it).
 
     ud_peer.py DEVICE GID_INDEX HOST PORT REMOTE_DEVICE COUNT
 
@@ -15,8 +15,8 @@ port 1 (no secret) and reads the ud_accept. Then:
 Prints one JSON object: replies while admitted, replies to the bad
 datagrams, replies after the close, and the queue pair numbers."""
 import json
+import os
 import socket
-import struct
 import sys
 import time
 
@@ -29,6 +29,9 @@ from pyverbs.pd import PD
 from pyverbs.qp import QP, QPAttr, QPCap, QPInitAttr
 from pyverbs.wr import SGE, RecvWR, SendWR
 
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import probe_wire as w  # noqa: E402
+
 SLOT = 40 + 1024  # GRH area and the largest datagram at MTU 1024
 RECVS = 64
 SIZE = 64
@@ -36,35 +39,8 @@ QKEY = 0x2345678
 SESSION = 0x5151
 
 
-def read_message(sock):
-    header = b""
-    while len(header) < 8:
-        chunk = sock.recv(8 - len(header))
-        if not chunk:
-            raise ConnectionError("control connection closed")
-        header += chunk
-    if header[:3] != b"RXP" or header[3] != 2:
-        raise ValueError(f"not a version 2 control message: {header!r}")
-    length = struct.unpack(">H", header[6:8])[0]
-    payload = b""
-    while len(payload) < length:
-        chunk = sock.recv(length - len(payload))
-        if not chunk:
-            raise ConnectionError("control connection closed")
-        payload += chunk
-    return header[4], payload
-
-
-def name(text):
-    data = text.encode()
-    return bytes([len(data)]) + data
-
-
 def datagram(seq, magic=b"RXU"):
-    # magic, version 1, kind request, flags, path, tclass, session, seq,
-    # responder delay, reserved; padded to SIZE.
-    body = struct.pack(">3sBBBBBIQQI", magic, 1, 1, 0, 0, 0, SESSION, seq, 0, 0)
-    return body + bytes(SIZE - len(body))
+    return w.datagram(seq, SESSION, SIZE, magic=magic)
 
 
 def main(device, gid_index, host, port, remote_device, count):
@@ -84,20 +60,20 @@ def main(device, gid_index, host, port, remote_device, count):
     gid = bytes.fromhex(ctx.query_gid(1, gid_index).gid.replace(":", ""))
 
     sock = socket.create_connection((host, port), timeout=10)
-    kind, _ = read_message(sock)
-    if kind != 1:
+    kind, _ = w.read_message(sock)
+    if kind != w.HELLO:
         raise ValueError(f"expected a hello, got type {kind}")
-    setup = (struct.pack(">BIBBH", 4, SIZE, 0, 0, 1024)
-             + struct.pack(">IIH", qp.qp_num, QKEY, 0) + gid
-             + name(remote_device) + bytes([1]) + name("") + bytes(32))
-    sock.sendall(b"RXP" + bytes([2, 6, 0]) + struct.pack(">H", len(setup)) + setup)
-    kind, payload = read_message(sock)
-    if kind != 7 or len(payload) != 26:
+    # The prober's nonce, the address dialled and an all-zero MAC: no secret.
+    # Its class sends a request every 20 ms.
+    setup = w.encode_ud_setup(SIZE, qp.qp_num, QKEY, 0, gid, remote_device,
+                              dialled=w.dialled_of(sock), interval_ms=20)
+    sock.sendall(w.message(w.UD_SETUP, setup))
+    kind, payload = w.read_message(sock)
+    if kind != w.UD_ACCEPT:
         raise ValueError(f"expected a ud_accept, got type {kind}: {payload!r}")
-    rqpn, rqkey, _ = struct.unpack(">IIH", payload[:10])
-    rgid = payload[10:26]
-    text = ":".join(rgid[i:i + 2].hex() for i in range(0, 16, 2))
-    route = GlobalRoute(dgid=GID(text), sgid_index=gid_index, hop_limit=64)
+    accept = w.decode_ud_accept(payload)
+    rqpn, rqkey = accept["qpn"], accept["qkey"]
+    route = GlobalRoute(dgid=GID(w.gid_text(accept["gid"])), sgid_index=gid_index, hop_limit=64)
     ah = AH(pd, attr=AHAttr(0, 0, 0, 0, 1, 1, route))
 
     def send(seq, magic=b"RXU"):
@@ -116,11 +92,10 @@ def main(device, gid_index, host, port, remote_device, count):
             n, wcs = cq.poll(num_entries=16)
             for wc in wcs[:n]:
                 if wc.opcode & e.IBV_WC_RECV and wc.status == e.IBV_WC_SUCCESS:
-                    data = mr.read(SIZE, wc.wr_id * SLOT + 40)
-                    magic, _, kind, _, _, _, session, seq = struct.unpack(">3sBBBBBIQ",
-                                                                          data[:20])
-                    if magic == b"RXU" and kind == 2 and session == SESSION and seq in wanted:
-                        got.add(seq)
+                    d = w.decode_datagram(mr.read(SIZE, wc.wr_id * SLOT + 40))
+                    if d and d["kind"] == w.REPLY and d["session"] == SESSION and \
+                            d["seq"] in wanted:
+                        got.add(d["seq"])
                     qp.post_recv(RecvWR(wr_id=wc.wr_id, num_sge=1,
                                         sg=[SGE(mr.buf + wc.wr_id * SLOT, SLOT, mr.lkey)]))
             time.sleep(0.001)
