@@ -4,6 +4,7 @@
 #include <boost/asio/post.hpp>
 #include <boost/asio/read.hpp>
 #include <boost/asio/write.hpp>
+#include <utility>
 
 namespace rdma_exporter::probe {
 
@@ -90,12 +91,15 @@ void ControlChannel::send_front() {
       [this, self = shared_from_this()](const boost::system::error_code& ec, std::size_t) {
         Outgoing done = std::move(queue_.front());
         queue_.pop_front();
-        if (ec) {
-          const Error error = network_error(ec, "control connection");
+        if (ec || closed_) {
+          const Error error = ec ? network_error(ec, "control connection")
+                                 : Error{ECANCELED, "control connection: closed"};
           std::deque<Outgoing> rest;
           rest.swap(queue_);
-          done.handler(error);
-          for (auto& o : rest) o.handler(error);
+          if (done.handler) done.handler(error);
+          for (auto& o : rest) {
+            if (o.handler) o.handler(error);
+          }
           return;
         }
         // The next message goes on the socket before the handler runs, so a
@@ -107,6 +111,15 @@ void ControlChannel::send_front() {
 
 void ControlChannel::close() {
   closed_ = true;
+  // The handlers of unsent messages run now, with ECANCELED, and the channel
+  // keeps no handler: one that holds its owner (a session holds the
+  // channel) would otherwise keep both alive if the event loop stops before
+  // the aborted write completes. The bytes of the message on the socket stay
+  // until its write completes.
+  for (auto& o : queue_) {
+    if (o.handler)
+      post(std::exchange(o.handler, nullptr), Error{ECANCELED, "control connection: closed"});
+  }
   boost::system::error_code ignored;
   socket_.shutdown(boost::asio::ip::tcp::socket::shutdown_both, ignored);
   socket_.close(ignored);

@@ -400,8 +400,12 @@ bool Responder::authenticated(const Session& session) {
 void Responder::refuse(tcp::socket socket, wire::RejectCode code, const char* why) {
   stats_->responder_rejected(why);
   auto channel = std::make_shared<ControlChannel>(std::move(socket));
+  // The write holds the channel until it completes; its handler must not,
+  // or a write that never completes (the loop stopped) keeps both.
   channel->write(wire::Reject{code, std::string("refused: ") + why},
-                 [channel](Status) { channel->close(); });
+                 [weak = std::weak_ptr<ControlChannel>(channel)](Status) {
+                   if (auto c = weak.lock()) c->close();
+                 });
 }
 
 void Responder::closed(const std::shared_ptr<Session>& session, bool idle) {

@@ -31,13 +31,18 @@
 #include "collectors/probe/targets.hpp"
 #include "common/token_bucket.hpp"
 #include "snapshot_query.hpp"
+#include "tests/support/control_client.hpp"
+#include "tests/support/responder_fixture.hpp"
 
 namespace rdma_exporter::probe {
 namespace {
 
 using boost::asio::ip::make_address;
 using boost::asio::ip::tcp;
+using rdma_exporter::testing::closed_by_peer;
+using rdma_exporter::testing::is_hello;
 using rdma_exporter::testing::metrics_of;
+using rdma_exporter::testing::read_message;
 using rdma_exporter::testing::sample;
 using rdma_exporter::testing::series_count;
 using Verdict = SourceTable::Verdict;
@@ -266,7 +271,7 @@ TEST(ProbeAdmissionDefaults, ResponderSettingsAreTheShippedOptions) {
 
 // A responder without an RDMA device on 127.0.0.1, and blocking clients
 // from any loopback address.
-class ProbeAdmissionResponderTest : public ::testing::Test {
+class ProbeAdmissionResponderTest : public rdma_exporter::testing::ResponderFixture {
  protected:
   static void SetUpTestSuite() {
     // Thousands of connections, both ends in this process.
@@ -281,58 +286,9 @@ class ProbeAdmissionResponderTest : public ::testing::Test {
     return ::getrlimit(RLIMIT_NOFILE, &r) == 0 && r.rlim_cur >= files;
   }
 
-  void start(ResponderSettings settings) {
-    settings.listen_address = "127.0.0.1:0";
-    responder_ = std::make_unique<Responder>(io_, settings, stats_);
-    ASSERT_TRUE(responder_->start());
-    port_ = responder_->port();
-    thread_ = std::thread([this] { io_.run(); });
-  }
-  void TearDown() override {
-    if (responder_) boost::asio::post(io_, [this] { responder_->stop(); });
-    work_.reset();
-    if (thread_.joinable()) thread_.join();
-  }
-
-  // A connection from `source` (an address of 127/8).
-  tcp::socket connect(const std::string& source = "127.0.0.1") {
-    tcp::socket s(client_io_);
-    s.open(tcp::v4());
-    s.bind(tcp::endpoint(make_address(source), 0));
-    s.connect(tcp::endpoint(make_address("127.0.0.1"), port_));
-    return s;
-  }
-
-  // Reads one message; nullopt at EOF or error.
-  static std::optional<wire::Message> read_message(tcp::socket& s) {
-    std::array<uint8_t, wire::kHeaderSize> header{};
-    boost::system::error_code ec;
-    boost::asio::read(s, boost::asio::buffer(header), ec);
-    if (ec) return std::nullopt;
-    auto h = wire::decode_header(header);
-    if (!h) return std::nullopt;
-    std::vector<uint8_t> payload(h->length);
-    boost::asio::read(s, boost::asio::buffer(payload), ec);
-    if (ec) return std::nullopt;
-    auto m = wire::decode_payload(h->type, payload);
-    if (!m) return std::nullopt;
-    return m.value();
-  }
-
-  static bool is_hello(const std::optional<wire::Message>& m) {
-    return m && std::holds_alternative<wire::Hello>(*m);
-  }
-
   static std::optional<wire::RejectCode> reject_code(const std::optional<wire::Message>& m) {
     if (!m || !std::holds_alternative<wire::Reject>(*m)) return std::nullopt;
     return std::get<wire::Reject>(*m).code;
-  }
-
-  static bool closed_by_peer(tcp::socket& s) {
-    std::array<uint8_t, 1> b{};
-    boost::system::error_code ec;
-    boost::asio::read(s, boost::asio::buffer(b), ec);
-    return ec == boost::asio::error::eof || ec == boost::asio::error::connection_reset;
   }
 
   // A set-up for port 1 of mlx5_0, made for the address `s` is connected
@@ -382,12 +338,6 @@ class ProbeAdmissionResponderTest : public ::testing::Test {
     return result.get_future().get();
   }
 
-  double rejected(const std::string& why) {
-    const double v =
-        sample(metrics_of(*stats_), "rdma_probe_responder_rejected_total", {{"reason", why}});
-    return std::isnan(v) ? 0 : v;
-  }
-
   // The shipped caps, and a handshake deadline long enough that nothing
   // times out while a test runs.
   static ResponderSettings shipped() {
@@ -398,15 +348,6 @@ class ProbeAdmissionResponderTest : public ::testing::Test {
     rs.handshake_timeout = std::chrono::minutes(5);
     return rs;
   }
-
-  boost::asio::io_context io_;
-  boost::asio::executor_work_guard<boost::asio::io_context::executor_type> work_{
-      io_.get_executor()};
-  boost::asio::io_context client_io_;
-  std::shared_ptr<ProbeStats> stats_ = std::make_shared<ProbeStats>();
-  std::unique_ptr<Responder> responder_;
-  unsigned short port_ = 0;
-  std::thread thread_;
 };
 
 // 9 sources × 120 connections that never speak fill more than every

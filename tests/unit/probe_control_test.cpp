@@ -19,6 +19,7 @@
 #include "collectors/probe/control.hpp"
 #include "collectors/probe/control_client.hpp"
 #include "snapshot_query.hpp"
+#include "tests/support/control_client.hpp"
 
 namespace rdma_exporter::probe {
 namespace {
@@ -172,6 +173,45 @@ TEST(ControlChannelTest, QueuedWritesAreSentInOrderToAReadingPeer) {
   }
   EXPECT_EQ(got[7], wire::Message{wire::Keepalive{}});
   EXPECT_EQ(got[8], wire::Message{wire::Keepalive{}});
+}
+
+// A session holds its channel and its write handlers hold the session:
+// when the event loop stops before an aborted write completes (the probe
+// stopping), nothing may keep the two alive.
+TEST(ControlChannelTest, AClosedChannelKeepsNoHandler) {
+  std::weak_ptr<ControlChannel> weak;
+  int ran = 0;
+  {
+    boost::asio::io_context io;
+    Pair pair = connected(io);
+    auto channel = std::make_shared<ControlChannel>(std::move(pair.server));
+    weak = channel;
+    for (int i = 0; i < 3; ++i) {
+      channel->write(numbered_hello(static_cast<uint8_t>(i)), [channel, &ran](Status) { ++ran; });
+    }
+    channel->close();
+    EXPECT_EQ(channel->queued(), 3u);  // the bytes stay until the write completes
+  }                                    // the loop never ran again
+  EXPECT_TRUE(weak.expired()) << "a closed channel and its handlers keep each other alive";
+  EXPECT_EQ(ran, 0);
+}
+
+// After close(), every write handler runs once, with ECANCELED, also those
+// of messages queued behind the one on the socket.
+TEST(ControlChannelTest, CloseCancelsEveryQueuedWriteOnce) {
+  boost::asio::io_context io;
+  Pair pair = connected(io);
+  auto channel = std::make_shared<ControlChannel>(std::move(pair.server));
+  std::vector<int> codes(4, -1);
+  for (int i = 0; i < 4; ++i) {
+    channel->write(numbered_hello(static_cast<uint8_t>(i)), [&codes, i](Status s) {
+      EXPECT_EQ(codes[static_cast<std::size_t>(i)], -1) << "handler " << i << " twice";
+      codes[static_cast<std::size_t>(i)] = s ? 0 : s.error().code;
+    });
+  }
+  channel->close();
+  io.run();
+  EXPECT_EQ(codes, (std::vector<int>{ECANCELED, ECANCELED, ECANCELED, ECANCELED}));
 }
 
 TEST(ControlChannelTest, ASecondConcurrentReadIsRefused) {
@@ -354,16 +394,8 @@ class MutualAuthTest : public ::testing::Test {
       listed.rail = "rail0";
       hello.ports = {listed};
       boost::asio::write(s, boost::asio::buffer(wire::encode(hello)));
-      std::array<uint8_t, wire::kHeaderSize> header{};
-      boost::system::error_code ec;
-      boost::asio::read(s, boost::asio::buffer(header), ec);
-      if (ec) return;  // the prober left after the hello
-      auto h = wire::decode_header(header);
-      ASSERT_TRUE(h);
-      std::vector<uint8_t> payload(h->length);
-      boost::asio::read(s, boost::asio::buffer(payload));
-      auto m = wire::decode_payload(h->type, payload);
-      ASSERT_TRUE(m);
+      auto m = testing::read_message(s);
+      if (!m) return;  // the prober left after the hello
       seen.setup = std::get<wire::UdSetup>(*m);
       wire::UdAccept accept;
       accept.peer = {0x33, 0x5678, 0, {}};
@@ -373,8 +405,7 @@ class MutualAuthTest : public ::testing::Test {
       if (play.tamper_accept) accept.peer.qpn = 0x44;
       boost::asio::write(s, boost::asio::buffer(wire::encode(accept)));
       // Hold the connection until the prober has made up its mind.
-      std::array<uint8_t, 1> b{};
-      boost::asio::read(s, boost::asio::buffer(b), ec);
+      testing::closed_by_peer(s);
     });
     boost::asio::post(io, [client] { client->start(); });
     std::thread loop([&] { io.run(); });

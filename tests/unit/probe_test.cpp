@@ -26,14 +26,18 @@
 #include "collectors/probe/verbs_device.hpp"
 #include "common/yaml_walker.hpp"
 #include "snapshot_query.hpp"
+#include "tests/support/control_client.hpp"
+#include "tests/support/responder_fixture.hpp"
 #include "tests/support/wait.hpp"
 
 namespace rdma_exporter::probe {
 namespace {
 
 using boost::asio::ip::tcp;
+using rdma_exporter::testing::closed_by_peer;
 using rdma_exporter::testing::has_family;
 using rdma_exporter::testing::metrics_of;
+using rdma_exporter::testing::read_message;
 using rdma_exporter::testing::sample;
 using rdma_exporter::testing::series_count;
 
@@ -690,52 +694,8 @@ TEST(ProbeServiceTest, CollectReturnsTheProbesOwnProblems) {
 
 // A responder without an RDMA device on a loopback port, and blocking
 // clients that talk to it.
-class ResponderTest : public ::testing::Test {
+class ResponderTest : public rdma_exporter::testing::ResponderFixture {
  protected:
-  void start(ResponderSettings settings) {
-    settings.listen_address = "127.0.0.1:0";
-    responder_ = std::make_unique<Responder>(io_, settings, stats_);
-    ASSERT_TRUE(responder_->start());
-    port_ = responder_->port();
-    thread_ = std::thread([this] { io_.run(); });
-  }
-  void TearDown() override {
-    if (responder_) {
-      boost::asio::post(io_, [this] { responder_->stop(); });
-    }
-    work_.reset();
-    if (thread_.joinable()) thread_.join();
-  }
-
-  tcp::socket connect() {
-    tcp::socket s(client_io_);
-    s.connect(tcp::endpoint(boost::asio::ip::make_address("127.0.0.1"), port_));
-    return s;
-  }
-
-  // Reads one message; nullopt at EOF or error.
-  static std::optional<wire::Message> read_message(tcp::socket& s) {
-    std::array<uint8_t, wire::kHeaderSize> header{};
-    boost::system::error_code ec;
-    boost::asio::read(s, boost::asio::buffer(header), ec);
-    if (ec) return std::nullopt;
-    auto h = wire::decode_header(header);
-    if (!h) return std::nullopt;
-    std::vector<uint8_t> payload(h->length);
-    boost::asio::read(s, boost::asio::buffer(payload), ec);
-    if (ec) return std::nullopt;
-    auto m = wire::decode_payload(h->type, payload);
-    if (!m) return std::nullopt;
-    return m.value();
-  }
-
-  static bool closed_by_peer(tcp::socket& s) {
-    std::array<uint8_t, 1> b{};
-    boost::system::error_code ec;
-    boost::asio::read(s, boost::asio::buffer(b), ec);
-    return ec == boost::asio::error::eof || ec == boost::asio::error::connection_reset;
-  }
-
   static wire::RejectCode reject_code(const std::optional<wire::Message>& m) {
     EXPECT_TRUE(m && std::holds_alternative<wire::Reject>(*m));
     return m && std::holds_alternative<wire::Reject>(*m) ? std::get<wire::Reject>(*m).code
@@ -773,21 +733,6 @@ class ResponderTest : public ::testing::Test {
     }
     ADD_FAILURE() << "sessions never reached " << n;
   }
-
-  double rejected(const std::string& why) {
-    const double v =
-        sample(metrics_of(*stats_), "rdma_probe_responder_rejected_total", {{"reason", why}});
-    return std::isnan(v) ? 0 : v;
-  }
-
-  boost::asio::io_context io_;
-  boost::asio::executor_work_guard<boost::asio::io_context::executor_type> work_{
-      io_.get_executor()};
-  boost::asio::io_context client_io_;
-  std::shared_ptr<ProbeStats> stats_ = std::make_shared<ProbeStats>();
-  std::unique_ptr<Responder> responder_;
-  unsigned short port_ = 0;
-  std::thread thread_;
 };
 
 TEST_F(ResponderTest, GarbageClientIsRefusedAndCounted) {
