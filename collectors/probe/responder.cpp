@@ -33,14 +33,14 @@ AdmissionLimits admission_limits(const ResponderSettings& s) {
 // leaves or stays silent longer than the idle timeout.
 class Responder::Session : public std::enable_shared_from_this<Session> {
  public:
-  Session(Responder& owner, tcp::socket socket, std::string source)
+  Session(Responder& owner, tcp::socket socket, SourceTable::Ticket ticket)
       : owner_(owner),
         control_(std::make_shared<ControlChannel>(std::move(socket))),
-        source_(std::move(source)),
+        ticket_(ticket),
         local_(dialled_of(control_->socket(), Side::local)),
         deadline_(owner.io_) {}
 
-  const std::string& source() const { return source_; }
+  SourceTable::Ticket ticket() const { return ticket_; }
   const Device* device() const { return device_.get(); }
   const std::optional<std::string>& secret() const { return secret_; }
   const UdPort* ud() const { return ud_.get(); }
@@ -273,8 +273,8 @@ class Responder::Session : public std::enable_shared_from_this<Session> {
 
   Responder& owner_;
   std::shared_ptr<ControlChannel> control_;
-  const std::string source_;
-  const wire::Dialled local_;  // the address and port the prober reached
+  const SourceTable::Ticket ticket_;  // its place in the responder's source table
+  const wire::Dialled local_;         // the address and port the prober reached
   boost::asio::steady_timer deadline_;
   Nonce nonce_{};
   std::optional<std::string> secret_;  // the secret the set-up was made with
@@ -309,7 +309,7 @@ Status Responder::start() {
 void Responder::set_ports(std::vector<LocalPort> ports) {
   ports_ = std::move(ports);
   std::vector<std::shared_ptr<Session>> gone;
-  for (const auto& s : sessions_) {
+  for (const auto& [ticket, s] : sessions_) {
     if (s->device() == nullptr) continue;  // still in its handshake
     // A UD session also ends when its port's UD queue pair was made anew:
     // the prober must learn the new one.
@@ -329,7 +329,7 @@ const Keyring& Responder::keyring() const {
 void Responder::retire_secrets() {
   const auto now = std::chrono::steady_clock::now();
   std::vector<std::shared_ptr<Session>> gone;
-  for (const auto& s : sessions_) {
+  for (const auto& [ticket, s] : sessions_) {
     if (s->secret() && !keyring().accepts(*s->secret(), now)) gone.push_back(s);
   }
   for (const auto& s : gone) s->close("retired_secret");
@@ -346,7 +346,7 @@ void Responder::stop() {
   boost::system::error_code ignored;
   acceptor_.close(ignored);
   const auto sessions = sessions_;
-  for (const auto& s : sessions) s->close(nullptr);
+  for (const auto& [ticket, s] : sessions) s->close(nullptr);
 }
 
 void Responder::accept() {
@@ -379,22 +379,20 @@ void Responder::admit(tcp::socket socket) {
     return refuse(std::move(socket), wire::RejectCode::capacity, "capacity");
   }
   if (admission.evicted) {
-    if (auto v = by_ticket_.find(*admission.evicted); v != by_ticket_.end()) {
-      v->second->close("handshake_evicted");
+    if (auto v = sessions_.find(*admission.evicted); v != sessions_.end()) {
+      const auto evicted = v->second;
+      evicted->close("handshake_evicted");
     }
   }
   socket.set_option(tcp::no_delay(true), ec);
-  auto session = std::make_shared<Session>(*this, std::move(socket), remote.address().to_string());
-  sessions_.insert(session);
-  tickets_.emplace(session.get(), admission.ticket);
-  by_ticket_.emplace(admission.ticket, session.get());
+  auto session = std::make_shared<Session>(*this, std::move(socket), admission.ticket);
+  sessions_.emplace(admission.ticket, session);
   stats_->responder_session_opened();
   session->start();
 }
 
 bool Responder::authenticated(const Session& session) {
-  const auto t = tickets_.find(&session);
-  return t != tickets_.end() && sources_.authenticate(t->second);
+  return sources_.authenticate(session.ticket());
 }
 
 void Responder::refuse(tcp::socket socket, wire::RejectCode code, const char* why) {
@@ -409,13 +407,9 @@ void Responder::refuse(tcp::socket socket, wire::RejectCode code, const char* wh
 }
 
 void Responder::closed(const std::shared_ptr<Session>& session, bool idle) {
-  if (sessions_.erase(session) == 0) return;
+  if (sessions_.erase(session->ticket()) == 0) return;
   stats_->responder_session_closed(idle);
-  if (const auto t = tickets_.find(session.get()); t != tickets_.end()) {
-    sources_.close(t->second);
-    by_ticket_.erase(t->second);
-    tickets_.erase(t);
-  }
+  sources_.close(session->ticket());
 }
 
 }  // namespace rdma_exporter::probe

@@ -5,7 +5,6 @@
 #include <chrono>
 #include <map>
 #include <memory>
-#include <set>
 #include <string>
 #include <vector>
 
@@ -84,11 +83,9 @@ class Responder {
   std::shared_ptr<ProbeStats> stats_;
   std::vector<LocalPort> ports_;
   boost::asio::ip::tcp::acceptor acceptor_;
-  std::set<std::shared_ptr<Session>> sessions_;
   SourceTable sources_;
-  // Each session's place in sources_, and back.
-  std::map<const Session*, SourceTable::Ticket> tickets_;
-  std::map<SourceTable::Ticket, Session*> by_ticket_;
+  // Every connection the responder holds, by its ticket in sources_.
+  std::map<SourceTable::Ticket, std::shared_ptr<Session>> sessions_;
   bool stopped_ = false;
 };
 
