@@ -309,7 +309,8 @@ Status Responder::start() {
 void Responder::set_ports(std::vector<LocalPort> ports) {
   ports_ = std::move(ports);
   std::vector<std::shared_ptr<Session>> gone;
-  for (const auto& [ticket, s] : sessions_) {
+  for (const auto& entry : sessions_) {
+    const std::shared_ptr<Session>& s = entry.second;
     if (s->device() == nullptr) continue;  // still in its handshake
     // A UD session also ends when its port's UD queue pair was made anew:
     // the prober must learn the new one.
