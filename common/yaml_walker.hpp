@@ -2,14 +2,18 @@
 
 #include <yaml-cpp/yaml.h>
 
+#include <algorithm>
 #include <charconv>
 #include <cstdint>
 #include <functional>
 #include <initializer_list>
+#include <limits>
 #include <map>
 #include <optional>
 #include <sstream>
 #include <string>
+#include <type_traits>
+#include <utility>
 #include <vector>
 
 #include "common/duration.hpp"
@@ -60,27 +64,20 @@ class Walker {
     };
   }
 
-  Field integer(int& out, int min, int max) {
+  // An integer from `min` to `max` into any integer type or an optional of
+  // one. A value out of range or not an integer is reported and leaves
+  // `out` as it was.
+  template <typename T>
+  Field integer(T& out, long long min, long long max) {
     return [this, &out, min, max](const YAML::Node& n, const std::string& key) {
-      const std::string expected =
-          "expected an integer from " + std::to_string(min) + " to " + std::to_string(max);
-      if (!n.IsScalar()) return error(n.Mark(), key, expected);
-      const std::string& s = n.Scalar();
-      int v = 0;
-      auto [p, ec] = std::from_chars(s.data(), s.data() + s.size(), v);
-      if (ec != std::errc() || p != s.data() + s.size() || v < min || v > max) {
-        return error(n.Mark(), key, expected + ", got \"" + s + "\"");
-      }
-      out = v;
-    };
-  }
-
-  Field size(std::size_t& out, int min, int max) {
-    return [this, &out, min, max](const YAML::Node& n, const std::string& key) {
-      int v = 0;
-      const auto before = errors_.size();
-      integer(v, min, max)(n, key);
-      if (errors_.size() == before) out = static_cast<std::size_t>(v);
+      using Value = typename optional_value<T>::type;
+      // Bounds wider than the type are clipped to it: nothing is truncated.
+      const long long lo = std::max(min, static_cast<long long>(std::numeric_limits<Value>::min()));
+      const long long hi =
+          std::in_range<long long>(std::numeric_limits<Value>::max())
+              ? std::min(max, static_cast<long long>(std::numeric_limits<Value>::max()))
+              : max;
+      if (auto v = integer_value(n, key, lo, hi)) out = static_cast<Value>(*v);
     };
   }
 
@@ -140,24 +137,6 @@ class Walker {
     };
   }
 
-  Field port_number(uint32_t& out) {
-    return [this, &out](const YAML::Node& n, const std::string& key) {
-      int v = 0;
-      const auto before = errors_.size();
-      integer(v, 0, 65535)(n, key);
-      if (errors_.size() == before) out = static_cast<uint32_t>(v);
-    };
-  }
-
-  Field optional_pid(std::optional<uint32_t>& out) {
-    return [this, &out](const YAML::Node& n, const std::string& key) {
-      int v = 0;
-      const auto before = errors_.size();
-      integer(v, 1, 1 << 30)(n, key);
-      if (errors_.size() == before) out = static_cast<uint32_t>(v);
-    };
-  }
-
   // A list of mappings, each read by `item` into a new element of `out`.
   template <typename T>
   Field list_of(std::vector<T>& out,
@@ -194,6 +173,33 @@ class Walker {
   std::vector<std::string> take() { return std::move(errors_); }
 
  private:
+  template <typename T>
+  struct optional_value {
+    using type = T;
+  };
+  template <typename T>
+  struct optional_value<std::optional<T>> {
+    using type = T;
+  };
+
+  std::optional<long long> integer_value(const YAML::Node& n, const std::string& key, long long min,
+                                         long long max) {
+    const std::string expected =
+        "expected an integer from " + std::to_string(min) + " to " + std::to_string(max);
+    if (!n.IsScalar()) {
+      error(n.Mark(), key, expected);
+      return std::nullopt;
+    }
+    const std::string& s = n.Scalar();
+    long long v = 0;
+    auto [p, ec] = std::from_chars(s.data(), s.data() + s.size(), v);
+    if (ec != std::errc() || p != s.data() + s.size() || v < min || v > max) {
+      error(n.Mark(), key, expected + ", got \"" + s + "\"");
+      return std::nullopt;
+    }
+    return v;
+  }
+
   std::string source_;
   std::vector<std::string> errors_;
 };

@@ -5,6 +5,7 @@
 #include <sstream>
 
 #include "collectors/registry.hpp"
+#include "exporter/formats/output_formats.hpp"
 #include "exporter/otlp/environment.hpp"
 #include "exporter/otlp/tls.hpp"
 
@@ -64,6 +65,7 @@ std::vector<std::string> parse_command_line(int argc, const char* const* argv, C
       "Flags override the configuration file; see docs/configuration.md.\n\nOptions");
   std::string listen_help = std::string("address to listen on (default ") + kDefaultListenAddress +
                             "); repeatable: each address gets its own listener";
+  const std::string format_help = "with --once: " + output_format_list(true);
   std::string path_help = std::string("path under which the metrics are served (default ") +
                           kDefaultTelemetryPath + ")";
   // clang-format off
@@ -72,8 +74,7 @@ std::vector<std::string> parse_command_line(int argc, const char* const* argv, C
       ("version", "print the version and exit")
       ("once", "collect once, print the metrics to stdout and exit: 0 when every collector "
                "succeeded, 1 otherwise")
-      ("format", po::value<std::string>(), "with --once: prometheus (default), openmetrics, json "
-                                           "or otlp-json")
+      ("format", po::value<std::string>(), format_help.c_str())
       ("output", po::value<std::string>(), "with --once: write to this file atomically (temporary "
                                            "file, then rename) instead of stdout")
       ("config.file", po::value<std::string>(), "YAML configuration file")
@@ -149,10 +150,8 @@ std::vector<std::string> parse_command_line(int argc, const char* const* argv, C
   get("log.format", out.log_format);
   get("output", out.output);
   if (vm.count("format") != 0U) out.format = vm["format"].as<std::string>();
-  static const char* kFormats[] = {"prometheus", "openmetrics", "json", "otlp-json"};
-  if (std::find(std::begin(kFormats), std::end(kFormats), out.format) == std::end(kFormats)) {
-    return {"--format: expected prometheus, openmetrics, json or otlp-json, got \"" + out.format +
-            "\""};
+  if (find_output_format(out.format) == nullptr) {
+    return {"--format: expected " + output_format_list(false) + ", got \"" + out.format + "\""};
   }
   if (!out.once && (vm.count("format") != 0U || out.output)) {
     return {"--format and --output go with --once"};

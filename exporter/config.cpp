@@ -52,7 +52,7 @@ std::vector<std::string> parse_config(const std::string& yaml_text, const std::s
                     {"header_timeout", w.duration(c.web.header_timeout)},
                     {"idle_timeout", w.duration(c.web.idle_timeout)},
                     {"write_timeout", w.duration(c.web.write_timeout)},
-                    {"max_request_bytes", w.size(c.web.max_request_bytes, 1024, 1 << 20)},
+                    {"max_request_bytes", w.integer(c.web.max_request_bytes, 1024, 1 << 20)},
                     {"enable_lifecycle", w.boolean(c.web.enable_lifecycle)},
                     {"config_file", w.string(c.web.config_file)}});
        }},

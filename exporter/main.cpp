@@ -12,9 +12,7 @@
 #include "exporter/cli.hpp"
 #include "exporter/collection.hpp"
 #include "exporter/daemon.hpp"
-#include "exporter/formats/json.hpp"
-#include "exporter/formats/openmetrics.hpp"
-#include "exporter/formats/otlp_json.hpp"
+#include "exporter/formats/output_formats.hpp"
 #include "exporter/otlp/environment.hpp"
 #include "exporter/otlp/pusher.hpp"
 #include "exporter/otlp/tls.hpp"
@@ -45,13 +43,10 @@ void report_rdma_presence(const Config& config) {
 }
 
 std::string render_once(const Snapshot& snap, const std::string& format, const Config& config) {
-  if (format == "openmetrics") return render_openmetrics(snap.families);
-  if (format == "otlp-json") return encode_otlp_json(snap.families, otlp_context(config.otlp));
-  if (format == "json") {
-    const auto now = std::chrono::system_clock::now().time_since_epoch();
-    return render_json(snap.families, snap.outcomes, std::chrono::duration<double>(now).count());
-  }
-  return snap.text;
+  const OutputFormat* f = find_output_format(format);  // checked with the command line
+  if (f == nullptr) f = &output_formats().front();
+  const auto now = std::chrono::system_clock::now().time_since_epoch();
+  return f->render({snap, otlp_context(config.otlp), std::chrono::duration<double>(now).count()});
 }
 
 int run_once(const Config& config, const CommandLine& cli) {

@@ -98,6 +98,25 @@ Result<uint64_t> parse_boot_time(std::string_view text) {
   return Error{EINVAL, "no btime line"};
 }
 
+Result<uint64_t> process_start_time_unix_nano(const std::string& proc_root, long ticks_per_second) {
+  if (ticks_per_second <= 0) ticks_per_second = ::sysconf(_SC_CLK_TCK);
+  if (ticks_per_second <= 0) ticks_per_second = 100;  // USER_HZ wherever sysconf fails
+  const std::string stat_path = proc_root + "/self/stat";
+  auto stat_text = read_file(stat_path, kMaxProcFileBytes, stat_path);
+  if (!stat_text) return stat_text.error();
+  auto stat = parse_proc_stat(*stat_text);
+  if (!stat) return Error{EINVAL, stat_path + ": " + stat.error().message};
+  const std::string boot_path = proc_root + "/stat";
+  auto boot_text = read_file(boot_path, kMaxProcFileBytes, boot_path);
+  if (!boot_text) return boot_text.error();
+  auto boot = parse_boot_time(*boot_text);
+  if (!boot) return Error{EINVAL, boot_path + ": " + boot.error().message};
+  constexpr uint64_t kNano = 1'000'000'000ULL;
+  const auto hz = static_cast<uint64_t>(ticks_per_second);
+  const uint64_t ticks = stat->starttime_ticks;
+  return *boot * kNano + (ticks / hz) * kNano + (ticks % hz) * kNano / hz;
+}
+
 Result<std::optional<uint64_t>> parse_soft_limit(std::string_view text, std::string_view row) {
   std::size_t pos = 0;
   while (pos < text.size()) {
@@ -123,7 +142,7 @@ Result<std::optional<uint64_t>> parse_soft_limit(std::string_view text, std::str
 }
 
 ProcessMetrics::ProcessMetrics(std::string proc_root, long ticks_per_second, long page_size)
-    : root_(std::move(proc_root)) {
+    : root_(std::move(proc_root)), ticks_(ticks_per_second) {
   if (ticks_per_second <= 0) ticks_per_second = ::sysconf(_SC_CLK_TCK);
   if (page_size <= 0) page_size = ::sysconf(_SC_PAGESIZE);
   // USER_HZ and the page size are 100 and 4096 wherever sysconf could fail.
@@ -203,15 +222,10 @@ std::vector<std::string> ProcessMetrics::collect(MetricSink& sink) {
   }
 
   if (!start_time_ && stat) {
-    const std::string path = root_ + "/stat";
-    auto text = read_file(path, kMaxProcFileBytes, path);
-    if (!text) {
-      errors.push_back(text.error().message);
-    } else if (auto boot = parse_boot_time(*text); !boot) {
-      errors.push_back(path + ": " + boot.error().message);
+    if (auto ns = process_start_time_unix_nano(root_, ticks_); !ns) {
+      errors.push_back(ns.error().message);
     } else {
-      start_time_ = static_cast<double>(*boot) +
-                    static_cast<double>(stat->starttime_ticks) / ticks_per_second_;
+      start_time_ = static_cast<double>(*ns) / 1e9;
     }
   }
   if (start_time_) {

@@ -29,6 +29,15 @@ Result<ProcStat> parse_proc_stat(std::string_view text);
 // The boot time (the `btime` line of /proc/stat), in seconds since the epoch.
 Result<uint64_t> parse_boot_time(std::string_view text);
 
+// When this process started, in nanoseconds since the Unix epoch: the boot
+// time (`btime` of <proc_root>/stat) plus the start time in clock ticks after
+// boot (<proc_root>/self/stat field 22). The one clock for the start of the
+// process: process_start_time_seconds and the OTLP start time of every
+// cumulative series come from here, so they agree. `ticks_per_second` as
+// sysconf(_SC_CLK_TCK) gives it when 0.
+Result<uint64_t> process_start_time_unix_nano(const std::string& proc_root = "/proc",
+                                              long ticks_per_second = 0);
+
 // The soft limit of one row of /proc/<pid>/limits ("Max open files"):
 // nullopt when it reads "unlimited".
 Result<std::optional<uint64_t>> parse_soft_limit(std::string_view text, std::string_view row);
@@ -55,6 +64,7 @@ class ProcessMetrics {
   std::string root_;
   double ticks_per_second_;
   double page_size_;
+  long ticks_;
   std::optional<double> start_time_;  // constant for the process: read once
   std::vector<std::string> last_errors_;
 };

@@ -31,7 +31,7 @@ void parse_optional_counters_options(Walker& w, const YAML::Node& node, const st
   auto port_rule = [&w](const YAML::Node& n, const std::string& p, PortRule& r) {
     w.mapping(n, p,
               {{"device", w.optional_string_into(r.device, device_pattern_problem)},
-               {"port", w.port_number(r.port)},
+               {"port", w.integer(r.port, 0, 65535)},
                {"enable", w.string_list(r.enable, counter_name_problem)},
                {"own", w.boolean(r.own)}});
   };

@@ -14,23 +14,24 @@ std::string source_group(const boost::asio::ip::address& address) {
   return ip::address_v6(bytes, v6.scope_id()).to_string() + "/64";
 }
 
-SourceTable::SourceTable(AdmissionLimits limits, std::function<Clock::time_point()> now)
-    : limits_(limits), now_(std::move(now)) {}
+SourceTable::SourceTable(ResponderLimits limits, std::size_t max_groups,
+                         std::function<Clock::time_point()> now)
+    : limits_(limits), max_groups_(max_groups), now_(std::move(now)) {}
 
 SourceTable::Admission SourceTable::open(const std::string& group) {
   const Clock::time_point now = now_();
   auto it = groups_.find(group);
   if (it == groups_.end()) {
-    if (groups_.size() >= limits_.max_groups) {
+    if (groups_.size() >= max_groups_) {
       // Only groups whose forgetting loses nothing: a group with an empty
       // bucket that was forgotten would come back with a full one.
       std::erase_if(groups_, [now](const auto& kv) {
         const Group& g = kv.second;
         return g.sessions == 0 && g.handshakes.empty() && g.bucket.full(now);
       });
-      if (groups_.size() >= limits_.max_groups) return {Verdict::capacity};
+      if (groups_.size() >= max_groups_) return {Verdict::capacity};
     }
-    const int per_minute = std::max(limits_.setups_per_minute_per_group, 0);
+    const int per_minute = std::max(limits_.setups_per_minute_per_source, 0);
     const Clock::duration per_token =
         std::chrono::duration_cast<Clock::duration>(std::chrono::minutes(1)) /
         std::max(per_minute, 1);
@@ -38,11 +39,11 @@ SourceTable::Admission SourceTable::open(const std::string& group) {
   }
   Group& g = it->second;
   if (!g.bucket.take(now)) return {Verdict::rate};
-  if (limits_.max_handshakes <= 0 || limits_.max_handshakes_per_group <= 0) {
+  if (limits_.max_handshakes <= 0 || limits_.max_handshakes_per_source <= 0) {
     return {Verdict::capacity};
   }
   Admission admission{Verdict::admitted};
-  if (static_cast<int>(g.handshakes.size()) >= limits_.max_handshakes_per_group) {
+  if (static_cast<int>(g.handshakes.size()) >= limits_.max_handshakes_per_source) {
     admission.evicted = *g.handshakes.begin();
   } else if (handshakes_ >= limits_.max_handshakes) {
     admission.evicted = eviction_candidate();
@@ -82,7 +83,7 @@ bool SourceTable::authenticate(Ticket ticket) {
   if (t == tickets_.end()) return false;
   if (t->second.session) return true;
   Group& g = t->second.group->second;
-  if (sessions_ >= limits_.max_sessions || g.sessions >= limits_.max_sessions_per_group) {
+  if (sessions_ >= limits_.max_sessions || g.sessions >= limits_.max_sessions_per_source) {
     return false;
   }
   g.handshakes.erase(ticket);

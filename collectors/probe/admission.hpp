@@ -20,15 +20,6 @@ namespace rdma_exporter::probe {
 // since one IPv6 host can use any address of its subnet.
 std::string source_group(const boost::asio::ip::address& address);
 
-struct AdmissionLimits {
-  int max_sessions = limits::kMaxSessions;
-  int max_sessions_per_group = limits::kMaxSessionsPerSource;
-  int max_handshakes = limits::kMaxHandshakes;
-  int max_handshakes_per_group = limits::kMaxHandshakesPerSource;
-  int setups_per_minute_per_group = limits::kSetupsPerMinutePerSource;
-  std::size_t max_groups = limits::kMaxSources;
-};
-
 // Who holds what at the responder, by source group: its handshakes (control
 // connections that have not authenticated yet), its sessions (authenticated
 // ones) and its token bucket of connections per minute. Two budgets:
@@ -50,8 +41,10 @@ class SourceTable {
     std::optional<Ticket> evicted;  // admitted: a handshake to end now to make room for it
   };
 
+  // At most `max_groups` source groups are remembered.
   explicit SourceTable(
-      AdmissionLimits limits, std::function<Clock::time_point()> now = [] { return Clock::now(); });
+      ResponderLimits limits, std::size_t max_groups = limits::kMaxSources,
+      std::function<Clock::time_point()> now = [] { return Clock::now(); });
 
   // A new connection from `group`: takes a token of its bucket and a
   // handshake slot. `rate` when the bucket is empty, `capacity` when the
@@ -61,7 +54,7 @@ class SourceTable {
   Admission open(const std::string& group);
   // The connection's set-up was authenticated: its handshake slot becomes a
   // session slot. False, and it stays a handshake, when that would pass
-  // max_sessions or max_sessions_per_group.
+  // max_sessions or max_sessions_per_source.
   bool authenticate(Ticket ticket);
   // The connection ended: whatever it held is released. Unknown tickets (an
   // evicted handshake) are ignored.
@@ -91,7 +84,8 @@ class SourceTable {
   std::optional<Ticket> eviction_candidate() const;
   void release_handshake(Ticket ticket);
 
-  const AdmissionLimits limits_;
+  const ResponderLimits limits_;
+  const std::size_t max_groups_;
   const std::function<Clock::time_point()> now_;
   std::map<std::string, Group> groups_;
   std::map<Ticket, Held> tickets_;

@@ -41,6 +41,7 @@ ControlClient::ControlClient(boost::asio::io_context& io, std::string address, w
       stats_(std::move(stats)),
       timer_(io),
       deadline_(io),
+      backoff_({settings_.backoff_initial, settings_.backoff_max}),
       resolver_(io),
       keepalive_(io) {}
 
@@ -198,13 +199,12 @@ void ControlClient::send_keepalive() {
 }
 
 void ControlClient::recovered() {
-  if (backoff_.count() != 0) log::info("probe: session up again", {{"target", name_}});
-  backoff_ = std::chrono::milliseconds(0);
+  if (backoff_.succeeded()) log::info("probe: session up again", {{"target", name_}});
 }
 
 void ControlClient::fail(const char* why, const std::string& detail) {
   stats_->error(why);
-  if (backoff_.count() == 0) {
+  if (backoff_.failures() == 0) {
     log::warn("probe: session failed", {{"target", name_}, {"reason", why}, {"err", detail}});
   } else {
     log::debug("probe: session failed", {{"target", name_}, {"reason", why}, {"err", detail}});
@@ -234,12 +234,7 @@ void ControlClient::teardown() {
 
 void ControlClient::schedule_reconnect() {
   if (stopped_) return;
-  backoff_ = backoff_.count() == 0 ? settings_.backoff_initial
-                                   : std::min(settings_.backoff_max, backoff_ * 2);
-  std::uniform_real_distribution<double> jitter(0.8, 1.2);
-  const auto wait = std::chrono::milliseconds(
-      static_cast<long long>(static_cast<double>(backoff_.count()) * jitter(rng_)));
-  timer_.expires_after(wait);
+  timer_.expires_after(backoff_.failed());
   timer_.async_wait(guarded([this](const boost::system::error_code& ec) {
     if (!ec) connect();
   }));

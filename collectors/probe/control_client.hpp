@@ -7,12 +7,12 @@
 #include <functional>
 #include <memory>
 #include <optional>
-#include <random>
 #include <string>
 
 #include "collectors/probe/auth.hpp"
 #include "collectors/probe/control.hpp"
 #include "collectors/probe/stats.hpp"
+#include "common/backoff.hpp"
 
 namespace rdma_exporter::probe {
 
@@ -97,7 +97,7 @@ class ControlClient : public std::enable_shared_from_this<ControlClient> {
   boost::asio::steady_timer deadline_;  // connect, set-up or probe timeout
   uint64_t generation_ = 0;             // bumped by every teardown
   bool stopped_ = false;
-  std::chrono::milliseconds backoff_{0};
+  Backoff backoff_;
 
  private:
   void connect();
@@ -116,7 +116,6 @@ class ControlClient : public std::enable_shared_from_this<ControlClient> {
   std::optional<std::string> secret_;  // the secret this session signs with
   Mac setup_mac_{};
   boost::asio::steady_timer keepalive_;
-  std::mt19937 rng_{std::random_device{}()};
 };
 
 }  // namespace rdma_exporter::probe

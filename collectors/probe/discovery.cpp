@@ -16,7 +16,8 @@ Discovery::Discovery(boost::asio::io_context& io, std::string address, Discovery
       handlers_(std::move(handlers)),
       resolver_(io),
       timer_(io),
-      deadline_(io) {}
+      deadline_(io),
+      backoff_({settings.backoff_initial, settings.backoff_max}) {}
 
 void Discovery::start() {
   attempt();
@@ -86,16 +87,12 @@ void Discovery::attempt() {
 }
 
 void Discovery::done() {
-  backoff_ = std::chrono::milliseconds(0);
+  backoff_.succeeded();
   again(settings_.interval);
 }
 
 void Discovery::failed(const char* why, const std::string& detail) {
-  backoff_ = backoff_.count() == 0 ? settings_.backoff_initial
-                                   : std::min(settings_.backoff_max, backoff_ * 2);
-  std::uniform_real_distribution<double> jitter(0.8, 1.2);
-  again(std::chrono::milliseconds(
-      static_cast<long long>(static_cast<double>(backoff_.count()) * jitter(rng_))));
+  again(backoff_.failed());
   handlers_.failed(why, detail);
 }
 

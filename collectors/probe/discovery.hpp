@@ -6,12 +6,12 @@
 #include <chrono>
 #include <functional>
 #include <memory>
-#include <random>
 #include <string>
 #include <vector>
 
 #include "collectors/probe/control.hpp"
 #include "collectors/probe/protocol.hpp"
+#include "common/backoff.hpp"
 
 namespace rdma_exporter::probe {
 
@@ -58,8 +58,7 @@ class Discovery : public std::enable_shared_from_this<Discovery> {
   std::shared_ptr<ControlChannel> control_;
   uint64_t generation_ = 0;
   bool stopped_ = false;
-  std::chrono::milliseconds backoff_{0};
-  std::mt19937 rng_{std::random_device{}()};
+  Backoff backoff_;
 };
 
 }  // namespace rdma_exporter::probe

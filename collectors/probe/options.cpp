@@ -39,8 +39,8 @@ std::vector<std::string> validate_probe_options(const ProbeOptions& o) {
   positive(o.connect_timeout, "probe.connect_timeout");
   positive(o.backoff_initial, "probe.backoff_initial");
   positive(o.file_sd_refresh, "probe.file_sd_refresh");
-  positive(o.idle_timeout, "probe.idle_timeout");
-  positive(o.handshake_timeout, "probe.handshake_timeout");
+  positive(o.responder.idle_timeout, "probe.idle_timeout");
+  positive(o.responder.handshake_timeout, "probe.handshake_timeout");
   positive(o.discovery_interval, "probe.discovery_interval");
   if (std::string problem = pattern_limit_problem(o.device); !problem.empty()) {
     errors.push_back("probe.device: " + problem);
@@ -86,9 +86,9 @@ std::vector<std::string> validate_probe_options(const ProbeOptions& o) {
     if (!wire::mtu_valid(c.mtu)) {
       errors.push_back(key + ".mtu: expected 256, 512, 1024, 2048 or 4096");
     }
-    if (c.size > o.max_message_size) {
+    if (c.size > o.responder.max_message_size) {
       errors.push_back(key + ".size: above probe.max_message_size (" +
-                       std::to_string(o.max_message_size) + ")");
+                       std::to_string(o.responder.max_message_size) + ")");
     }
     positive(c.interval, key + ".interval");
     positive(c.timeout, key + ".timeout");
@@ -124,24 +124,6 @@ std::vector<std::string> validate_probe_options(const ProbeOptions& o) {
 
 void parse_probe_options(Walker& w, const YAML::Node& node, const std::string& path,
                          ProbeOptions& o) {
-  // An integer field stored in a narrower or optional type.
-  auto int_into = [&w](auto& out, int min, int max) -> Walker::Field {
-    return [&w, &out, min, max](const YAML::Node& n, const std::string& key) {
-      int v = 0;
-      const std::size_t before = w.take_count();
-      w.integer(v, min, max)(n, key);
-      if (w.take_count() == before) out = static_cast<std::remove_cvref_t<decltype(*&out)>>(v);
-    };
-  };
-  auto optional_int = [&w](auto& out, int min, int max) -> Walker::Field {
-    return [&w, &out, min, max](const YAML::Node& n, const std::string& key) {
-      int v = 0;
-      const std::size_t before = w.take_count();
-      w.integer(v, min, max)(n, key);
-      if (w.take_count() == before)
-        out = static_cast<typename std::remove_cvref_t<decltype(out)>::value_type>(v);
-    };
-  };
   auto microseconds = [&w](std::chrono::microseconds& out) -> Walker::Field {
     return [&w, &out](const YAML::Node& n, const std::string& key) {
       const std::string text = n.IsScalar() ? n.Scalar() : std::string();
@@ -167,16 +149,16 @@ void parse_probe_options(Walker& w, const YAML::Node& node, const std::string& p
                                              [](const std::string& v) {
                                                return one_of(v, {"send", "write", "read", "ud"});
                                              })},
-               {"size", int_into(c.size, 1, 1 << 30)},
-               {"tclass", int_into(c.tclass, 0, 255)},
-               {"sl", int_into(c.sl, 0, 15)},
-               {"port", optional_int(c.port, 1, 255)},
-               {"gid_index", optional_int(c.gid_index, -1, 65535)},
-               {"mtu", int_into(c.mtu, 256, 4096)},
+               {"size", w.integer(c.size, 1, 1 << 30)},
+               {"tclass", w.integer(c.tclass, 0, 255)},
+               {"sl", w.integer(c.sl, 0, 15)},
+               {"port", w.integer(c.port, 1, 255)},
+               {"gid_index", w.integer(c.gid_index, -1, 65535)},
+               {"mtu", w.integer(c.mtu, 256, 4096)},
                {"interval", w.duration(c.interval)},
                {"timeout", w.duration(c.timeout)},
                {"busy_poll", microseconds(c.busy_poll)},
-               {"flows", int_into(c.flows, 1, 16)}});
+               {"flows", w.integer(c.flows, 1, 16)}});
     c.op = op == "send" ? Op::send : op == "read" ? Op::read : op == "ud" ? Op::ud : Op::write;
   };
   auto target = [&](const YAML::Node& n, const std::string& p, Target& t) {
@@ -201,64 +183,65 @@ void parse_probe_options(Walker& w, const YAML::Node& node, const std::string& p
                {"classes", w.string_list(t.classes)},
                {"rail", w.string(t.rail)}});
   };
-  w.mapping(
-      node, path,
-      {{"enabled", w.boolean(o.enabled)},
-       {"device", w.string(o.device)},
-       {"port", optional_int(o.port, 1, 255)},
-       {"link_layer", w.optional_string_into(o.link_layer,
-                                             [](const std::string& v) {
-                                               return one_of(v, {"ethernet", "infiniband"});
-                                             })},
-       {"rails",
-        [&w, &o](const YAML::Node& v, const std::string& key) {
-          if (v.IsNull()) return;
-          if (!v.IsMap()) {
-            return w.error_at(v, key, "expected a mapping of device or device/port to a rail");
-          }
-          for (const auto& kv : v) {
-            if (!kv.second.IsScalar()) {
-              w.error_at(kv.second, key + "." + kv.first.Scalar(), "expected a string");
-            } else {
-              o.rails[kv.first.Scalar()] = kv.second.Scalar();
-            }
-          }
-        }},
-       {"cross_rail", w.boolean(o.cross_rail)},
-       {"discovery_interval", w.duration(o.discovery_interval)},
-       {"gid_index", int_into(o.gid_index, -1, 65535)},
-       {"listen_address", w.string(o.listen_address)},
-       {"classes", w.list_of<ProbeClass>(o.classes, probe_class)},
-       {"targets", w.list_of<Target>(o.targets, target)},
-       {"file_sd", w.string_list(o.file_sd)},
-       {"file_sd_refresh", w.duration(o.file_sd_refresh)},
-       {"pinglist",
-        [&](const YAML::Node& v, const std::string& key) {
-          w.mapping(v, key,
-                    {{"group_label", w.string(o.pinglist.group_label)},
-                     {"remote_per_rail", int_into(o.pinglist.remote_per_rail, 0, 1024)},
-                     {"epoch", w.duration(o.pinglist.epoch)},
-                     {"group", w.string(o.pinglist.group)}});
-        }},
-       {"histograms", w.optional_string_into(o.histograms,
-                                             [](const std::string& v) {
-                                               return one_of(v, {"group", "target"});
-                                             })},
-       {"loopback", w.boolean(o.loopback)},
-       {"connect_timeout", w.duration(o.connect_timeout)},
-       {"backoff_initial", w.duration(o.backoff_initial)},
-       {"backoff_max", w.duration(o.backoff_max)},
-       {"secret_file", w.string(o.secret_file)},
-       {"secret_grace", w.duration(o.secret_grace)},
-       {"max_sessions", w.integer(o.max_sessions, 1, 65536)},
-       {"max_sessions_per_source", w.integer(o.max_sessions_per_source, 1, 65536)},
-       {"setups_per_minute_per_source", w.integer(o.setups_per_minute_per_source, 1, 1000000)},
-       {"max_message_size", int_into(o.max_message_size, 1, 1 << 30)},
-       {"idle_timeout", w.duration(o.idle_timeout)},
-       {"handshake_timeout", w.duration(o.handshake_timeout)},
-       {"memory", w.optional_string_into(o.memory, [](const std::string& v) {
-          return one_of(v, {"host", "udmabuf"});
-        })}});
+  w.mapping(node, path,
+            {{"enabled", w.boolean(o.enabled)},
+             {"device", w.string(o.device)},
+             {"port", w.integer(o.port, 1, 255)},
+             {"link_layer", w.optional_string_into(o.link_layer,
+                                                   [](const std::string& v) {
+                                                     return one_of(v, {"ethernet", "infiniband"});
+                                                   })},
+             {"rails",
+              [&w, &o](const YAML::Node& v, const std::string& key) {
+                if (v.IsNull()) return;
+                if (!v.IsMap()) {
+                  return w.error_at(v, key,
+                                    "expected a mapping of device or device/port to a rail");
+                }
+                for (const auto& kv : v) {
+                  if (!kv.second.IsScalar()) {
+                    w.error_at(kv.second, key + "." + kv.first.Scalar(), "expected a string");
+                  } else {
+                    o.rails[kv.first.Scalar()] = kv.second.Scalar();
+                  }
+                }
+              }},
+             {"cross_rail", w.boolean(o.cross_rail)},
+             {"discovery_interval", w.duration(o.discovery_interval)},
+             {"gid_index", w.integer(o.gid_index, -1, 65535)},
+             {"listen_address", w.string(o.listen_address)},
+             {"classes", w.list_of<ProbeClass>(o.classes, probe_class)},
+             {"targets", w.list_of<Target>(o.targets, target)},
+             {"file_sd", w.string_list(o.file_sd)},
+             {"file_sd_refresh", w.duration(o.file_sd_refresh)},
+             {"pinglist",
+              [&](const YAML::Node& v, const std::string& key) {
+                w.mapping(v, key,
+                          {{"group_label", w.string(o.pinglist.group_label)},
+                           {"remote_per_rail", w.integer(o.pinglist.remote_per_rail, 0, 1024)},
+                           {"epoch", w.duration(o.pinglist.epoch)},
+                           {"group", w.string(o.pinglist.group)}});
+              }},
+             {"histograms", w.optional_string_into(o.histograms,
+                                                   [](const std::string& v) {
+                                                     return one_of(v, {"group", "target"});
+                                                   })},
+             {"loopback", w.boolean(o.loopback)},
+             {"connect_timeout", w.duration(o.connect_timeout)},
+             {"backoff_initial", w.duration(o.backoff_initial)},
+             {"backoff_max", w.duration(o.backoff_max)},
+             {"secret_file", w.string(o.secret_file)},
+             {"secret_grace", w.duration(o.secret_grace)},
+             {"max_sessions", w.integer(o.responder.max_sessions, 1, 65536)},
+             {"max_sessions_per_source", w.integer(o.responder.max_sessions_per_source, 1, 65536)},
+             {"setups_per_minute_per_source",
+              w.integer(o.responder.setups_per_minute_per_source, 1, 1000000)},
+             {"max_message_size", w.integer(o.responder.max_message_size, 1, 1 << 30)},
+             {"idle_timeout", w.duration(o.responder.idle_timeout)},
+             {"handshake_timeout", w.duration(o.responder.handshake_timeout)},
+             {"memory", w.optional_string_into(o.memory, [](const std::string& v) {
+                return one_of(v, {"host", "udmabuf"});
+              })}});
 }
 
 }  // namespace rdma_exporter::probe

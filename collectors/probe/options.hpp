@@ -95,14 +95,9 @@ struct ProbeOptions {
   // After a reload that changes the secret, the previous one is still
   // accepted and used for this long.
   std::chrono::milliseconds secret_grace{std::chrono::minutes(10)};
-  // Responder limits (limits.hpp).
-  int max_sessions = limits::kMaxSessions;
-  int max_sessions_per_source = limits::kMaxSessionsPerSource;
-  int setups_per_minute_per_source = limits::kSetupsPerMinutePerSource;
-  uint32_t max_message_size = limits::kMaxMessageSize;
-  std::chrono::milliseconds idle_timeout = limits::kIdleTimeout;
-  // Time from connect to an authenticated set-up.
-  std::chrono::milliseconds handshake_timeout = limits::kHandshakeTimeout;
+  // The responder's budgets (limits.hpp): `probe.max_sessions`,
+  // `probe.idle_timeout`, ... in the configuration.
+  ResponderLimits responder;
   // Memory for probe buffers: "host" (page-aligned heap) or "udmabuf"
   // (a dma-buf made by /dev/udmabuf, registered with ibv_reg_dmabuf_mr).
   std::string memory = "host";

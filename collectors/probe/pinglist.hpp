@@ -9,6 +9,8 @@
 #include <string_view>
 #include <vector>
 
+#include "collectors/probe/options.hpp"
+
 // Pinglists: which hosts of the fleet this host probes, decided by every host
 // on its own, with no controller. Every exporter reads the same target list;
 // each computes from it, its own id and the epoch number the part of one
@@ -51,8 +53,9 @@ struct FleetMember {
 };
 
 struct PinglistSettings {
-  std::size_t remote_per_rail = 2;  // k: hosts of other groups per local rail and epoch
-  uint64_t epoch = 0;               // pinglist_epoch()
+  // k: hosts of other groups per local rail and epoch (probe.pinglist's).
+  std::size_t remote_per_rail = PinglistOptions{}.remote_per_rail;
+  uint64_t epoch = 0;  // pinglist_epoch()
 };
 
 // What one host probes in one epoch. Indices are into the members given to

@@ -164,7 +164,7 @@ void Prober::complete() {
 
 void Prober::probe_timed_out() {
   stats_->timeout();
-  if (backoff_.count() == 0) {
+  if (backoff_.failures() == 0) {
     log::warn("probe: no completion within the timeout; setting the session up again",
               {{"target", name_}, {"timeout", std::to_string(class_.timeout.count()) + "ms"}});
   }

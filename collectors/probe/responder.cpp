@@ -18,15 +18,6 @@ using boost::asio::ip::tcp;
 namespace {
 constexpr uint32_t kEchoRecvDepth = 16;
 
-AdmissionLimits admission_limits(const ResponderSettings& s) {
-  AdmissionLimits l;
-  l.max_sessions = s.max_sessions;
-  l.max_sessions_per_group = s.max_sessions_per_source;
-  l.max_handshakes = s.max_handshakes;
-  l.max_handshakes_per_group = s.max_handshakes_per_source;
-  l.setups_per_minute_per_group = s.setups_per_minute_per_source;
-  return l;
-}
 }  // namespace
 
 // One prober's session: hello, set-up, then keep-alives until the prober
@@ -54,7 +45,7 @@ class Responder::Session : public std::enable_shared_from_this<Session> {
       if (hello.ports.size() == wire::kMaxPorts) break;
       hello.ports.push_back(p.ad());
     }
-    arm_deadline(owner_.settings_.handshake_timeout, "handshake_timeout");
+    arm_deadline(owner_.settings_.limits.handshake_timeout, "handshake_timeout");
     control_->write(hello, [self = shared_from_this()](Status s) {
       if (!s) return self->close(nullptr);
       self->control_->read([self](Result<wire::Message> m) { self->on_setup(std::move(m)); });
@@ -119,9 +110,10 @@ class Responder::Session : public std::enable_shared_from_this<Session> {
     const ResponderSettings& cfg = owner_.settings_;
     if (!authenticated(*setup)) return;
     if (!owner_.authenticated(*this)) return reject_capacity();
-    if (setup->size > cfg.max_message_size) {
+    if (setup->size > cfg.limits.max_message_size) {
       return reject(wire::RejectCode::unsupported,
-                    "message size above " + std::to_string(cfg.max_message_size), "unsupported");
+                    "message size above " + std::to_string(cfg.limits.max_message_size),
+                    "unsupported");
     }
     if (owner_.ports_.empty()) {
       return reject(wire::RejectCode::resources, "no RDMA device", "resources");
@@ -234,11 +226,12 @@ class Responder::Session : public std::enable_shared_from_this<Session> {
   // so does a prober that sends keep-alives without reading the answers.
   void listen() {
     if (closed_) return;
-    arm_deadline(owner_.settings_.idle_timeout, "idle");
+    arm_deadline(owner_.settings_.limits.idle_timeout, "idle");
     serve_keepalives(
         control_,
         [self = shared_from_this()] {
-          if (!self->closed_) self->arm_deadline(self->owner_.settings_.idle_timeout, "idle");
+          if (!self->closed_)
+            self->arm_deadline(self->owner_.settings_.limits.idle_timeout, "idle");
         },
         [self = shared_from_this()](const char* why) {
           self->close(std::string(why) == "closed" ? nullptr : why);
@@ -292,7 +285,7 @@ Responder::Responder(boost::asio::io_context& io, ResponderSettings settings,
       settings_(std::move(settings)),
       stats_(std::move(stats)),
       acceptor_(io),
-      sources_(admission_limits(settings_)) {}
+      sources_(settings_.limits) {}
 
 Responder::~Responder() {
   stop();

@@ -20,18 +20,7 @@ namespace rdma_exporter::probe {
 
 struct ResponderSettings {
   std::string listen_address = ":10911";
-  // Authenticated sessions, in all and per source group (source_group()).
-  int max_sessions = limits::kMaxSessions;
-  int max_sessions_per_source = limits::kMaxSessionsPerSource;
-  // Control connections per minute per source group.
-  int setups_per_minute_per_source = limits::kSetupsPerMinutePerSource;
-  uint32_t max_message_size = limits::kMaxMessageSize;
-  std::chrono::milliseconds idle_timeout = limits::kIdleTimeout;
-  // Connections not authenticated yet, in all and per source group, and how
-  // long one may take from connect to a valid set-up.
-  int max_handshakes = limits::kMaxHandshakes;
-  int max_handshakes_per_source = limits::kMaxHandshakesPerSource;
-  std::chrono::milliseconds handshake_timeout = limits::kHandshakeTimeout;
+  ResponderLimits limits;  // ProbeOptions::responder
   // The secrets peers prove (shared with this exporter's probers, rotated
   // in place on reload); null or empty: peers need not authenticate.
   std::shared_ptr<const Keyring> keyring;

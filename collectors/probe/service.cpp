@@ -4,6 +4,7 @@
 #include <boost/asio/post.hpp>
 #include <cstring>
 #include <future>
+#include <tuple>
 
 #include "collectors/probe/auth.hpp"
 #include "collectors/probe/discovery.hpp"
@@ -17,6 +18,7 @@
 #include "collectors/probe/verbs_device.hpp"
 #include "collectors/probe/verbs_memory.hpp"
 #include "common/file.hpp"
+#include "common/host_name.hpp"
 #include "common/log.hpp"
 
 namespace rdma_exporter::probe {
@@ -46,12 +48,6 @@ bool same_ports(const std::vector<LocalPort>& a, const std::vector<LocalPort>& b
     return x.device == y.device && x.info.port == y.info.port && x.info.gid == y.info.gid &&
            x.rail == y.rail && x.ud == y.ud;
   });
-}
-
-std::string host_name() {
-  std::array<char, 256> name{};
-  if (::gethostname(name.data(), name.size() - 1) != 0) return "";
-  return name.data();
 }
 
 // UD datagrams per port: room for this many in flight each way.
@@ -103,12 +99,7 @@ Status ProbeService::start() {
   }
   ResponderSettings rs;
   rs.listen_address = options_.listen_address;
-  rs.max_sessions = options_.max_sessions;
-  rs.max_sessions_per_source = options_.max_sessions_per_source;
-  rs.setups_per_minute_per_source = options_.setups_per_minute_per_source;
-  rs.max_message_size = options_.max_message_size;
-  rs.idle_timeout = options_.idle_timeout;
-  rs.handshake_timeout = options_.handshake_timeout;
+  rs.limits = options_.responder;
   rs.keyring = keyring_;
   rs.memory = options_.memory;
   rs.gid_index = options_.gid_index;
@@ -219,13 +210,11 @@ void ProbeService::rotate_secret(const std::string& path, std::chrono::milliseco
 void ProbeService::update(ProbeOptions options) {
   if (!thread_.joinable()) return;
   boost::asio::post(io_, [this, options = std::move(options)]() mutable {
-    if (options.listen_address != options_.listen_address || options.memory != options_.memory ||
-        options.gid_index != options_.gid_index || options.max_sessions != options_.max_sessions ||
-        options.max_sessions_per_source != options_.max_sessions_per_source ||
-        options.setups_per_minute_per_source != options_.setups_per_minute_per_source ||
-        options.max_message_size != options_.max_message_size ||
-        options.idle_timeout != options_.idle_timeout ||
-        options.handshake_timeout != options_.handshake_timeout) {
+    // What the responder and the probe memory were made with.
+    auto restart_only = [](const ProbeOptions& o) {
+      return std::tie(o.listen_address, o.memory, o.gid_index, o.responder);
+    };
+    if (restart_only(options) != restart_only(options_)) {
       log::warn(
           "reload: probe listen address, memory, GID index and responder limits change "
           "at the next start");

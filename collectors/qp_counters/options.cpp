@@ -32,7 +32,7 @@ void parse_qp_counters_options(Walker& w, const YAML::Node& node, const std::str
     const std::size_t before = w.take_count();
     w.mapping(n, p,
               {{"device", w.optional_string_into(r.device, device_pattern_problem)},
-               {"port", w.port_number(r.port)},
+               {"port", w.integer(r.port, 0, 65535)},
                {"mode", w.string(mode)},
                {"auto_by", w.string_list(auto_by,
                                          [](const std::string& v) {
@@ -60,7 +60,7 @@ void parse_qp_counters_options(Walker& w, const YAML::Node& node, const std::str
     w.mapping(n, p,
               {{"name", w.string(r.name)},
                {"comm", w.optional_string(r.comm, device_pattern_problem)},
-               {"pid", w.optional_pid(r.pid)},
+               {"pid", w.integer(r.pid, 1, 1 << 30)},
                {"cgroup", w.optional_string(r.cgroup, device_pattern_problem)},
                {"qp_types", w.string_list(r.qp_types, qp_type_problem)}});
     if (r.name.empty() && w.take_count() == before) {

@@ -252,7 +252,7 @@ void parse_otlp_options(Walker& w, const YAML::Node& node, const std::string& pa
        {"interval", positive(o.interval)},
        {"timeout", positive(o.timeout)},
        {"max_backoff", positive(o.max_backoff)},
-       {"queue_size", w.size(o.queue_size, 1, 1000)},
+       {"queue_size", w.integer(o.queue_size, 1, 1000)},
        {"service_name", w.optional_string_into(o.service_name,
                                                [](const std::string& v) {
                                                  return v.empty() ? "must not be empty" : "";

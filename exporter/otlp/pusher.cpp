@@ -1,20 +1,19 @@
 #include "exporter/otlp/pusher.hpp"
 
 #include <time.h>
-#include <unistd.h>
 
 #include <algorithm>
 #include <charconv>
-#include <fstream>
 #include <iterator>
-#include <sstream>
 
+#include "common/host_name.hpp"
 #include "common/log.hpp"
 #include "exporter/build_info.hpp"
 #include "exporter/formats/gzip.hpp"
 #include "exporter/formats/otlp_json.hpp"
 #include "exporter/formats/otlp_protobuf.hpp"
 #include "exporter/otlp/tls.hpp"
+#include "exporter/process_metrics.hpp"
 
 namespace rdma_exporter {
 namespace {
@@ -32,12 +31,6 @@ uint64_t clock_ns(clockid_t id) {
 
 uint64_t unix_now_ns() {
   return clock_ns(CLOCK_REALTIME);
-}
-
-std::string host_name() {
-  char buf[256] = {};
-  if (gethostname(buf, sizeof buf - 1) != 0) return "";
-  return buf;
 }
 
 // Seconds of a Retry-After header given in seconds; false for an HTTP date
@@ -63,33 +56,6 @@ bool is_process_family(const prometheus::MetricFamily& f) {
 
 }  // namespace
 
-uint64_t process_start_time_unix_nano() {
-  std::ifstream in("/proc/self/stat");
-  std::string stat;
-  std::getline(in, stat);
-  const auto close = stat.rfind(')');
-  if (close != std::string::npos) {
-    // Fields after the command name start with field 3 (state); field 22
-    // is the start time in clock ticks after boot.
-    std::istringstream fields(stat.substr(close + 1));
-    std::string field;
-    for (int i = 3; i <= 22 && fields >> field; ++i) {
-      if (i != 22) continue;
-      uint64_t ticks = 0;
-      auto [p, ec] = std::from_chars(field.data(), field.data() + field.size(), ticks);
-      const long hz = sysconf(_SC_CLK_TCK);
-      if (ec != std::errc() || hz <= 0) break;
-      const uint64_t since_boot = ticks * (1'000'000'000ULL / static_cast<uint64_t>(hz));
-      const uint64_t boot_now = clock_ns(CLOCK_BOOTTIME);
-      const uint64_t unix_now = unix_now_ns();
-      if (since_boot <= boot_now && boot_now - since_boot <= unix_now) {
-        return unix_now - (boot_now - since_boot);
-      }
-    }
-  }
-  return unix_now_ns();
-}
-
 OtlpPusher::OtlpPusher(OtlpOptions options, FetchSnapshot fetch_snapshot)
     : options_(std::move(options)),
       fetch_(std::move(fetch_snapshot)),
@@ -111,7 +77,9 @@ OtlpPusher::OtlpPusher(OtlpOptions options, FetchSnapshot fetch_snapshot)
                 }
                 return *ctx;
               }()),
-      jitter_(std::random_device{}()) {
+      // Jitter: between half and all of the delay, so exporters restarted
+      // together do not retry in step.
+      backoff_({kInitialBackoff, options_.max_backoff, 0.5, 1.0}) {
   context_ = otlp_context(options_);
 
   const bool json = options_.encoding == OtlpOptions::Encoding::json;
@@ -233,16 +201,6 @@ bool OtlpPusher::collect() {
   return false;
 }
 
-milliseconds OtlpPusher::backoff() {
-  milliseconds delay = kInitialBackoff;
-  for (unsigned i = 1; i < failures_in_a_row_ && delay < options_.max_backoff; ++i) delay *= 2;
-  delay = std::min(delay, options_.max_backoff);
-  // Jitter: between half and all of the delay, so exporters restarted
-  // together do not retry in step.
-  std::uniform_int_distribution<long long> pick(delay.count() / 2, delay.count());
-  return milliseconds(pick(jitter_));
-}
-
 void OtlpPusher::note(const std::string& state, const std::string& message, bool warn) {
   if (state == state_) return;
   state_ = state;
@@ -267,17 +225,15 @@ void OtlpPusher::send() {
   }
 
   const auto now = Clock::now();
-  Result result = kNetwork;
+  Outcome result = kNetwork;
   milliseconds delay{0};
   const std::string where = "OTLP push to " + options_.endpoint;
   if (r.kind == OtlpHttpResult::Kind::network_error) {
-    ++failures_in_a_row_;
-    delay = backoff();
+    delay = backoff_.failed();
     note("network", where + " failed: " + r.error + "; retrying with backoff", true);
   } else if (r.kind == OtlpHttpResult::Kind::tls_error) {
     result = kTls;
-    ++failures_in_a_row_;
-    delay = backoff();
+    delay = backoff_.failed();
     note("tls", where + " failed: " + r.error + "; retrying with backoff", true);
   } else if (r.status >= 200 && r.status < 300) {
     result = kSuccess;
@@ -285,13 +241,12 @@ void OtlpPusher::send() {
          where + " succeeded (" + std::to_string(payload->size()) + " bytes, HTTP " +
              std::to_string(r.status) + ")",
          false);
-    failures_in_a_row_ = 0;
+    backoff_.succeeded();
   } else if (r.status == 429 || r.status == 502 || r.status == 503 || r.status == 504) {
     result = kRetryable;
-    ++failures_in_a_row_;
     // At least what Retry-After asks for (up to max_backoff), and never
     // sooner than the backoff: a "Retry-After: 0" must not become a loop.
-    delay = backoff();
+    delay = backoff_.failed();
     uint64_t seconds = 0;
     if (retry_after_seconds(r.retry_after, seconds)) {
       const milliseconds asked = seconds > 1'000'000
@@ -303,7 +258,7 @@ void OtlpPusher::send() {
          where + ": receiver answered HTTP " + std::to_string(r.status) + "; retrying", true);
   } else {
     result = kPermanent;
-    failures_in_a_row_ = 0;
+    backoff_.succeeded();
     note("permanent " + std::to_string(r.status),
          where + ": receiver rejected the payload with HTTP " + std::to_string(r.status) +
              " (dropped, not retried): " + excerpt(r.body),
@@ -322,9 +277,9 @@ void OtlpPusher::send() {
 
 void OtlpPusher::add_metrics(MetricSink& sink) const {
   std::lock_guard lock(mutex_);
-  static const char* kNames[kResults] = {"success", "retryable_error", "permanent_error",
-                                         "network_error", "tls_error"};
-  for (int i = 0; i < kResults; ++i) {
+  static const char* kNames[kOutcomes] = {"success", "retryable_error", "permanent_error",
+                                          "network_error", "tls_error"};
+  for (int i = 0; i < kOutcomes; ++i) {
     sink.counter("rdma_exporter_otlp_exports_total",
                  "OTLP export requests by result: success (2xx), retryable_error (429, 502, "
                  "503, 504; retried), permanent_error (any other status; payload dropped), "
@@ -362,7 +317,10 @@ OtlpEncodeContext otlp_context(const OtlpOptions& options) {
   }
   context.scope_name = "rdma_exporter";
   context.scope_version = exporter_version();
-  context.start_time_unix_nano = process_start_time_unix_nano();
+  // The start of every cumulative series: the process start as
+  // process_start_time_seconds gives it, or now when /proc cannot tell.
+  auto start = process_start_time_unix_nano();
+  context.start_time_unix_nano = start ? *start : unix_now_ns();
   context.time_unix_nano = unix_now_ns();
   return context;
 }

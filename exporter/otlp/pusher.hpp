@@ -7,10 +7,10 @@
 #include <functional>
 #include <memory>
 #include <mutex>
-#include <random>
 #include <string>
 #include <thread>
 
+#include "common/backoff.hpp"
 #include "common/metric_sink.hpp"
 #include "exporter/formats/otlp_model.hpp"
 #include "exporter/otlp/http_client.hpp"
@@ -70,12 +70,12 @@ class OtlpPusher {
   void add_metrics(MetricSink& sink) const;
 
  private:
-  enum Result { kSuccess, kRetryable, kPermanent, kNetwork, kTls, kResults };
+  // How one export request ended (rdma_exporter_otlp_exports_total{result}).
+  enum Outcome { kSuccess, kRetryable, kPermanent, kNetwork, kTls, kOutcomes };
 
   void run();
   bool collect();  // true when the snapshot was the one pushed last
   void send();
-  std::chrono::milliseconds backoff();
   void note(const std::string& state, const std::string& message, bool warn);
 
   const OtlpOptions options_;
@@ -92,20 +92,15 @@ class OtlpPusher {
   std::condition_variable wake_;
   bool stopping_ = false;
   std::deque<std::shared_ptr<const std::string>> queue_;
-  uint64_t results_[kResults] = {};
+  uint64_t results_[kOutcomes] = {};
   uint64_t dropped_ = 0;
   double last_success_ = 0;
 
   // The pusher thread's own state.
   std::chrono::steady_clock::time_point last_taken_{};
   std::chrono::steady_clock::time_point retry_at_{};
-  unsigned failures_in_a_row_ = 0;
+  Backoff backoff_;
   std::string state_;  // last logged outcome, so each change is logged once
-  std::minstd_rand jitter_;
 };
-
-// When this process started, in nanoseconds since the Unix epoch (from
-// /proc/self/stat; the current time when that cannot be read).
-uint64_t process_start_time_unix_nano();
 
 }  // namespace rdma_exporter

@@ -71,7 +71,7 @@ void fuzz_responder(std::span<const uint8_t> input, bool with_secret) {
   boost::asio::io_context io;
   ResponderSettings settings;
   settings.listen_address = "127.0.0.1:0";
-  settings.setups_per_minute_per_source = 1000000;
+  settings.limits.setups_per_minute_per_source = 1000000;
   if (with_secret) settings.keyring = std::make_shared<Keyring>("the-fuzzed-probe-secret");
   auto stats = std::make_shared<ProbeStats>();
   Responder responder(io, settings, stats);

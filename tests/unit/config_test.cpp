@@ -97,11 +97,11 @@ void expect_documented_defaults(const Config& c) {
   EXPECT_EQ(p.backoff_initial, milliseconds(500));
   EXPECT_EQ(p.backoff_max, seconds(30));
   EXPECT_EQ(p.secret_file, "");
-  EXPECT_EQ(p.max_sessions, 1024);
-  EXPECT_EQ(p.max_sessions_per_source, 128);
-  EXPECT_EQ(p.setups_per_minute_per_source, 120);
-  EXPECT_EQ(p.max_message_size, 1048576U);
-  EXPECT_EQ(p.idle_timeout, seconds(60));
+  EXPECT_EQ(p.responder.max_sessions, 1024);
+  EXPECT_EQ(p.responder.max_sessions_per_source, 128);
+  EXPECT_EQ(p.responder.setups_per_minute_per_source, 120);
+  EXPECT_EQ(p.responder.max_message_size, 1048576U);
+  EXPECT_EQ(p.responder.idle_timeout, seconds(60));
   EXPECT_EQ(p.memory, "host");
 }
 
@@ -361,7 +361,7 @@ TEST(Config, ProbeSectionIsRead) {
   EXPECT_TRUE(p.loopback);
   EXPECT_EQ(p.memory, "udmabuf");
   EXPECT_EQ(p.file_sd, std::vector<std::string>{"/etc/rdma_exporter/peers.json"});
-  EXPECT_EQ(p.max_sessions, 10);
+  EXPECT_EQ(p.responder.max_sessions, 10);
   ASSERT_EQ(p.classes.size(), 2U);
   EXPECT_EQ(p.classes[0].op, probe::Op::send);
   EXPECT_EQ(p.classes[0].size, 4096U);

@@ -19,6 +19,7 @@
 #include "exporter/otlp/options.hpp"
 #include "exporter/otlp/pusher.hpp"
 #include "exporter/otlp/tls.hpp"
+#include "exporter/process_metrics.hpp"
 #include "tests/support/http_receiver.hpp"
 #include "tests/support/otlp_request.hpp"
 #include "tests/support/protobuf_decoder.hpp"
@@ -112,16 +113,25 @@ TEST(OtlpPusher, PushesDecodablePayloadsWithAConstantStartTime) {
   EXPECT_LE(last, after);
 }
 
-TEST(OtlpPusher, StartTimeIsTheProcessStart) {
-  const uint64_t start = process_start_time_unix_nano();
-  const uint64_t now =
-      static_cast<uint64_t>(std::chrono::duration_cast<std::chrono::nanoseconds>(
-                                std::chrono::system_clock::now().time_since_epoch())
-                                .count());
-  EXPECT_LT(start, now);
-  EXPECT_GT(start, now - 3600ULL * 1'000'000'000ULL);  // this test binary is young
-  // The same on every call: it is the start of every cumulative series.
-  EXPECT_NEAR(static_cast<double>(process_start_time_unix_nano()), static_cast<double>(start), 1e6);
+TEST(OtlpPusher, StartTimeIsProcessStartTimeSeconds) {
+  // One clock for the process start: the OTLP start time of every
+  // cumulative series is process_start_time_seconds, to the nanosecond that
+  // a double of seconds since the epoch holds (256 ns).
+  HttpReceiver receiver;
+  OtlpPusher pusher(fast_options(receiver), fresh_snapshot);
+  pusher.start();
+  ASSERT_TRUE(eventually([&] { return exports(pusher, "success") >= 1; }));
+  pusher.stop();
+  const auto d = decode_request(receiver.requests().front().body);
+  const auto p = pb_one(pb_one(d.metrics.at("rdma.port.hw.rcvd_pkts"), 7, 2).bytes, 1, 2).bytes;
+  const uint64_t start = pb_one(p, 2, 1).scalar;
+
+  ProcessMetrics process;
+  MetricSink sink;
+  EXPECT_TRUE(process.collect(sink).empty());
+  Snapshot s;
+  s.families = sink.take();
+  EXPECT_NEAR(static_cast<double>(start) / 1e9, sample(s, "process_start_time_seconds"), 512e-9);
 }
 
 TEST(OtlpPusher, JsonAndGzipHeaders) {

@@ -114,22 +114,26 @@ Step wait(std::chrono::seconds s) {
   return {Step::wait, "", 0, s};
 }
 
-AdmissionLimits limits(int handshakes, int handshakes_per_group, int sessions = 100,
-                       int sessions_per_group = 100, int per_minute = 1000,
-                       std::size_t groups = 100) {
-  AdmissionLimits l;
-  l.max_handshakes = handshakes;
-  l.max_handshakes_per_group = handshakes_per_group;
-  l.max_sessions = sessions;
-  l.max_sessions_per_group = sessions_per_group;
-  l.setups_per_minute_per_group = per_minute;
+struct TableLimits {
+  ResponderLimits responder;
+  std::size_t max_groups;
+};
+
+TableLimits limits(int handshakes, int handshakes_per_group, int sessions = 100,
+                   int sessions_per_group = 100, int per_minute = 1000, std::size_t groups = 100) {
+  TableLimits l;
+  l.responder.max_handshakes = handshakes;
+  l.responder.max_handshakes_per_source = handshakes_per_group;
+  l.responder.max_sessions = sessions;
+  l.responder.max_sessions_per_source = sessions_per_group;
+  l.responder.setups_per_minute_per_source = per_minute;
   l.max_groups = groups;
   return l;
 }
 
 struct TableCase {
   const char* name;
-  AdmissionLimits limits;
+  TableLimits limits;
   std::vector<Step> steps;
   int handshakes;  // at the end
   int sessions;
@@ -209,7 +213,7 @@ TEST(ProbeAdmissionSourceTable, Steps) {
   for (const auto& c : cases) {
     SCOPED_TRACE(c.name);
     auto now = std::chrono::steady_clock::time_point() + std::chrono::hours(1);
-    SourceTable table(c.limits, [&now] { return now; });
+    SourceTable table(c.limits.responder, c.limits.max_groups, [&now] { return now; });
     for (std::size_t i = 0; i < c.steps.size(); ++i) {
       const Step& s = c.steps[i];
       SCOPED_TRACE("step " + std::to_string(i));
@@ -230,8 +234,8 @@ TEST(ProbeAdmissionSourceTable, Steps) {
           now += s.elapse;
           break;
       }
-      EXPECT_LE(table.handshakes(), c.limits.max_handshakes);
-      EXPECT_LE(table.sessions(), c.limits.max_sessions);
+      EXPECT_LE(table.handshakes(), c.limits.responder.max_handshakes);
+      EXPECT_LE(table.sessions(), c.limits.responder.max_sessions);
       EXPECT_LE(table.groups(), c.limits.max_groups);
     }
     EXPECT_EQ(table.handshakes(), c.handshakes);
@@ -240,7 +244,7 @@ TEST(ProbeAdmissionSourceTable, Steps) {
 }
 
 TEST(ProbeAdmissionSourceTable, CountsByGroup) {
-  SourceTable table(limits(10, 10));
+  SourceTable table(limits(10, 10).responder);
   const auto a1 = table.open("a").ticket;
   table.open("a");
   table.open("b");
@@ -258,15 +262,16 @@ TEST(ProbeAdmissionSourceTable, CountsByGroup) {
 TEST(ProbeAdmissionDefaults, ResponderSettingsAreTheShippedOptions) {
   const ResponderSettings rs;
   const ProbeOptions o;
-  EXPECT_EQ(rs.max_sessions, o.max_sessions);
-  EXPECT_EQ(rs.max_sessions, 1024);
-  EXPECT_EQ(rs.max_sessions_per_source, o.max_sessions_per_source);
-  EXPECT_EQ(rs.max_sessions_per_source, 128);
-  EXPECT_EQ(rs.setups_per_minute_per_source, o.setups_per_minute_per_source);
-  EXPECT_EQ(rs.max_message_size, o.max_message_size);
-  EXPECT_EQ(rs.idle_timeout, o.idle_timeout);
-  EXPECT_EQ(rs.handshake_timeout, o.handshake_timeout);
-  EXPECT_EQ(rs.handshake_timeout, std::chrono::seconds(1));
+  EXPECT_EQ(rs.limits, o.responder);
+  // As docs/probe.md gives them.
+  EXPECT_EQ(rs.limits.max_sessions, 1024);
+  EXPECT_EQ(rs.limits.max_sessions_per_source, 128);
+  EXPECT_EQ(rs.limits.setups_per_minute_per_source, 120);
+  EXPECT_EQ(rs.limits.max_message_size, 1u << 20);
+  EXPECT_EQ(rs.limits.idle_timeout, std::chrono::seconds(60));
+  EXPECT_EQ(rs.limits.max_handshakes, 256);
+  EXPECT_EQ(rs.limits.max_handshakes_per_source, 64);
+  EXPECT_EQ(rs.limits.handshake_timeout, std::chrono::seconds(1));
 }
 
 // A responder without an RDMA device on 127.0.0.1, and blocking clients
@@ -342,10 +347,10 @@ class ProbeAdmissionResponderTest : public rdma_exporter::testing::ResponderFixt
   // times out while a test runs.
   static ResponderSettings shipped() {
     ResponderSettings rs;
-    rs.max_sessions = 1024;
-    rs.max_sessions_per_source = 128;
-    rs.setups_per_minute_per_source = 120;
-    rs.handshake_timeout = std::chrono::minutes(5);
+    rs.limits.max_sessions = 1024;
+    rs.limits.max_sessions_per_source = 128;
+    rs.limits.setups_per_minute_per_source = 120;
+    rs.limits.handshake_timeout = std::chrono::minutes(5);
     return rs;
   }
 };
@@ -362,7 +367,7 @@ TEST_F(ProbeAdmissionResponderTest, SilentConnectionsFromNineSourcesLeaveRoomFor
   // More of them while the prober's set-up is on its way.
   EXPECT_EQ(attempt("", [&] { silent(9, 30, held); }), wire::RejectCode::resources);
   const int handshakes = on_loop([&] { return responder_->admissions().handshakes(); });
-  EXPECT_LE(handshakes, limits::kMaxHandshakes);
+  EXPECT_LE(handshakes, ResponderLimits{}.max_handshakes);
   EXPECT_GT(rejected("handshake_evicted"), 0);
   EXPECT_EQ(rejected("capacity"), 0);
 }
@@ -410,7 +415,7 @@ TEST_F(ProbeAdmissionResponderTest, ChurningSourcesDoNotCrowdOutAProber) {
 // `capacity`.
 TEST_F(ProbeAdmissionResponderTest, SessionCapIsTakenAtAuthentication) {
   ResponderSettings rs;
-  rs.max_sessions = 0;
+  rs.limits.max_sessions = 0;
   start(rs);
   {
     auto discovery = connect();
@@ -422,7 +427,7 @@ TEST_F(ProbeAdmissionResponderTest, SessionCapIsTakenAtAuthentication) {
 
 TEST_F(ProbeAdmissionResponderTest, PerSourceSessionCapIsTakenAtAuthentication) {
   ResponderSettings rs;
-  rs.max_sessions_per_source = 0;
+  rs.limits.max_sessions_per_source = 0;
   start(rs);
   {
     auto discovery = connect();
@@ -435,7 +440,7 @@ TEST_F(ProbeAdmissionResponderTest, PerSourceSessionCapIsTakenAtAuthentication) 
 // No handshake slot at all: refused at once.
 TEST_F(ProbeAdmissionResponderTest, NoHandshakeBudgetRefusesAtConnect) {
   ResponderSettings rs;
-  rs.max_handshakes = 0;
+  rs.limits.max_handshakes = 0;
   start(rs);
   auto s = connect();
   EXPECT_EQ(reject_code(read_message(s)), wire::RejectCode::capacity);
@@ -457,7 +462,7 @@ TEST_F(ProbeAdmissionResponderTest, ASilentClientIsDroppedAfterTheHandshakeDeadl
 TEST_F(ProbeAdmissionResponderTest, ASourceCannotRefillItsBucketByCrowdingTheTable) {
   if (!can_open(4096)) GTEST_SKIP() << "needs 4096 open files";
   ResponderSettings rs;
-  rs.setups_per_minute_per_source = 1;
+  rs.limits.setups_per_minute_per_source = 1;
   start(rs);
   {
     auto first = connect();

@@ -53,6 +53,12 @@ std::string rack_of(const std::string& id) {
   return "r" + id.substr(5, id.find('.', 5) - 5);
 }
 
+TEST(PinglistSettings, DefaultKIsTheConfigurationsAsDocumented) {
+  // docs/configuration.md: probe.pinglist.remote_per_rail defaults to 4.
+  EXPECT_EQ(PinglistOptions{}.remote_per_rail, 4u);
+  EXPECT_EQ(PinglistSettings{}.remote_per_rail, 4u);
+}
+
 TEST(PinglistHash, PinsTheDefinition) {
   // FNV-1a of "" is the offset basis 0xcbf29ce484222325, of "a"
   // 0xaf63dc4c8601ec8c; then the splitmix64 finalizer.

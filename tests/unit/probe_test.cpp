@@ -158,8 +158,8 @@ TEST(ProbeOptionsDefaults, EveryPortEveryDeviceSameRailAndRoomForHosts) {
   EXPECT_TRUE(o.rails.empty());
   EXPECT_FALSE(o.cross_rail);
   EXPECT_EQ(o.discovery_interval, std::chrono::seconds(30));
-  EXPECT_EQ(o.max_sessions, 1024);
-  EXPECT_EQ(o.max_sessions_per_source, 128);
+  EXPECT_EQ(o.responder.max_sessions, 1024);
+  EXPECT_EQ(o.responder.max_sessions_per_source, 128);
   EXPECT_EQ(Target{}.rail, "");
 }
 
@@ -831,7 +831,7 @@ TEST_F(ResponderTest, SetupWithoutAPortIsAProtocolError) {
 
 TEST_F(ResponderTest, OversizedMessagesAreNotOffered) {
   ResponderSettings rs;
-  rs.max_message_size = 4096;
+  rs.limits.max_message_size = 4096;
   start(rs);
   auto s = connect();
   read_message(s);
@@ -936,7 +936,7 @@ TEST_F(ResponderTest, ASetUpRelayedFromAnotherAddressIsRefused) {
 // (probe_admission_test.cpp).
 TEST_F(ResponderTest, AFullHandshakeBudgetEndsTheOldest) {
   ResponderSettings rs;
-  rs.max_handshakes = 2;
+  rs.limits.max_handshakes = 2;
   start(rs);
   auto a = connect();
   auto b = connect();
@@ -954,7 +954,7 @@ TEST_F(ResponderTest, AFullHandshakeBudgetEndsTheOldest) {
 
 TEST_F(ResponderTest, SetupRateIsLimitedPerSource) {
   ResponderSettings rs;
-  rs.setups_per_minute_per_source = 3;
+  rs.limits.setups_per_minute_per_source = 3;
   start(rs);
   for (int i = 0; i < 3; ++i) {
     auto s = connect();
@@ -968,7 +968,7 @@ TEST_F(ResponderTest, SetupRateIsLimitedPerSource) {
 
 TEST_F(ResponderTest, SilentClientIsDroppedAfterTheHandshakeTimeout) {
   ResponderSettings rs;
-  rs.handshake_timeout = std::chrono::milliseconds(100);
+  rs.limits.handshake_timeout = std::chrono::milliseconds(100);
   start(rs);
   auto s = connect();
   read_message(s);
@@ -979,7 +979,7 @@ TEST_F(ResponderTest, SilentClientIsDroppedAfterTheHandshakeTimeout) {
 
 TEST_F(ResponderTest, ThousandsOfConnectionsLeaveNothingBehind) {
   ResponderSettings rs;
-  rs.setups_per_minute_per_source = 1000000;
+  rs.limits.setups_per_minute_per_source = 1000000;
   start(rs);
   for (int i = 0; i < 2000; ++i) {
     auto s = connect();
@@ -1196,7 +1196,7 @@ TEST_F(ProbeDiscoveryTest, AResponderAtCapacityRejects) {
   auto stats = std::make_shared<ProbeStats>();
   ResponderSettings rs;
   rs.listen_address = "127.0.0.1:0";
-  rs.max_handshakes = 0;  // not even a handshake may start
+  rs.limits.max_handshakes = 0;  // not even a handshake may start
   Responder responder(io_, rs, stats);
   ASSERT_TRUE(responder.start());
   const auto events = discover("127.0.0.1:" + std::to_string(responder.port()), 1);

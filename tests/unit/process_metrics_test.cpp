@@ -146,6 +146,21 @@ TEST_F(ProcessMetricsTest, EveryMetricFromAGoodTree) {
   EXPECT_EQ(s.families.front().type, prometheus::MetricType::Counter);
 }
 
+TEST_F(ProcessMetricsTest, StartTimeInNanosecondsFromBootTimeAndTicks) {
+  // btime 1764547200 s + 123456 ticks at 100 Hz = 1234 s + 56 ticks.
+  auto ns = process_start_time_unix_nano(root_, 100);
+  ASSERT_TRUE(ns) << ns.error().message;
+  EXPECT_EQ(*ns, 1'764'548'434'560'000'000ULL);
+  // At 1000 Hz the same ticks are 123.456 s.
+  EXPECT_EQ(process_start_time_unix_nano(root_, 1000).value(), 1'764'547'323'456'000'000ULL);
+  write("stat", "cpu  1 2 3\n");
+  EXPECT_EQ(process_start_time_unix_nano(root_, 100).error().message,
+            root_ + "/stat: no btime line");
+  write("self/stat", "1234 rdma_exporter S 1 1\n");
+  EXPECT_EQ(process_start_time_unix_nano(root_, 100).error().message,
+            root_ + "/self/stat: no command name in parentheses");
+}
+
 TEST_F(ProcessMetricsTest, ABrokenStatLeavesItsMetricsOutAndKeepsTheRest) {
   write("self/stat", "1234 rdma_exporter S 1 1\n");
   ProcessMetrics m(root_, 100, 4096);
