@@ -1,3 +1,5 @@
+#include "collectors/probe/protocol.hpp"
+
 #include <gtest/gtest.h>
 #include <sys/stat.h>
 
@@ -5,7 +7,6 @@
 
 #include "collectors/probe/auth.hpp"
 #include "collectors/probe/options.hpp"
-#include "collectors/probe/protocol.hpp"
 #include "collectors/probe/verbs_endpoint.hpp"
 
 namespace rdma_exporter::probe {

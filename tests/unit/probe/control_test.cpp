@@ -2,6 +2,8 @@
 // a time with a bound, whatever the peer does, and a session's keep-alive
 // loop ends a peer that does not read.
 
+#include "collectors/probe/control.hpp"
+
 #include <gtest/gtest.h>
 #include <sys/socket.h>
 
@@ -16,10 +18,9 @@
 #include <vector>
 
 #include "collectors/probe/auth.hpp"
-#include "collectors/probe/control.hpp"
 #include "collectors/probe/control_client.hpp"
-#include "snapshot_query.hpp"
 #include "tests/support/control_client.hpp"
+#include "tests/unit/snapshot_query.hpp"
 
 namespace rdma_exporter::probe {
 namespace {

@@ -4,6 +4,8 @@
 // all of 127/8 to lo, so a client bound to 127.0.0.2 is another source), and
 // one discovery per target address.
 
+#include "collectors/probe/admission.hpp"
+
 #include <gtest/gtest.h>
 #include <sys/resource.h>
 #include <unistd.h>
@@ -22,7 +24,6 @@
 #include <optional>
 #include <thread>
 
-#include "collectors/probe/admission.hpp"
 #include "collectors/probe/auth.hpp"
 #include "collectors/probe/control.hpp"
 #include "collectors/probe/options.hpp"
@@ -30,9 +31,9 @@
 #include "collectors/probe/service.hpp"
 #include "collectors/probe/targets.hpp"
 #include "common/token_bucket.hpp"
-#include "snapshot_query.hpp"
 #include "tests/support/control_client.hpp"
 #include "tests/support/responder_fixture.hpp"
+#include "tests/unit/snapshot_query.hpp"
 
 namespace rdma_exporter::probe {
 namespace {

@@ -13,7 +13,7 @@
 #include "collectors/probe/ud_port.hpp"
 #include "collectors/probe/ud_prober.hpp"
 #include "common/yaml_walker.hpp"
-#include "snapshot_query.hpp"
+#include "tests/unit/snapshot_query.hpp"
 
 namespace rdma_exporter::probe {
 namespace {

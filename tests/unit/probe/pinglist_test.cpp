@@ -3,13 +3,13 @@
 // by hand from the construction described in pinglist.hpp; the hashes that
 // pick a host inside a group were evaluated once from their definition.
 
+#include "collectors/probe/pinglist.hpp"
+
 #include <gtest/gtest.h>
 
 #include <algorithm>
 #include <random>
 #include <set>
-
-#include "collectors/probe/pinglist.hpp"
 
 namespace rdma_exporter::probe {
 namespace {

@@ -2,12 +2,12 @@
 // of a local and a target's port are probed. Every expected value below is
 // worked out by hand.
 
+#include "collectors/probe/rails.hpp"
+
 #include <arpa/inet.h>
 #include <gtest/gtest.h>
 
 #include <algorithm>
-
-#include "collectors/probe/rails.hpp"
 
 namespace rdma_exporter::probe {
 namespace {

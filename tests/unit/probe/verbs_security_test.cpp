@@ -18,7 +18,7 @@
 #include "collectors/probe/ud_port.hpp"
 #include "collectors/probe/verbs_access.hpp"
 #include "common/token_bucket.hpp"
-#include "snapshot_query.hpp"
+#include "tests/unit/snapshot_query.hpp"
 
 namespace rdma_exporter::probe {
 namespace {
