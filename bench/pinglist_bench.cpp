@@ -23,8 +23,8 @@
 #include <tuple>
 #include <vector>
 
-#include "collectors/probe/pinglist.hpp"
-#include "collectors/probe/stats.hpp"
+#include "collectors/probe/plan/pinglist.hpp"
+#include "collectors/probe/stats/stats.hpp"
 #include "common/metric_sink.hpp"
 
 namespace rdma_exporter::probe {

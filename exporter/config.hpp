@@ -5,7 +5,7 @@
 #include <string>
 #include <vector>
 
-#include "collectors/probe/options.hpp"
+#include "collectors/probe/plan/options.hpp"
 #include "collectors/registry.hpp"
 #include "common/address.hpp"
 #include "common/duration.hpp"

@@ -21,5 +21,5 @@
 // section of the configuration, options.hpp), ProbeService (start, update,
 // stop, collect; service.hpp).
 
-#include "collectors/probe/options.hpp"
+#include "collectors/probe/plan/options.hpp"
 #include "collectors/probe/service.hpp"

@@ -14,13 +14,13 @@
 #include <thread>
 #include <vector>
 
-#include "collectors/probe/auth.hpp"
-#include "collectors/probe/health.hpp"
-#include "collectors/probe/local_port.hpp"
-#include "collectors/probe/options.hpp"
-#include "collectors/probe/protocol.hpp"
-#include "collectors/probe/rails.hpp"
-#include "collectors/probe/stats.hpp"
+#include "collectors/probe/devices/local_port.hpp"
+#include "collectors/probe/plan/options.hpp"
+#include "collectors/probe/plan/rails.hpp"
+#include "collectors/probe/stats/health.hpp"
+#include "collectors/probe/stats/stats.hpp"
+#include "collectors/probe/wire/auth.hpp"
+#include "collectors/probe/wire/protocol.hpp"
 #include "common/metric_sink.hpp"
 #include "common/pattern.hpp"
 #include "common/result.hpp"

@@ -9,7 +9,7 @@
 #include <cstdint>
 #include <string>
 
-#include "collectors/probe/targets.hpp"
+#include "collectors/probe/plan/targets.hpp"
 #include "exporter/http/web_config.hpp"
 #include "tests/fuzz/fuzz_input.hpp"
 

@@ -9,8 +9,8 @@
 #include <span>
 #include <vector>
 
-#include "collectors/probe/protocol.hpp"
-#include "collectors/probe/ud_port.hpp"
+#include "collectors/probe/ud/port.hpp"
+#include "collectors/probe/wire/protocol.hpp"
 #include "tests/fuzz/fuzz_input.hpp"
 
 using namespace rdma_exporter::probe;

@@ -26,10 +26,10 @@
 #include <string>
 #include <vector>
 
-#include "collectors/probe/auth.hpp"
-#include "collectors/probe/control.hpp"
-#include "collectors/probe/control_client.hpp"
-#include "collectors/probe/responder.hpp"
+#include "collectors/probe/control/channel.hpp"
+#include "collectors/probe/control/client.hpp"
+#include "collectors/probe/control/responder.hpp"
+#include "collectors/probe/wire/auth.hpp"
 #include "common/log.hpp"
 
 using namespace rdma_exporter::probe;

@@ -3,7 +3,10 @@
 Lowest first: common/ -> collectors/kernel/ -> the collectors and the probe
 -> exporter/. A file includes only its own layer or the ones below; a
 collector includes no other collector's folder; the probe includes nothing
-of collectors/ but kernel access.
+of collectors/ but kernel access. Inside the probe, its folders are layers
+too, in PROBE_LAYERS' order (docs/architecture.md, "The probe"): a file
+includes only its own folder or the ones before it; the files at the
+probe's top (the service) come last.
 """
 import os
 import re
@@ -24,6 +27,20 @@ def layer(path):
     if path.startswith("exporter/"):
         return 3
     return None
+
+
+# The probe's folders, lowest first; its top-level files come after them.
+PROBE_LAYERS = ["wire", "verbs", "stats", "plan", "devices", "ud", "control", "probers"]
+
+
+def probe_layer(path):
+    """The rank of a file under collectors/probe/, or None elsewhere."""
+    parts = path.split("/")
+    if parts[:2] != ["collectors", "probe"] or len(parts) < 3:
+        return None
+    if len(parts) == 3:
+        return len(PROBE_LAYERS)
+    return PROBE_LAYERS.index(parts[2]) if parts[2] in PROBE_LAYERS else None
 
 
 def folder(path):
@@ -48,6 +65,10 @@ def problems(sources):
             ff, fi = folder(path), folder(inc)
             if ff and fi and ff != fi:
                 out.append((path, inc, "another collector's folder"))
+                continue
+            pf, pi = probe_layer(path), probe_layer(inc)
+            if pf is not None and pi is not None and pi > pf:
+                out.append((path, inc, "points up in the probe"))
     return out
 
 
@@ -70,13 +91,20 @@ class LayersTest(unittest.TestCase):
         bad = [("common/log.cpp", '#include "collectors/scrape.hpp"\n'),
                ("collectors/kernel/nldev/codec.cpp", '#include "exporter/config.hpp"\n'),
                ("collectors/dcb/dcb_collector.cpp", '#include "collectors/ethtool/mapping.hpp"\n'),
-               ("collectors/probe/prober.cpp", '#include "collectors/qp_counters/options.hpp"\n'),
-               ("exporter/daemon.cpp", '#include "collectors/probe/probe.hpp"\n')]
+               ("collectors/probe/probers/rc_prober.cpp", '#include "collectors/qp_counters/options.hpp"\n'),
+               ("exporter/daemon.cpp", '#include "collectors/probe/probe.hpp"\n'),
+               ("collectors/probe/wire/protocol.cpp", '#include "collectors/probe/verbs/device.hpp"\n'),
+               ("collectors/probe/ud/port.cpp", '#include "collectors/probe/control/channel.hpp"\n'),
+               ("collectors/probe/control/responder.cpp", '#include "collectors/probe/service.hpp"\n'),
+               ("collectors/probe/probers/rc_prober.cpp", '#include "collectors/probe/ud/port.hpp"\n')]
         self.assertEqual([(f, why) for f, _, why in problems(bad)],
                          [("common/log.cpp", "points up"),
                           ("collectors/kernel/nldev/codec.cpp", "points up"),
                           ("collectors/dcb/dcb_collector.cpp", "another collector's folder"),
-                          ("collectors/probe/prober.cpp", "another collector's folder")])
+                          ("collectors/probe/probers/rc_prober.cpp", "another collector's folder"),
+                          ("collectors/probe/wire/protocol.cpp", "points up in the probe"),
+                          ("collectors/probe/ud/port.cpp", "points up in the probe"),
+                          ("collectors/probe/control/responder.cpp", "points up in the probe")])
 
 
 if __name__ == "__main__":

@@ -10,7 +10,7 @@
 #include <string>
 #include <vector>
 
-#include "collectors/probe/protocol.hpp"
+#include "collectors/probe/wire/protocol.hpp"
 
 namespace rdma_exporter::testing {
 

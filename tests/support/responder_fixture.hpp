@@ -14,8 +14,8 @@
 #include <string>
 #include <thread>
 
-#include "collectors/probe/responder.hpp"
-#include "collectors/probe/stats.hpp"
+#include "collectors/probe/control/responder.hpp"
+#include "collectors/probe/stats/stats.hpp"
 #include "tests/unit/snapshot_query.hpp"
 
 namespace rdma_exporter::testing {

@@ -4,7 +4,7 @@
 // all of 127/8 to lo, so a client bound to 127.0.0.2 is another source), and
 // one discovery per target address.
 
-#include "collectors/probe/admission.hpp"
+#include "collectors/probe/control/admission.hpp"
 
 #include <gtest/gtest.h>
 #include <sys/resource.h>
@@ -24,12 +24,12 @@
 #include <optional>
 #include <thread>
 
-#include "collectors/probe/auth.hpp"
-#include "collectors/probe/control.hpp"
-#include "collectors/probe/options.hpp"
-#include "collectors/probe/responder.hpp"
+#include "collectors/probe/control/channel.hpp"
+#include "collectors/probe/control/responder.hpp"
+#include "collectors/probe/plan/options.hpp"
+#include "collectors/probe/plan/targets.hpp"
 #include "collectors/probe/service.hpp"
-#include "collectors/probe/targets.hpp"
+#include "collectors/probe/wire/auth.hpp"
 #include "common/token_bucket.hpp"
 #include "tests/support/control_client.hpp"
 #include "tests/support/responder_fixture.hpp"

@@ -2,8 +2,6 @@
 // a time with a bound, whatever the peer does, and a session's keep-alive
 // loop ends a peer that does not read.
 
-#include "collectors/probe/control.hpp"
-
 #include <gtest/gtest.h>
 #include <sys/socket.h>
 
@@ -17,8 +15,9 @@
 #include <thread>
 #include <vector>
 
-#include "collectors/probe/auth.hpp"
-#include "collectors/probe/control_client.hpp"
+#include "collectors/probe/control/channel.hpp"
+#include "collectors/probe/control/client.hpp"
+#include "collectors/probe/wire/auth.hpp"
 #include "tests/support/control_client.hpp"
 #include "tests/unit/snapshot_query.hpp"
 

@@ -1,6 +1,6 @@
 // collectors/probe/discovery: asking a target which ports it has, and every way that fails.
 
-#include "collectors/probe/discovery.hpp"
+#include "collectors/probe/control/discovery.hpp"
 
 #include <gtest/gtest.h>
 
@@ -15,13 +15,13 @@
 #include <limits>
 #include <thread>
 
-#include "collectors/probe/auth.hpp"
-#include "collectors/probe/control.hpp"
-#include "collectors/probe/health.hpp"
+#include "collectors/probe/control/channel.hpp"
+#include "collectors/probe/control/responder.hpp"
+#include "collectors/probe/plan/targets.hpp"
 #include "collectors/probe/probe.hpp"
-#include "collectors/probe/responder.hpp"
-#include "collectors/probe/targets.hpp"
-#include "collectors/probe/verbs_device.hpp"
+#include "collectors/probe/stats/health.hpp"
+#include "collectors/probe/verbs/device.hpp"
+#include "collectors/probe/wire/auth.hpp"
 #include "common/yaml_walker.hpp"
 #include "tests/support/closed_port.hpp"
 #include "tests/support/control_client.hpp"

@@ -3,7 +3,7 @@
 // by hand from the construction described in pinglist.hpp; the hashes that
 // pick a host inside a group were evaluated once from their definition.
 
-#include "collectors/probe/pinglist.hpp"
+#include "collectors/probe/plan/pinglist.hpp"
 
 #include <gtest/gtest.h>
 

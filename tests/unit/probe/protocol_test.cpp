@@ -1,13 +1,13 @@
-#include "collectors/probe/protocol.hpp"
+#include "collectors/probe/wire/protocol.hpp"
 
 #include <gtest/gtest.h>
 #include <sys/stat.h>
 
 #include <algorithm>
 
-#include "collectors/probe/auth.hpp"
-#include "collectors/probe/options.hpp"
-#include "collectors/probe/verbs_endpoint.hpp"
+#include "collectors/probe/plan/options.hpp"
+#include "collectors/probe/verbs/endpoint.hpp"
+#include "collectors/probe/wire/auth.hpp"
 
 namespace rdma_exporter::probe {
 namespace {

@@ -2,7 +2,7 @@
 // of a local and a target's port are probed. Every expected value below is
 // worked out by hand.
 
-#include "collectors/probe/rails.hpp"
+#include "collectors/probe/plan/rails.hpp"
 
 #include <arpa/inet.h>
 #include <gtest/gtest.h>

@@ -7,11 +7,11 @@
 
 #include <cmath>
 
-#include "collectors/probe/options.hpp"
-#include "collectors/probe/rails.hpp"
-#include "collectors/probe/stats.hpp"
-#include "collectors/probe/ud_port.hpp"
-#include "collectors/probe/ud_prober.hpp"
+#include "collectors/probe/plan/options.hpp"
+#include "collectors/probe/plan/rails.hpp"
+#include "collectors/probe/probers/ud_prober.hpp"
+#include "collectors/probe/stats/stats.hpp"
+#include "collectors/probe/ud/port.hpp"
 #include "common/yaml_walker.hpp"
 #include "tests/unit/snapshot_query.hpp"
 

@@ -12,11 +12,11 @@
 #include <set>
 #include <vector>
 
-#include "collectors/probe/stats.hpp"
-#include "collectors/probe/ud_address_handles.hpp"
-#include "collectors/probe/ud_admissions.hpp"
-#include "collectors/probe/ud_port.hpp"
-#include "collectors/probe/verbs_access.hpp"
+#include "collectors/probe/stats/stats.hpp"
+#include "collectors/probe/ud/address_handles.hpp"
+#include "collectors/probe/ud/admissions.hpp"
+#include "collectors/probe/ud/port.hpp"
+#include "collectors/probe/verbs/access.hpp"
 #include "common/token_bucket.hpp"
 #include "tests/unit/snapshot_query.hpp"
 

@@ -1,0 +1,185 @@
+#include "collectors/probe/probers/rc_prober.hpp"
+
+#include <algorithm>
+
+#include "collectors/probe/wire/auth.hpp"
+#include "common/log.hpp"
+
+namespace rdma_exporter::probe {
+namespace {
+
+constexpr uint32_t kProberRecvDepth = 2;
+
+double unix_now() {
+  return std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch()).count();
+}
+
+bool remote_status(ibv_wc_status s) {
+  return s == IBV_WC_REM_ACCESS_ERR || s == IBV_WC_REM_INV_REQ_ERR || s == IBV_WC_REM_OP_ERR ||
+         s == IBV_WC_REM_ABORT_ERR || s == IBV_WC_REM_INV_RD_REQ_ERR;
+}
+
+}  // namespace
+
+Prober::Prober(boost::asio::io_context& io, LocalPort local, std::string address,
+               wire::PortAd remote, ProbeClass cls, ProberSettings settings,
+               std::shared_ptr<SeriesStats> stats)
+    : ControlClient(io, address, remote,
+                    address + " " + local.name() + "->" + remote.device + "/" +
+                        std::to_string(remote.port) + " " + cls.name,
+                    std::move(settings), std::move(stats)),
+      local_(std::move(local)),
+      device_(local_.device),
+      class_(std::move(cls)) {}
+
+void Prober::on_hello() {
+  const int gid_index = class_.gid_index.value_or(settings_.gid_index);
+  auto port =
+      gid_index < 0 ? Result<PortInfo>(local_.info) : device_->port(local_.info.port, gid_index);
+  if (!port) return fail_verbs(reason::setup, port.error());
+  const QpParams& qp = class_;
+  const EndpointConfig config{qp, *port, class_.op == Op::send ? kProberRecvDepth : 0,
+                              settings_.memory};
+  auto endpoint = Endpoint::create(device_, config);
+  if (!endpoint) return fail_verbs(reason::setup, endpoint.error());
+  endpoint_ = std::move(endpoint.value());
+
+  wire::Setup setup{qp, endpoint_->local()};
+  setup.device = remote_port_.device;
+  setup.port = remote_port_.port;
+  send_setup(std::move(setup));
+}
+
+void Prober::on_accept(const wire::Message& answer) {
+  const auto* accept = std::get_if<wire::Accept>(&answer);
+  if (accept == nullptr) return fail(reason::protocol, "expected accept or reject");
+  remote_ = accept->peer;
+  // Recreating the endpoint is not needed for the loopback case where both
+  // queue pairs share one device: RC works between any two QPs.
+  if (Status s = endpoint_->connect(remote_); !s) return fail_verbs(reason::setup, s.error());
+  channel_.emplace(io_, endpoint_->channel_fd());
+  established();
+  probe();
+}
+
+void Prober::probe() {
+  flight_ = InFlight{};
+  flight_.seq = ++seq_;
+  flight_.active = true;
+  flight_.echo_done = class_.op != Op::send;
+  if (endpoint_->timestamps()) flight_.started_ticks = device_->raw_clock();
+  flight_.started = Clock::now();
+  next_probe_ = flight_.started + class_.interval;
+  if (Status s = endpoint_->post(flight_.seq, remote_); !s) {
+    return fail_verbs(reason::qp_error, s.error());
+  }
+  stats_->sent();
+  deadline_.expires_after(class_.timeout);
+  deadline_.async_wait(guarded([this](const boost::system::error_code& ec) {
+    if (!ec) probe_timed_out();
+  }));
+  spin();
+}
+
+void Prober::spin() {
+  const auto until = Clock::now() + class_.busy_poll;
+  const uint64_t gen = generation_;
+  do {
+    if (drain()) return complete();
+    if (gen != generation_) return;  // the session failed
+  } while (Clock::now() < until);
+  wait_for_completion();
+}
+
+void Prober::wait_for_completion() {
+  const uint64_t gen = generation_;
+  if (Status s = endpoint_->arm(); !s) return fail(reason::qp_error, s.error().message);
+  // A completion that arrived before arming raises no event: look again.
+  if (drain()) return complete();
+  if (gen != generation_) return;
+  channel_->async_wait(boost::asio::posix::stream_descriptor::wait_read,
+                       guarded([this](const boost::system::error_code& ec) {
+                         if (ec) return;
+                         endpoint_->consume_events();
+                         const uint64_t g = generation_;
+                         if (drain()) return complete();
+                         if (g == generation_) wait_for_completion();
+                       }));
+}
+
+bool Prober::drain() {
+  std::array<Completion, 8> wc;
+  for (;;) {
+    auto n = endpoint_->poll(wc);
+    if (!n) {
+      fail(reason::qp_error, n.error().message);
+      return false;
+    }
+    if (*n == 0) break;
+    for (std::size_t i = 0; i < *n; ++i) {
+      const Completion& c = wc[i];
+      if (c.status != IBV_WC_SUCCESS) {
+        const std::string what = std::string("completion: ") + ibv_wc_status_str(c.status);
+        if (c.status == IBV_WC_RETRY_EXC_ERR || c.status == IBV_WC_RNR_RETRY_EXC_ERR) {
+          probe_timed_out();
+        } else {
+          fail(remote_status(c.status) ? reason::remote_error : reason::qp_error, what);
+        }
+        return false;
+      }
+      if ((c.wr_id & Endpoint::kRecvTag) != 0) {
+        if (Status s = endpoint_->post_recv(c.wr_id); !s) {
+          fail(reason::qp_error, s.error().message);
+          return false;
+        }
+        if (flight_.active && !flight_.echo_done) {
+          flight_.echo_done = true;
+          flight_.end_ticks = c.timestamp;
+        }
+      } else if (flight_.active && c.wr_id == flight_.seq) {
+        flight_.op_done = true;
+        if (class_.op != Op::send) flight_.end_ticks = c.timestamp;
+      }
+    }
+  }
+  return flight_.active && flight_.op_done && flight_.echo_done;
+}
+
+void Prober::complete() {
+  const auto now = Clock::now();
+  deadline_.cancel();
+  double seconds = std::chrono::duration<double>(now - flight_.started).count();
+  if (flight_.started_ticks && flight_.end_ticks && *flight_.end_ticks >= *flight_.started_ticks) {
+    seconds =
+        ticks_to_seconds(*flight_.end_ticks - *flight_.started_ticks, device_->core_clock_khz());
+  }
+  flight_.active = false;
+  recovered();
+  stats_->success(seconds, unix_now());
+  timer_.expires_at(std::max(next_probe_, now));
+  timer_.async_wait(guarded([this](const boost::system::error_code& ec) {
+    if (!ec) probe();
+  }));
+}
+
+void Prober::probe_timed_out() {
+  stats_->timeout();
+  if (backoff_.failures() == 0) {
+    log::warn("probe: no completion within the timeout; setting the session up again",
+              {{"target", name_}, {"timeout", std::to_string(class_.timeout.count()) + "ms"}});
+  }
+  teardown();
+  schedule_reconnect();
+}
+
+void Prober::on_teardown() {
+  flight_.active = false;
+  if (channel_) {
+    channel_->cancel();
+    channel_->release();  // the completion channel owns the descriptor
+    channel_.reset();
+  }
+  endpoint_.reset();
+}
+
+}  // namespace rdma_exporter::probe

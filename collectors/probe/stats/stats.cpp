@@ -1,0 +1,389 @@
+#include "collectors/probe/stats/stats.hpp"
+
+#include <algorithm>
+#include <set>
+
+namespace rdma_exporter::probe {
+
+std::vector<double> latency_buckets() {
+  return {1e-6,   2.5e-6, 5e-6, 1e-5,   2.5e-5, 5e-5, 1e-4, 2.5e-4, 5e-4, 1e-3,
+          2.5e-3, 5e-3,   1e-2, 2.5e-2, 5e-2,   0.1,  0.25, 0.5,    1.0};
+}
+
+SeriesStats::SeriesStats(Labels labels, SeriesShape shape)
+    : labels_(std::move(labels)), shape_(shape), latency_(latency_buckets()) {}
+
+void SeriesStats::sent() {
+  const std::lock_guard lock(mutex_);
+  ++sent_;
+}
+
+void SeriesStats::success(double seconds, double unix_now) {
+  if (shape_.histogram) latency_.Observe(seconds);
+  const std::lock_guard lock(mutex_);
+  up_ = true;
+  last_success_ = unix_now;
+}
+
+void SeriesStats::timeout() {
+  const std::lock_guard lock(mutex_);
+  ++timeouts_;
+  up_ = false;
+}
+
+void SeriesStats::lost(uint8_t path) {
+  const std::lock_guard lock(mutex_);
+  ++timeouts_;
+  ++path_lost_[path];
+  up_ = false;
+}
+
+void SeriesStats::error(const std::string& why) {
+  const std::lock_guard lock(mutex_);
+  ++errors_[why];
+  up_ = false;
+}
+
+namespace {
+void add_histogram(MetricSink& sink, const std::string& name, const std::string& help,
+                   const Labels& labels, const prometheus::Histogram& histogram) {
+  prometheus::MetricFamily hist;
+  hist.name = name;
+  hist.help = help;
+  hist.type = prometheus::MetricType::Histogram;
+  prometheus::ClientMetric m = histogram.Collect();
+  for (const auto& [k, v] : labels) m.label.push_back({k, v});
+  hist.metric.push_back(std::move(m));
+  sink.family(std::move(hist));
+}
+}  // namespace
+
+void SeriesStats::add_metrics(MetricSink& sink) const {
+  if (shape_.histogram) {
+    add_histogram(sink, "rdma_probe_latency_seconds",
+                  "Round-trip time of successful probes (UD: the network round trip, see "
+                  "docs/probe.md; compare with perftest's numbers there).",
+                  labels_, latency_);
+  }
+
+  const std::lock_guard lock(mutex_);
+  sink.counter("rdma_probe_sent_total", "Probes posted.", labels_, static_cast<double>(sent_));
+  sink.counter("rdma_probe_timeouts_total",
+               "Probes that got no completion within the class's timeout, or whose queue pair "
+               "exhausted its transport retries.",
+               labels_, static_cast<double>(timeouts_));
+  for (const auto& [why, n] : errors_) {
+    Labels l = labels_;
+    l.emplace_back("reason", why);
+    sink.counter("rdma_probe_errors_total",
+                 "Probe sessions or probes that failed, by reason (connection set-up, protocol, "
+                 "queue pair errors).",
+                 std::move(l), static_cast<double>(n));
+  }
+  for (const auto& [path, n] : path_lost_) {
+    Labels l = labels_;
+    l.emplace_back("path", std::to_string(path));
+    sink.counter("rdma_probe_path_timeouts_total",
+                 "UD probes without a reply, by path (the flow label the request was sent with), "
+                 "for paths that lost at least one.",
+                 std::move(l), static_cast<double>(n));
+  }
+  if (shape_.up) {
+    sink.gauge("rdma_probe_up", "1 when the target's last probe of this class succeeded.", labels_,
+               up_ ? 1.0 : 0.0);
+  }
+  if (last_success_ > 0) {
+    sink.gauge("rdma_probe_last_success_timestamp_seconds",
+               "Unix time of the last successful probe.", labels_, last_success_);
+  }
+}
+
+std::shared_ptr<SeriesStats> ProbeStats::series(const Labels& labels, SeriesShape shape) {
+  const std::lock_guard lock(mutex_);
+  auto& slot = series_[{labels, shape}];
+  if (!slot) slot = std::make_shared<SeriesStats>(labels, shape);
+  return slot;
+}
+
+HistogramStats::HistogramStats(std::string name, std::string help, Labels labels)
+    : name_(std::move(name)),
+      help_(std::move(help)),
+      labels_(std::move(labels)),
+      histogram_(latency_buckets()) {}
+
+void HistogramStats::add_metrics(MetricSink& sink) const {
+  add_histogram(sink, name_, help_, labels_, histogram_);
+}
+
+std::shared_ptr<HistogramStats> ProbeStats::histogram(const std::string& name,
+                                                      const std::string& help,
+                                                      const Labels& labels) {
+  const std::lock_guard lock(mutex_);
+  auto& slot = histograms_[{name, labels}];
+  if (!slot) slot = std::make_shared<HistogramStats>(name, help, labels);
+  return slot;
+}
+
+void ProbeStats::retain_histograms(const std::vector<std::shared_ptr<HistogramStats>>& keep) {
+  std::set<const HistogramStats*> wanted;
+  for (const auto& k : keep) wanted.insert(k.get());
+  const std::lock_guard lock(mutex_);
+  std::erase_if(histograms_, [&](const auto& kv) { return !wanted.contains(kv.second.get()); });
+}
+
+void UdPortStats::dropped(const char* why) {
+  const std::lock_guard lock(mutex_);
+  ++dropped_[why];
+}
+
+void UdPortStats::answered() {
+  const std::lock_guard lock(mutex_);
+  ++answered_;
+}
+
+void UdPortStats::set_peers(std::size_t n) {
+  const std::lock_guard lock(mutex_);
+  peers_ = n;
+}
+
+void UdPortStats::set_address_handles(std::size_t n) {
+  const std::lock_guard lock(mutex_);
+  address_handles_ = n;
+}
+
+void UdPortStats::add_metrics(MetricSink& sink) const {
+  const std::lock_guard lock(mutex_);
+  sink.gauge("rdma_probe_ud_peers",
+             "Probers admitted to the port's UD queue pair (one per open UD session's queue "
+             "pair).",
+             labels_, static_cast<double>(peers_));
+  sink.gauge("rdma_probe_ud_address_handles",
+             "Address handles the port's UD queue pair holds (cached, or waiting for their sends "
+             "to complete).",
+             labels_, static_cast<double>(address_handles_));
+  sink.counter("rdma_probe_ud_answered_total", "UD probe requests the port answered.", labels_,
+               static_cast<double>(answered_));
+  for (const auto& [why, n] : dropped_) {
+    Labels l = labels_;
+    l.emplace_back("reason", why);
+    sink.counter("rdma_probe_ud_dropped_total",
+                 "Datagrams the port's UD queue pair dropped or could not send, by reason "
+                 "(not_admitted: a request from a prober without an open session).",
+                 std::move(l), static_cast<double>(n));
+  }
+}
+
+std::shared_ptr<UdPortStats> ProbeStats::ud_port(const Labels& labels) {
+  const std::lock_guard lock(mutex_);
+  auto& slot = ud_ports_[labels];
+  if (!slot) slot = std::make_shared<UdPortStats>(labels);
+  return slot;
+}
+
+void ProbeStats::retain_ud_ports(const std::vector<std::shared_ptr<UdPortStats>>& keep) {
+  std::set<const UdPortStats*> wanted;
+  for (const auto& k : keep) wanted.insert(k.get());
+  const std::lock_guard lock(mutex_);
+  std::erase_if(ud_ports_, [&](const auto& kv) { return !wanted.contains(kv.second.get()); });
+}
+
+void ProbeStats::set_pinglist(const PinglistReport& report) {
+  const std::lock_guard lock(mutex_);
+  pinglist_ = report;
+}
+
+void ProbeStats::retain(const std::vector<std::shared_ptr<SeriesStats>>& keep) {
+  const std::set<const SeriesStats*> wanted = [&] {
+    std::set<const SeriesStats*> s;
+    for (const auto& k : keep) s.insert(k.get());
+    return s;
+  }();
+  const std::lock_guard lock(mutex_);
+  std::erase_if(series_, [&](const auto& kv) { return !wanted.contains(kv.second.get()); });
+}
+
+void TargetStats::answered(std::size_t ports) {
+  const std::lock_guard lock(mutex_);
+  up_ = true;
+  ports_ = ports;
+}
+
+void TargetStats::failed(const std::string& why) {
+  const std::lock_guard lock(mutex_);
+  up_ = false;
+  ++errors_[why];
+}
+
+void TargetStats::add_metrics(MetricSink& sink) const {
+  const std::lock_guard lock(mutex_);
+  sink.gauge("rdma_probe_target_up",
+             "1 when the target's probe control port answered the last discovery (a hello "
+             "listing its ports).",
+             labels_, up_ ? 1.0 : 0.0);
+  sink.gauge("rdma_probe_target_ports",
+             "RDMA ports the target answered probes on, at its last answer.", labels_,
+             static_cast<double>(ports_));
+  for (const auto& [why, n] : errors_) {
+    Labels l = labels_;
+    l.emplace_back("reason", why);
+    sink.counter("rdma_probe_discovery_errors_total",
+                 "Failed discoveries of the target's ports, by reason.", std::move(l),
+                 static_cast<double>(n));
+  }
+}
+
+std::shared_ptr<TargetStats> ProbeStats::target(const Labels& labels) {
+  const std::lock_guard lock(mutex_);
+  auto& slot = targets_by_labels_[labels];
+  if (!slot) slot = std::make_shared<TargetStats>(labels);
+  return slot;
+}
+
+void ProbeStats::retain_targets(const std::vector<std::shared_ptr<TargetStats>>& keep) {
+  std::set<const TargetStats*> wanted;
+  for (const auto& k : keep) wanted.insert(k.get());
+  const std::lock_guard lock(mutex_);
+  std::erase_if(targets_by_labels_,
+                [&](const auto& kv) { return !wanted.contains(kv.second.get()); });
+}
+
+void ProbeStats::set_local(std::vector<DeviceReport> devices, std::vector<PortReport> ports,
+                           const std::string& memory) {
+  const std::lock_guard lock(mutex_);
+  devices_ = std::move(devices);
+  ports_ = std::move(ports);
+  memory_ = memory;
+}
+
+void ProbeStats::device_released(const std::string& device, const std::string& why) {
+  const std::lock_guard lock(mutex_);
+  ++released_[{device, why}];
+}
+
+void ProbeStats::set_targets(const std::map<std::string, int>& by_source) {
+  const std::lock_guard lock(mutex_);
+  targets_ = by_source;
+}
+
+void ProbeStats::file_sd_read(bool ok) {
+  const std::lock_guard lock(mutex_);
+  file_sd_ok_ = ok;
+  if (!ok) ++file_sd_failures_;
+}
+
+void ProbeStats::responder_session_opened() {
+  const std::lock_guard lock(mutex_);
+  ++sessions_;
+}
+
+void ProbeStats::responder_session_closed(bool idle) {
+  const std::lock_guard lock(mutex_);
+  --sessions_;
+  if (idle) ++idle_closed_;
+}
+
+void ProbeStats::responder_rejected(const std::string& why) {
+  const std::lock_guard lock(mutex_);
+  ++rejected_[why];
+}
+
+void ProbeStats::add_metrics(MetricSink& sink) const {
+  std::vector<std::shared_ptr<SeriesStats>> series;
+  std::vector<std::shared_ptr<TargetStats>> targets;
+  std::vector<std::shared_ptr<HistogramStats>> histograms;
+  std::vector<std::shared_ptr<UdPortStats>> ud_ports;
+  {
+    const std::lock_guard lock(mutex_);
+    static constexpr const char* kDeviceStates[] = {device_state::in_use, device_state::excluded,
+                                                    device_state::failed, device_state::gone};
+    static constexpr const char* kPortStates[] = {port_state::probing, port_state::down,
+                                                  port_state::excluded, port_state::inactive,
+                                                  port_state::no_gid};
+    for (const auto& d : devices_) {
+      if (d.state == device_state::in_use) {
+        sink.info("rdma_probe_device_info",
+                  "A device the probe uses, whether its queue pairs live in a thread domain, "
+                  "where latencies are timed, and the probe memory.",
+                  {{"device", d.device},
+                   {"domain", d.thread_domain ? "thread_domain" : "pd"},
+                   {"clock", d.timestamps ? "completion_timestamp" : "host"},
+                   {"memory", memory_}});
+      }
+      for (const char* state : kDeviceStates) {
+        sink.gauge("rdma_probe_device_state",
+                   "1 for the state each RDMA device of the host is in for the probe: in_use, "
+                   "excluded (by probe.device), failed (cannot be opened) or gone (left while in "
+                   "use; probing resumes when it returns).",
+                   {{"device", d.device}, {"state", state}}, d.state == state ? 1.0 : 0.0);
+      }
+    }
+    for (const auto& p : ports_) {
+      const std::string port = std::to_string(p.port);
+      for (const char* state : kPortStates) {
+        sink.gauge("rdma_probe_port_state",
+                   "1 for the state each port of a device in use is in for the probe: probing, "
+                   "down (in use, link not active), excluded (by probe.port or "
+                   "probe.link_layer), inactive (never active yet) or no_gid.",
+                   {{"device", p.device}, {"port", port}, {"state", state}},
+                   p.state == state ? 1.0 : 0.0);
+      }
+      if (!p.rail.empty()) {
+        sink.info("rdma_probe_port_rail_info", "The rail of each port the probe uses.",
+                  {{"device", p.device}, {"port", port}, {"rail", p.rail}});
+      }
+    }
+    for (const auto& [key, n] : released_) {
+      sink.counter("rdma_probe_device_releases_total",
+                   "Times the probe let go of a device because it left (removed from the "
+                   "device list, a fatal event), by reason.",
+                   {{"device", key.first}, {"reason", key.second}}, static_cast<double>(n));
+    }
+    for (const auto& [source, n] : targets_) {
+      sink.gauge("rdma_probe_targets", "Targets being probed, by where they were configured.",
+                 {{"source", source}}, n);
+    }
+    sink.gauge("rdma_probe_file_sd_last_read_successful",
+               "0 when the last read of a file_sd file failed (its previous targets are kept).", {},
+               file_sd_ok_ ? 1.0 : 0.0);
+    sink.counter("rdma_probe_file_sd_failures_total", "Failed reads of file_sd files.", {},
+                 static_cast<double>(file_sd_failures_));
+    sink.gauge("rdma_probe_responder_sessions", "Probe sessions the responder is serving.", {},
+               sessions_);
+    sink.counter("rdma_probe_responder_idle_closed_total",
+                 "Responder sessions closed because the prober stayed silent too long.", {},
+                 static_cast<double>(idle_closed_));
+    for (const auto& [why, n] : rejected_) {
+      sink.counter("rdma_probe_responder_rejected_total",
+                   "Control connections the responder refused or closed, by reason.",
+                   {{"reason", why}}, static_cast<double>(n));
+    }
+    if (pinglist_) {
+      const PinglistReport& p = *pinglist_;
+      sink.gauge("rdma_probe_pinglist_hosts",
+                 "Target hosts probed in the current epoch: every host of this host's group, and "
+                 "the hosts of other groups the pinglist picked.",
+                 {{"scope", "group"}}, static_cast<double>(p.group_hosts));
+      sink.gauge("rdma_probe_pinglist_hosts", "", {{"scope", "remote"}},
+                 static_cast<double>(p.remote_hosts));
+      sink.gauge("rdma_probe_pinglist_fleet_hosts", "Hosts in the target list.", {},
+                 static_cast<double>(p.fleet_hosts));
+      sink.gauge("rdma_probe_pinglist_epoch",
+                 "The pinglist's epoch: Unix time divided by probe.pinglist.epoch.", {},
+                 static_cast<double>(p.epoch));
+      sink.info("rdma_probe_pinglist_info",
+                "This host's group in the pinglist, and whether it found itself in the target "
+                "list (listed=\"false\": the group is probe.pinglist.group).",
+                {{"group", p.group}, {"listed", p.self_listed ? "true" : "false"}});
+    }
+    for (const auto& [labels, s] : series_) series.push_back(s);
+    for (const auto& [labels, t] : targets_by_labels_) targets.push_back(t);
+    for (const auto& [key, h] : histograms_) histograms.push_back(h);
+    for (const auto& [labels, u] : ud_ports_) ud_ports.push_back(u);
+  }
+  for (const auto& t : targets) t->add_metrics(sink);
+  for (const auto& s : series) s->add_metrics(sink);
+  for (const auto& h : histograms) h->add_metrics(sink);
+  for (const auto& u : ud_ports) u->add_metrics(sink);
+}
+
+}  // namespace rdma_exporter::probe

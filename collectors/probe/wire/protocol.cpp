@@ -1,0 +1,544 @@
+#include "collectors/probe/wire/protocol.hpp"
+
+#include <algorithm>
+
+namespace rdma_exporter::probe {
+
+namespace wire {
+namespace {
+
+constexpr std::size_t kPeerSize = 4 + 4 + 2 + 16 + 4 + 8;
+constexpr std::size_t kUdPeerSize = 4 + 4 + 2 + 16;
+constexpr std::size_t kAcceptSize = kPeerSize + kMacSize;
+constexpr std::size_t kUdAcceptSize = kUdPeerSize + kMacSize;
+constexpr uint8_t kLinkEthernet = 1;
+constexpr uint8_t kLinkInfiniband = 2;
+
+class Writer {
+ public:
+  void u8(uint8_t v) { out_.push_back(v); }
+  void u16(uint16_t v) {
+    u8(static_cast<uint8_t>(v >> 8));
+    u8(static_cast<uint8_t>(v));
+  }
+  void u32(uint32_t v) {
+    u16(static_cast<uint16_t>(v >> 16));
+    u16(static_cast<uint16_t>(v));
+  }
+  void u64(uint64_t v) {
+    u32(static_cast<uint32_t>(v >> 32));
+    u32(static_cast<uint32_t>(v));
+  }
+  void bytes(std::span<const uint8_t> b) { out_.insert(out_.end(), b.begin(), b.end()); }
+  // A length byte and at most kMaxNameSize bytes.
+  void name(const std::string& v) {
+    const std::size_t n = std::min(v.size(), kMaxNameSize);
+    u8(static_cast<uint8_t>(n));
+    out_.insert(out_.end(), v.begin(), v.begin() + static_cast<std::ptrdiff_t>(n));
+  }
+  void peer(const Peer& p) {
+    u32(p.qpn);
+    u32(p.psn);
+    u16(p.lid);
+    bytes(p.gid);
+    u32(p.rkey);
+    u64(p.addr);
+  }
+  void ud_peer(const UdPeer& p) {
+    u32(p.qpn);
+    u32(p.qkey);
+    u16(p.lid);
+    bytes(p.gid);
+  }
+  std::vector<uint8_t> take() { return std::move(out_); }
+
+ private:
+  std::vector<uint8_t> out_;
+};
+
+// Reads fields from a payload. Fixed-size messages check their length
+// beforehand; variable-size ones ask has() before every field.
+class Reader {
+ public:
+  explicit Reader(std::span<const uint8_t> b) : b_(b) {}
+  bool has(std::size_t n) const { return b_.size() - pos_ >= n; }
+  bool done() const { return pos_ == b_.size(); }
+  uint8_t u8() { return b_[pos_++]; }
+  uint16_t u16() {
+    const uint16_t hi = u8();
+    return static_cast<uint16_t>(hi << 8 | u8());
+  }
+  uint32_t u32() {
+    const uint32_t hi = u16();
+    return hi << 16 | u16();
+  }
+  uint64_t u64() {
+    const uint64_t hi = u32();
+    return hi << 32 | u32();
+  }
+  template <std::size_t N>
+  std::array<uint8_t, N> array() {
+    std::array<uint8_t, N> a{};
+    std::copy_n(b_.begin() + static_cast<std::ptrdiff_t>(pos_), N, a.begin());
+    pos_ += N;
+    return a;
+  }
+  Peer peer() {
+    Peer p;
+    p.qpn = u32();
+    p.psn = u32();
+    p.lid = u16();
+    p.gid = array<16>();
+    p.rkey = u32();
+    p.addr = u64();
+    return p;
+  }
+  UdPeer ud_peer() {
+    UdPeer p;
+    p.qpn = u32();
+    p.qkey = u32();
+    p.lid = u16();
+    p.gid = array<16>();
+    return p;
+  }
+  std::span<const uint8_t> rest() const { return b_.subspan(pos_); }
+  // A length byte and that many printable ASCII bytes; false when the
+  // payload ends first, the length is above kMaxNameSize or a byte is not
+  // printable.
+  bool name(std::string& out) {
+    if (!has(1)) return false;
+    const std::size_t n = u8();
+    if (n > kMaxNameSize || !has(n)) return false;
+    out.clear();
+    for (std::size_t i = 0; i < n; ++i) {
+      const uint8_t c = u8();
+      if (c < 0x20 || c >= 0x7f) return false;
+      out.push_back(static_cast<char>(c));
+    }
+    return true;
+  }
+
+ private:
+  std::span<const uint8_t> b_;
+  std::size_t pos_ = 0;
+};
+
+Error protocol_error(const std::string& what) {
+  return Error{EPROTO, what};
+}
+
+void write_setup_fields(Writer& w, const Setup& s) {
+  w.u8(static_cast<uint8_t>(s.op));
+  w.u32(s.size);
+  w.u8(s.tclass);
+  w.u8(s.sl);
+  w.u16(static_cast<uint16_t>(s.mtu));
+  w.peer(s.peer);
+  w.name(s.device);
+  w.u8(s.port);
+  w.name(s.rail);
+  w.bytes(s.nonce);
+  w.bytes(s.dialled.address);
+  w.u16(s.dialled.port);
+}
+
+void write_ud_setup_fields(Writer& w, const UdSetup& s) {
+  w.u8(static_cast<uint8_t>(Op::ud));
+  w.u32(s.size);
+  w.u8(s.tclass);
+  w.u8(s.sl);
+  w.u16(static_cast<uint16_t>(s.mtu));
+  w.ud_peer(s.peer);
+  w.u32(s.interval_ms);
+  w.name(s.device);
+  w.u8(s.port);
+  w.name(s.rail);
+  w.bytes(s.nonce);
+  w.bytes(s.dialled.address);
+  w.u16(s.dialled.port);
+}
+
+std::vector<uint8_t> payload_of(const Message& m) {
+  Writer w;
+  if (const auto* h = std::get_if<Hello>(&m)) {
+    w.bytes(h->nonce);
+    const std::size_t keys = std::min(h->keys.size(), kMaxKeys);
+    w.u8(static_cast<uint8_t>(keys));
+    for (std::size_t i = 0; i < keys; ++i) w.bytes(h->keys[i]);
+    const std::size_t n = std::min(h->ports.size(), kMaxPorts);
+    w.u8(static_cast<uint8_t>(n));
+    for (std::size_t i = 0; i < n; ++i) {
+      const PortAd& p = h->ports[i];
+      w.name(p.device);
+      w.u8(p.port);
+      w.u8(p.ethernet ? kLinkEthernet : kLinkInfiniband);
+      w.bytes(p.gid);
+      w.name(p.rail);
+    }
+  } else if (const auto* s = std::get_if<Setup>(&m)) {
+    write_setup_fields(w, *s);
+    w.bytes(s->mac);
+  } else if (const auto* a = std::get_if<Accept>(&m)) {
+    w.peer(a->peer);
+    w.bytes(a->mac);
+  } else if (const auto* us = std::get_if<UdSetup>(&m)) {
+    write_ud_setup_fields(w, *us);
+    w.bytes(us->mac);
+  } else if (const auto* ua = std::get_if<UdAccept>(&m)) {
+    w.ud_peer(ua->peer);
+    w.bytes(ua->mac);
+  } else if (const auto* r = std::get_if<Reject>(&m)) {
+    w.u8(static_cast<uint8_t>(r->code));
+    const std::size_t n = std::min(r->reason.size(), kMaxReasonSize);
+    for (std::size_t i = 0; i < n; ++i) {
+      const auto c = static_cast<uint8_t>(r->reason[i]);
+      w.u8(c >= 0x20 && c < 0x7f ? c : '?');
+    }
+  }
+  return w.take();
+}
+
+Type type_of(const Message& m) {
+  return static_cast<Type>(m.index() + 1);
+}
+
+bool peer_valid(const Peer& p, std::string& why) {
+  if (p.qpn == 0 || p.qpn > 0xffffff) {
+    why = "queue pair number out of range";
+    return false;
+  }
+  if (p.psn > 0xffffff) {
+    why = "packet sequence number out of range";
+    return false;
+  }
+  return true;
+}
+
+bool ud_peer_valid(const UdPeer& p, std::string& why) {
+  // QPN 1 is the GSI queue pair, which never answers probes.
+  if (p.qpn <= 1 || p.qpn > 0xffffff) {
+    why = "queue pair number out of range";
+    return false;
+  }
+  // Q_Keys with the high bit set are for privileged queue pairs.
+  if ((p.qkey & 0x80000000u) != 0) {
+    why = "controlled Q_Key (high bit set)";
+    return false;
+  }
+  return true;
+}
+
+// The class fields both setups start with: op, size, traffic class, service
+// level, MTU.
+bool read_class(Reader& r, QpParams& q, const char* what, std::string& why) {
+  const uint8_t op = r.u8();
+  if (op < static_cast<uint8_t>(Op::send) || op > static_cast<uint8_t>(Op::ud)) {
+    why = std::string(what) + ": unknown operation " + std::to_string(op);
+    return false;
+  }
+  q.op = static_cast<Op>(op);
+  q.size = r.u32();
+  if (q.size == 0) {
+    why = std::string(what) + ": message size 0";
+    return false;
+  }
+  q.tclass = r.u8();
+  q.sl = r.u8();
+  if (q.sl > 15) {
+    why = std::string(what) + ": service level above 15";
+    return false;
+  }
+  q.mtu = r.u16();
+  if (!mtu_valid(q.mtu)) {
+    why = std::string(what) + ": MTU " + std::to_string(q.mtu);
+    return false;
+  }
+  return true;
+}
+
+// The fields both setups end with: the target port (device, port, rail),
+// the prober's nonce, the address it dialled and the MAC.
+template <typename S>
+Result<Message> read_target(Reader& r, S s, const char* what) {
+  const std::string w(what);
+  if (!r.name(s.device)) return protocol_error(w + ": bad device name");
+  if (!r.has(1)) return protocol_error(w + ": truncated");
+  s.port = r.u8();
+  if (!r.name(s.rail)) return protocol_error(w + ": bad rail");
+  if (s.device.empty() && s.rail.empty()) {
+    return protocol_error(w + ": names neither a device nor a rail");
+  }
+  if (!s.device.empty() && s.port == 0) return protocol_error(w + ": port number 0");
+  if (!r.has(kNonceSize + 16 + 2 + kMacSize)) return protocol_error(w + ": truncated");
+  s.nonce = r.array<kNonceSize>();
+  s.dialled.address = r.array<16>();
+  s.dialled.port = r.u16();
+  s.mac = r.array<kMacSize>();
+  if (!r.done()) return protocol_error(w + ": bytes after the MAC");
+  return Message{std::move(s)};
+}
+
+Result<Message> expect_size(Type type, std::size_t got, std::size_t want) {
+  return protocol_error("message type " + std::to_string(static_cast<int>(type)) + " has " +
+                        std::to_string(got) + " bytes of payload, expected " +
+                        std::to_string(want));
+}
+
+}  // namespace
+
+const char* reject_code_name(RejectCode code) {
+  switch (code) {
+    case RejectCode::version:
+      return "version";
+    case RejectCode::auth:
+      return "auth";
+    case RejectCode::capacity:
+      return "capacity";
+    case RejectCode::rate:
+      return "rate";
+    case RejectCode::unsupported:
+      return "unsupported";
+    case RejectCode::resources:
+      return "resources";
+    case RejectCode::protocol:
+      return "protocol";
+  }
+  return "unknown";
+}
+
+bool mtu_valid(uint32_t bytes) {
+  return bytes == 256 || bytes == 512 || bytes == 1024 || bytes == 2048 || bytes == 4096;
+}
+
+std::vector<uint8_t> encode(const Message& message) {
+  const std::vector<uint8_t> payload = payload_of(message);
+  Writer w;
+  w.u8('R');
+  w.u8('X');
+  w.u8('P');
+  w.u8(kVersion);
+  w.u8(static_cast<uint8_t>(type_of(message)));
+  w.u8(0);
+  w.u16(static_cast<uint16_t>(payload.size()));
+  w.bytes(payload);
+  return w.take();
+}
+
+std::vector<uint8_t> mac_input(const Setup& setup) {
+  Writer w;
+  w.u8(static_cast<uint8_t>(Type::setup));
+  write_setup_fields(w, setup);
+  return w.take();
+}
+
+std::vector<uint8_t> mac_input(const UdSetup& setup) {
+  Writer w;
+  w.u8(static_cast<uint8_t>(Type::ud_setup));
+  write_ud_setup_fields(w, setup);
+  return w.take();
+}
+
+std::vector<uint8_t> mac_input(const Accept& accept) {
+  Writer w;
+  w.u8(static_cast<uint8_t>(Type::accept));
+  w.peer(accept.peer);
+  return w.take();
+}
+
+std::vector<uint8_t> mac_input(const UdAccept& accept) {
+  Writer w;
+  w.u8(static_cast<uint8_t>(Type::ud_accept));
+  w.ud_peer(accept.peer);
+  return w.take();
+}
+
+Result<Header> decode_header(std::span<const uint8_t> bytes) {
+  if (bytes.size() < kHeaderSize) return protocol_error("truncated header");
+  if (bytes[0] != 'R' || bytes[1] != 'X' || bytes[2] != 'P') {
+    return protocol_error("not a probe control message (bad magic)");
+  }
+  if (bytes[3] != kVersion) {
+    return Error{EPROTONOSUPPORT, "protocol version " + std::to_string(bytes[3]) +
+                                      " not spoken (this is " + std::to_string(kVersion) + ")"};
+  }
+  const uint8_t type = bytes[4];
+  if (type < static_cast<uint8_t>(Type::hello) || type > static_cast<uint8_t>(Type::ud_accept)) {
+    return protocol_error("unknown message type " + std::to_string(type));
+  }
+  if (bytes[5] != 0) return protocol_error("reserved header byte is not zero");
+  const auto length = static_cast<uint16_t>(bytes[6] << 8 | bytes[7]);
+  if (length > kMaxPayload) {
+    return protocol_error("payload of " + std::to_string(length) + " bytes exceeds " +
+                          std::to_string(kMaxPayload));
+  }
+  return Header{static_cast<Type>(type), length};
+}
+
+Result<Message> decode_payload(Type type, std::span<const uint8_t> payload) {
+  Reader r(payload);
+  std::string why;
+  switch (type) {
+    case Type::hello: {
+      Hello h;
+      if (!r.has(kNonceSize + 1)) return protocol_error("hello: truncated");
+      h.nonce = r.array<kNonceSize>();
+      const std::size_t keys = r.u8();
+      if (keys > kMaxKeys) return protocol_error("hello: more than 2 key ids");
+      if (!r.has(keys * kKeyIdSize + 1)) return protocol_error("hello: truncated");
+      for (std::size_t i = 0; i < keys; ++i) h.keys.push_back(r.array<kKeyIdSize>());
+      const std::size_t n = r.u8();
+      if (n > kMaxPorts) return protocol_error("hello: more than 32 ports");
+      for (std::size_t i = 0; i < n; ++i) {
+        PortAd p;
+        const std::string where = "hello: port " + std::to_string(i) + ": ";
+        if (!r.name(p.device) || p.device.empty()) return protocol_error(where + "bad device name");
+        if (!r.has(2 + 16)) return protocol_error(where + "truncated");
+        p.port = r.u8();
+        if (p.port == 0) return protocol_error(where + "port number 0");
+        const uint8_t link = r.u8();
+        if (link != kLinkEthernet && link != kLinkInfiniband) {
+          return protocol_error(where + "unknown link layer " + std::to_string(link));
+        }
+        p.ethernet = link == kLinkEthernet;
+        p.gid = r.array<16>();
+        if (!r.name(p.rail) || p.rail.empty()) return protocol_error(where + "bad rail");
+        h.ports.push_back(std::move(p));
+      }
+      if (!r.done()) return protocol_error("hello: bytes after the last port");
+      return Message{h};
+    }
+    case Type::setup: {
+      Setup s;
+      if (!r.has(1 + 4 + 1 + 1 + 2 + kPeerSize)) return protocol_error("setup: truncated");
+      if (!read_class(r, s, "setup", why)) return protocol_error(why);
+      if (s.op == Op::ud) return protocol_error("setup: operation ud needs a ud_setup");
+      s.peer = r.peer();
+      if (!peer_valid(s.peer, why)) return protocol_error("setup: " + why);
+      return read_target(r, std::move(s), "setup");
+    }
+    case Type::ud_setup: {
+      UdSetup s;
+      if (!r.has(1 + 4 + 1 + 1 + 2 + kUdPeerSize + 4)) {
+        return protocol_error("ud_setup: truncated");
+      }
+      if (!read_class(r, s, "ud_setup", why)) return protocol_error(why);
+      if (s.op != Op::ud) return protocol_error("ud_setup: operation is not ud");
+      if (s.size < kDatagramSize || s.size > s.mtu) {
+        return protocol_error("ud_setup: datagram size " + std::to_string(s.size) +
+                              " outside 32 to the MTU");
+      }
+      s.peer = r.ud_peer();
+      if (!ud_peer_valid(s.peer, why)) return protocol_error("ud_setup: " + why);
+      s.interval_ms = r.u32();
+      if (s.interval_ms == 0 || s.interval_ms > kMaxUdIntervalMs) {
+        return protocol_error("ud_setup: interval of " + std::to_string(s.interval_ms) +
+                              " ms outside 1 ms to 1 h");
+      }
+      return read_target(r, std::move(s), "ud_setup");
+    }
+    case Type::ud_accept: {
+      if (payload.size() != kUdAcceptSize) {
+        return expect_size(type, payload.size(), kUdAcceptSize);
+      }
+      UdAccept a;
+      a.peer = r.ud_peer();
+      a.mac = r.array<kMacSize>();
+      if (!ud_peer_valid(a.peer, why)) return protocol_error("ud_accept: " + why);
+      return Message{a};
+    }
+    case Type::accept: {
+      if (payload.size() != kAcceptSize) return expect_size(type, payload.size(), kAcceptSize);
+      Accept a;
+      a.peer = r.peer();
+      a.mac = r.array<kMacSize>();
+      if (!peer_valid(a.peer, why)) return protocol_error("accept: " + why);
+      return Message{a};
+    }
+    case Type::reject: {
+      if (payload.empty() || payload.size() > 1 + kMaxReasonSize) {
+        return protocol_error("reject: payload of " + std::to_string(payload.size()) + " bytes");
+      }
+      Reject j;
+      const uint8_t code = r.u8();
+      if (code < static_cast<uint8_t>(RejectCode::version) ||
+          code > static_cast<uint8_t>(RejectCode::protocol)) {
+        return protocol_error("reject: unknown code " + std::to_string(code));
+      }
+      j.code = static_cast<RejectCode>(code);
+      for (uint8_t c : r.rest()) {
+        if (c < 0x20 || c >= 0x7f) return protocol_error("reject: reason is not printable ASCII");
+        j.reason.push_back(static_cast<char>(c));
+      }
+      return Message{j};
+    }
+    case Type::keepalive:
+      if (!payload.empty()) return expect_size(type, payload.size(), 0);
+      return Message{Keepalive{}};
+  }
+  return protocol_error("unknown message type");
+}
+
+Result<Message> decode(std::span<const uint8_t> bytes) {
+  auto header = decode_header(bytes);
+  if (!header) return header.error();
+  if (bytes.size() != kHeaderSize + header->length) {
+    return protocol_error("message of " + std::to_string(bytes.size()) + " bytes, header says " +
+                          std::to_string(kHeaderSize + header->length));
+  }
+  return decode_payload(header->type, bytes.subspan(kHeaderSize));
+}
+
+void encode_datagram(const Datagram& d, std::span<uint8_t> out) {
+  Writer w;
+  w.u8('R');
+  w.u8('X');
+  w.u8('U');
+  w.u8(kDatagramVersion);
+  w.u8(static_cast<uint8_t>(d.kind));
+  w.u8(d.flags);
+  w.u8(d.path);
+  w.u8(d.tclass);
+  w.u32(d.session);
+  w.u64(d.seq);
+  w.u64(d.responder_delay_ns);
+  w.u32(0);
+  const std::vector<uint8_t> bytes = w.take();
+  std::copy_n(bytes.begin(), std::min(bytes.size(), out.size()), out.begin());
+}
+
+Result<Datagram> decode_datagram(std::span<const uint8_t> bytes) {
+  if (bytes.size() < kDatagramSize) return protocol_error("datagram: truncated");
+  if (bytes.size() > 65536) return protocol_error("datagram: above 64 KiB");
+  Reader r(bytes.first(kDatagramSize));
+  if (r.u8() != 'R' || r.u8() != 'X' || r.u8() != 'U') {
+    return protocol_error("datagram: bad magic");
+  }
+  if (const uint8_t v = r.u8(); v != kDatagramVersion) {
+    return Error{EPROTONOSUPPORT, "datagram: version " + std::to_string(v)};
+  }
+  Datagram d;
+  const uint8_t kind = r.u8();
+  if (kind != static_cast<uint8_t>(DatagramKind::request) &&
+      kind != static_cast<uint8_t>(DatagramKind::reply)) {
+    return protocol_error("datagram: unknown kind " + std::to_string(kind));
+  }
+  d.kind = static_cast<DatagramKind>(kind);
+  d.flags = r.u8();
+  d.path = r.u8();
+  d.tclass = r.u8();
+  d.session = r.u32();
+  d.seq = r.u64();
+  d.responder_delay_ns = r.u64();
+  if (r.u32() != 0) return protocol_error("datagram: reserved bytes are not zero");
+  if ((d.flags & ~kDelayDeviceClock) != 0) return protocol_error("datagram: unknown flags");
+  if (d.kind == DatagramKind::request && (d.flags != 0 || d.responder_delay_ns != 0)) {
+    return protocol_error("datagram: a request carries a delay");
+  }
+  if (d.responder_delay_ns > kMaxResponderDelayNs) {
+    return protocol_error("datagram: responder delay above 10 s");
+  }
+  return d;
+}
+
+}  // namespace wire
+}  // namespace rdma_exporter::probe
