@@ -28,7 +28,7 @@ namespace {
 constexpr std::chrono::seconds kScanInterval{2};
 // Ports are looked at on every port event and at least every 15 scans (30 s).
 constexpr unsigned kPortRefreshScans = 15;
-constexpr const char* kLoopback = "loopback";
+constexpr const char* kLoopback = kLoopbackTarget;
 // A target file larger than this is refused rather than read into memory.
 constexpr std::size_t kMaxFileSdBytes = 16u << 20;
 
@@ -66,22 +66,6 @@ constexpr const char* kResponderDelayHelp =
     "it.";
 
 }  // namespace
-
-Labels series_labels(const std::string& target, const RailPort& local, const wire::PortAd& remote,
-                     const ProbeClass& cls,
-                     const std::map<std::string, std::string>& target_labels) {
-  Labels l = {{"target", target},
-              {"device", local.device},
-              {"port", std::to_string(local.port)},
-              {"remote_device", remote.device},
-              {"remote_port", std::to_string(remote.port)},
-              {"rail", local.rail},
-              {"op", op_name(cls.op)},
-              {"size", std::to_string(cls.size)},
-              {"tclass", std::to_string(cls.tclass)}};
-  for (const auto& [k, v] : target_labels) l.emplace_back(k, v);
-  return l;
-}
 
 ProbeService::ProbeService(ProbeOptions options) : options_(std::move(options)) {
   device_pattern_ = options_.device.empty() ? Pattern() : Pattern::checked(options_.device);
@@ -720,86 +704,83 @@ void ProbeService::apply() {
   ps.device_suspect = [this] { scan_soon(); };
 
   const std::vector<ProbeClass> classes = effective_classes(options_);
-  std::vector<RailPort> rail_ports;
-  for (const auto& p : ports_) rail_ports.push_back({p.device->name(), p.info.port, p.rail});
-  std::map<std::string, std::shared_ptr<ControlClient>> next;
+  std::vector<PlanPort> plan_ports;
+  for (const auto& p : ports_) {
+    plan_ports.push_back({{p.device->name(), p.info.port, p.rail},
+                          p.info.gid,
+                          reinterpret_cast<std::uintptr_t>(p.ud.get())});
+  }
+  std::vector<PlanTarget> plan_targets;
+  for (const auto& [key, w] : watched_) {
+    plan_targets.push_back({w.address, w.name, w.target, w.ports, w.rails});
+  }
+  const auto planned = plan_probers({plan_ports, plan_targets, classes, options_.cross_rail,
+                                     options_.pinglist.group_label, self_group});
+  std::map<ProberKey, std::shared_ptr<ControlClient>> next;
   std::vector<std::shared_ptr<SeriesStats>> keep;
   std::vector<std::shared_ptr<HistogramStats>> keep_histograms;
-  for (const auto& [key, w] : watched_) {
-    const auto group_label = w.target.labels.find(options_.pinglist.group_label);
-    const std::string group = group_label == w.target.labels.end() ? "" : group_label->second;
-    // Latency histograms of UD classes are kept per scope: this host's own
-    // group, or another (which rotate every epoch: their own histograms
-    // would be new series every epoch).
-    const char* scope = w.name == kLoopback || group == self_group ? "group" : "remote";
-    for (const auto& [l, r] : rail_pairs(rail_ports, w.ports, options_.cross_rail, w.target.rail)) {
-      const LocalPort& local = ports_[l];
-      if (!w.rails.empty() && !w.rails.contains(local.rail)) continue;
-      const wire::PortAd& remote = w.ports[r];
-      for (const auto& cls : classes) {
-        if (!w.target.classes.empty() && std::find(w.target.classes.begin(), w.target.classes.end(),
-                                                   cls.name) == w.target.classes.end()) {
-          continue;
-        }
-        if (cls.port && *cls.port != local.info.port) continue;
-        const Labels labels = series_labels(w.name, rail_ports[l], remote, cls, w.target.labels);
-        std::string prober_key = w.address + '\n' + cls.name + labels_key(labels) + '\n';
-        // A port whose GID changed, or whose UD queue pair was made anew, is
-        // probed anew.
-        prober_key.append(local.info.gid.begin(), local.info.gid.end());
-        if (local.ud)
-          prober_key += std::to_string(reinterpret_cast<std::uintptr_t>(local.ud.get()));
-        std::shared_ptr<SeriesStats> series;
-        UdProberStats ud_stats;
-        if (cls.op == Op::ud) {
-          series = stats_->series(labels, SeriesShape{options_.histograms == "target", false});
-          Labels port_labels = {{"device", rail_ports[l].device},
-                                {"port", std::to_string(local.info.port)},
-                                {"rail", local.rail},
-                                {"op", op_name(cls.op)},
-                                {"size", std::to_string(cls.size)},
-                                {"tclass", std::to_string(cls.tclass)},
-                                {"clock", local.ud && local.ud->timestamps() ? "device" : "host"}};
-          ud_stats.responder_delay = stats_->histogram("rdma_probe_responder_delay_seconds",
-                                                       kResponderDelayHelp, port_labels);
-          keep_histograms.push_back(ud_stats.responder_delay);
-          if (local.ud && local.ud->timestamps()) {
-            ud_stats.prober_delay =
-                stats_->histogram("rdma_probe_prober_delay_seconds", kProberDelayHelp, port_labels);
-            keep_histograms.push_back(ud_stats.prober_delay);
-          }
-          Labels group_labels = port_labels;
-          group_labels.emplace_back("scope", scope);
-          ud_stats.latency = stats_->histogram("rdma_probe_group_latency_seconds",
-                                               kGroupLatencyHelp, group_labels);
-          keep_histograms.push_back(ud_stats.latency);
-          ud_stats.pair = series;
-        } else {
-          series = stats_->series(labels);
-        }
-        keep.push_back(series);
-        if (next.contains(prober_key)) continue;  // the same target twice
-        if (auto it = probers_.find(prober_key); it != probers_.end()) {
-          next[prober_key] = it->second;
-          probers_.erase(it);
-          continue;
-        }
-        std::shared_ptr<ControlClient> p;
-        if (cls.op == Op::ud) {
-          p = std::make_shared<UdProber>(io_, local, local.ud, w.address, remote, cls, ps,
-                                         ud_stats);
-        } else {
-          p = std::make_shared<Prober>(io_, local, w.address, remote, cls, ps, series);
-        }
-        p->start();
-        next[prober_key] = std::move(p);
-      }
+  for (const PlannedProber& plan : planned) {
+    const LocalPort& local = ports_[plan.local];
+    const PlanTarget& target = plan_targets[plan.target];
+    const wire::PortAd& remote = target.ports[plan.remote];
+    const ProbeClass& cls = classes[plan.cls];
+    std::shared_ptr<SeriesStats> series;
+    UdProberStats ud_stats;
+    if (cls.op == Op::ud) {
+      series = stats_->series(plan.key.labels, SeriesShape{options_.histograms == "target", false});
+      ud_stats = ud_histograms(local, cls, plan.scope, keep_histograms);
+      ud_stats.pair = series;
+    } else {
+      series = stats_->series(plan.key.labels);
     }
+    keep.push_back(series);
+    if (auto it = probers_.find(plan.key); it != probers_.end()) {
+      next[plan.key] = it->second;
+      probers_.erase(it);
+      continue;
+    }
+    std::shared_ptr<ControlClient> p;
+    if (cls.op == Op::ud) {
+      p = std::make_shared<UdProber>(io_, local, local.ud, target.address, remote, cls, ps,
+                                     ud_stats);
+    } else {
+      p = std::make_shared<Prober>(io_, local, target.address, remote, cls, ps, series);
+    }
+    p->start();
+    next[plan.key] = std::move(p);
   }
   for (auto& [key, p] : probers_) p->stop();
   probers_ = std::move(next);
   stats_->retain(keep);
   stats_->retain_histograms(keep_histograms);
+}
+
+UdProberStats ProbeService::ud_histograms(const LocalPort& local, const ProbeClass& cls,
+                                          const char* scope,
+                                          std::vector<std::shared_ptr<HistogramStats>>& keep) {
+  const bool device_clock = local.ud && local.ud->timestamps();
+  Labels port_labels = {{"device", local.device->name()},
+                        {"port", std::to_string(local.info.port)},
+                        {"rail", local.rail},
+                        {"op", op_name(cls.op)},
+                        {"size", std::to_string(cls.size)},
+                        {"tclass", std::to_string(cls.tclass)},
+                        {"clock", device_clock ? "device" : "host"}};
+  UdProberStats ud;
+  ud.responder_delay =
+      stats_->histogram("rdma_probe_responder_delay_seconds", kResponderDelayHelp, port_labels);
+  keep.push_back(ud.responder_delay);
+  if (device_clock) {
+    ud.prober_delay =
+        stats_->histogram("rdma_probe_prober_delay_seconds", kProberDelayHelp, port_labels);
+    keep.push_back(ud.prober_delay);
+  }
+  Labels group_labels = port_labels;
+  group_labels.emplace_back("scope", scope);
+  ud.latency =
+      stats_->histogram("rdma_probe_group_latency_seconds", kGroupLatencyHelp, group_labels);
+  keep.push_back(ud.latency);
+  return ud;
 }
 
 void ProbeService::schedule_epoch() {

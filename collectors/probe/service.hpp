@@ -16,7 +16,9 @@
 
 #include "collectors/probe/devices/local_port.hpp"
 #include "collectors/probe/plan/options.hpp"
+#include "collectors/probe/plan/probers.hpp"
 #include "collectors/probe/plan/rails.hpp"
+#include "collectors/probe/probers/ud_prober.hpp"
 #include "collectors/probe/stats/health.hpp"
 #include "collectors/probe/stats/stats.hpp"
 #include "collectors/probe/wire/auth.hpp"
@@ -103,6 +105,10 @@ class ProbeService {
 
   void scan();
   void scan_soon();
+  // The UD latency histograms of a prober of `cls` on `local`; each is also
+  // added to `keep`.
+  UdProberStats ud_histograms(const LocalPort& local, const ProbeClass& cls, const char* scope,
+                              std::vector<std::shared_ptr<HistogramStats>>& keep);
   // On the probe's thread: reads the secret file again; a new secret
   // rotates the keyring (the previous one is kept for `grace`).
   void rotate_secret(const std::string& path, std::chrono::milliseconds grace);
@@ -141,7 +147,7 @@ class ProbeService {
   // Addresses listed more than once with other labels: warned about once.
   std::set<std::string> conflicting_targets_;
   // RC and UD probers, by target, ports, class and labels.
-  std::map<std::string, std::shared_ptr<ControlClient>> probers_;
+  std::map<ProberKey, std::shared_ptr<ControlClient>> probers_;
   bool scan_queued_ = false;
   std::vector<std::string> last_entries_;  // uverbs devices at the last full scan
   bool ports_dirty_ = true;                // a port event or a reload: look at the ports
@@ -149,12 +155,5 @@ class ProbeService {
   unsigned short port_ = 0;
   std::thread thread_;
 };
-
-// Labels of a pair of ports probed with a class: target, the local device
-// and port, the remote device and port, the local port's rail, op, size,
-// tclass, then the target's own.
-Labels series_labels(const std::string& target, const RailPort& local, const wire::PortAd& remote,
-                     const ProbeClass& cls,
-                     const std::map<std::string, std::string>& target_labels);
 
 }  // namespace rdma_exporter::probe

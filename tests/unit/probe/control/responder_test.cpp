@@ -280,7 +280,7 @@ TEST_F(ResponderTest, ASetUpRelayedFromAnotherAddressIsRefused) {
 
 // A full handshake budget makes room for a newcomer by ending the oldest
 // handshake; the session caps are taken at authentication
-// (tests/unit/probe/admission_test.cpp).
+// (tests/unit/probe/control/admission_test.cpp).
 TEST_F(ResponderTest, AFullHandshakeBudgetEndsTheOldest) {
   ResponderSettings rs;
   rs.limits.max_handshakes = 2;
