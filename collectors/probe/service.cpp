@@ -8,6 +8,7 @@
 
 #include "collectors/probe/control/discovery.hpp"
 #include "collectors/probe/control/responder.hpp"
+#include "collectors/probe/plan/epoch.hpp"
 #include "collectors/probe/plan/pinglist.hpp"
 #include "collectors/probe/plan/rails.hpp"
 #include "collectors/probe/plan/targets.hpp"
@@ -35,12 +36,6 @@ constexpr std::size_t kMaxFileSdBytes = 16u << 20;
 bool same_file(const struct stat& a, const struct stat& b) {
   return a.st_ino == b.st_ino && a.st_dev == b.st_dev && a.st_size == b.st_size &&
          a.st_mtim.tv_sec == b.st_mtim.tv_sec && a.st_mtim.tv_nsec == b.st_mtim.tv_nsec;
-}
-
-std::string labels_key(const Labels& labels) {
-  std::string key;
-  for (const auto& [k, v] : labels) key += '\n' + k + '=' + v;
-  return key;
 }
 
 bool same_ports(const std::vector<LocalPort>& a, const std::vector<LocalPort>& b) {
@@ -552,148 +547,102 @@ void ProbeService::refresh_files() {
 
 void ProbeService::apply() {
   // Every target wanted now, as a host.
-  std::map<std::string, int> by_source;
-  std::map<std::string, std::pair<std::string, Target>> wanted;  // key -> (label, target)
-  auto add = [&](const std::string& source, const std::string& name, const Target& t) {
-    ++by_source[source];
-    Labels l = {{"target", name}};
-    for (const auto& [k, v] : t.labels) l.emplace_back(k, v);
-    wanted.emplace(t.address + labels_key(l) + "\nrail=" + t.rail, std::make_pair(name, t));
-  };
-  // One target per address, the first listed: the static targets, then the
-  // file_sd files' in the order the files are configured (docs/probe.md,
-  // "Targets").
-  std::vector<Target> entries = options_.targets;
-  const std::size_t static_count = entries.size();
+  std::vector<Target> from_files;
   for (const auto& path : options_.file_sd) {
     if (const auto f = files_.find(path); f != files_.end()) {
-      entries.insert(entries.end(), f->second.targets.begin(), f->second.targets.end());
+      from_files.insert(from_files.end(), f->second.targets.begin(), f->second.targets.end());
     }
   }
-  const TargetSelection selection = first_per_address(entries);
-  for (std::size_t i : selection.kept) {
-    add(i < static_count ? "static" : "file_sd", entries[i].address, entries[i]);
-  }
-  const std::set<std::string> conflicting(selection.conflicting.begin(),
-                                          selection.conflicting.end());
-  for (const auto& address : conflicting) {
+  WantedTargets wanted = wanted_targets(options_.targets, from_files);
+  for (const auto& address : wanted.conflicting) {
     if (conflicting_targets_.contains(address)) continue;
     log::warn(
         "probe: a target is listed more than once with other labels, classes or rail; "
         "the first entry is used",
         {{"target", address}});
   }
-  conflicting_targets_ = conflicting;
+  conflicting_targets_ = wanted.conflicting;
 
   // This epoch's pinglist: every host of this host's group, and a few of
   // other groups per local rail (docs/probe.md, "Pinglists").
-  const auto addresses = interface_addresses();
-  const std::string hostname = host_name();
-  std::vector<FleetMember> members;
-  std::string self_id;
-  std::string self_group = options_.pinglist.group;
-  for (const auto& [key, nt] : wanted) {
-    const Target& t = nt.second;
-    const auto g = t.labels.find(options_.pinglist.group_label);
-    const std::string group = g == t.labels.end() ? "" : g->second;
-    members.push_back({t.address, group});
-    if (self_id.empty() && names_this_host(t.address, port_, addresses, hostname)) {
-      self_id = t.address;
-      self_group = group;
-    }
-  }
-  const bool listed = !self_id.empty();
-  if (!listed) self_id = hostname + ":" + std::to_string(port_);
   std::vector<std::string> rails;
   for (const auto& p : ports_) rails.push_back(p.rail);
-  std::sort(rails.begin(), rails.end());
-  rails.erase(std::unique(rails.begin(), rails.end()), rails.end());
-  // Without a port in use the picks are still made (on no rail), so that
-  // targets are discovered and reported meanwhile.
-  if (rails.empty()) rails.emplace_back();
-  const uint64_t epoch = pinglist_epoch(std::chrono::system_clock::now(), options_.pinglist.epoch);
-  const Pinglist pinglist =
-      compute_pinglist(members, self_id, self_group, rails,
-                       PinglistSettings{options_.pinglist.remote_per_rail, epoch});
-  std::map<std::string, std::set<std::string>> chosen;  // address -> local rails (none: all)
-  for (std::size_t i : pinglist.group) chosen[members[i].id];
-  std::set<std::string> remote_hosts;
-  for (const auto& [rail, hosts] : pinglist.remote) {
-    for (std::size_t i : hosts) {
-      chosen[members[i].id].insert(rail);
-      remote_hosts.insert(members[i].id);
-    }
-  }
-  std::set<std::string> fleet;
-  for (const auto& m : members) fleet.insert(m.id);
-  stats_->set_pinglist(PinglistReport{listed, self_group, epoch, pinglist.group.size(),
-                                      remote_hosts.size(), fleet.size()});
-  std::erase_if(wanted, [&](const auto& kv) { return !chosen.contains(kv.second.second.address); });
+  const EpochPick pick = pick_epoch(
+      wanted, ThisHost{interface_addresses(), host_name(), port_}, std::move(rails),
+      options_.pinglist, pinglist_epoch(std::chrono::system_clock::now(), options_.pinglist.epoch));
+  stats_->set_pinglist(pick.report);
+  std::erase_if(wanted.targets,
+                [&](const auto& kv) { return !pick.chosen.contains(kv.second.target.address); });
   if (options_.loopback) {
     Target self;
     self.address = "127.0.0.1:" + std::to_string(port_);
-    add(kLoopback, kLoopback, self);
+    wanted.add(kLoopback, kLoopback, self);
   }
-  stats_->set_targets(by_source);
+  stats_->set_targets(wanted.by_source);
   schedule_epoch();
+  watch(wanted, pick);
+  run_probers(pick.report.group);
+}
 
+void ProbeService::watch(const WantedTargets& wanted, const EpochPick& pick) {
   DiscoverySettings ds;
   ds.connect_timeout = options_.connect_timeout;
   ds.interval = options_.discovery_interval;
   ds.backoff_initial = options_.backoff_initial;
   ds.backoff_max = options_.backoff_max;
   std::vector<std::shared_ptr<TargetStats>> keep_targets;
-  for (auto it = watched_.begin(); it != watched_.end();) {
-    if (!wanted.contains(it->first)) {
-      it->second.discovery->stop();
-      it = watched_.erase(it);
-    } else {
-      ++it;
-    }
-  }
-  for (const auto& [key, nt] : wanted) {
+  std::erase_if(watched_, [&](auto& kv) {
+    if (wanted.targets.contains(kv.first)) return false;
+    kv.second.discovery->stop();
+    return true;
+  });
+  for (const auto& [key, nt] : wanted.targets) {
     auto [it, fresh] = watched_.try_emplace(key);
     Watched& w = it->second;
     if (fresh) {
-      w.address = nt.second.address;
-      w.name = nt.first;
-      w.target = nt.second;
-      Labels l = {{"target", w.name}};
-      for (const auto& [k, v] : w.target.labels) l.emplace_back(k, v);
-      w.stats = stats_->target(l);
-      Discovery::Handlers handlers;
-      handlers.ports = [this, key = key](std::vector<wire::PortAd> ports) {
-        auto found = watched_.find(key);
-        if (found == watched_.end()) return;
-        Watched& target = found->second;
-        target.stats->answered(ports.size());
-        if (target.failing) log::info("probe: target answering again", {{"target", target.name}});
-        target.failing = false;
-        if (ports != target.ports) {
-          target.ports = std::move(ports);
-          apply();
-        }
-      };
-      handlers.failed = [this, key = key](const char* why, const std::string& detail) {
-        auto found = watched_.find(key);
-        if (found == watched_.end()) return;
-        Watched& target = found->second;
-        target.stats->failed(why);
-        if (!target.failing) {
-          log::warn("probe: asking the target for its ports failed; its known ports stay probed",
-                    {{"target", target.name}, {"reason", why}, {"err", detail}});
-        }
-        target.failing = true;
-      };
-      w.discovery = std::make_shared<Discovery>(io_, w.address, ds, std::move(handlers));
+      w.address = nt.target.address;
+      w.name = nt.name;
+      w.target = nt.target;
+      w.stats = stats_->target(key.labels);
+      w.discovery = std::make_shared<Discovery>(io_, w.address, ds, discovery_handlers(key));
       w.discovery->start();
     }
-    const auto c = chosen.find(w.address);
-    w.rails = c == chosen.end() ? std::set<std::string>{} : c->second;
+    const auto c = pick.chosen.find(w.address);
+    w.rails = c == pick.chosen.end() ? std::set<std::string>{} : c->second;
     keep_targets.push_back(w.stats);
   }
   stats_->retain_targets(keep_targets);
+}
 
+Discovery::Handlers ProbeService::discovery_handlers(const WatchKey& key) {
+  Discovery::Handlers handlers;
+  handlers.ports = [this, key](std::vector<wire::PortAd> ports) {
+    auto found = watched_.find(key);
+    if (found == watched_.end()) return;
+    Watched& target = found->second;
+    target.stats->answered(ports.size());
+    if (target.failing) log::info("probe: target answering again", {{"target", target.name}});
+    target.failing = false;
+    if (ports != target.ports) {
+      target.ports = std::move(ports);
+      apply();
+    }
+  };
+  handlers.failed = [this, key](const char* why, const std::string& detail) {
+    auto found = watched_.find(key);
+    if (found == watched_.end()) return;
+    Watched& target = found->second;
+    target.stats->failed(why);
+    if (!target.failing) {
+      log::warn("probe: asking the target for its ports failed; its known ports stay probed",
+                {{"target", target.name}, {"reason", why}, {"err", detail}});
+    }
+    target.failing = true;
+  };
+  return handlers;
+}
+
+void ProbeService::run_probers(const std::string& self_group) {
   ProberSettings ps;
   ps.connect_timeout = options_.connect_timeout;
   ps.backoff_initial = options_.backoff_initial;

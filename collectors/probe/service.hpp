@@ -14,7 +14,9 @@
 #include <thread>
 #include <vector>
 
+#include "collectors/probe/control/discovery.hpp"
 #include "collectors/probe/devices/local_port.hpp"
+#include "collectors/probe/plan/epoch.hpp"
 #include "collectors/probe/plan/options.hpp"
 #include "collectors/probe/plan/probers.hpp"
 #include "collectors/probe/plan/rails.hpp"
@@ -30,7 +32,6 @@
 namespace rdma_exporter::probe {
 
 class ControlClient;
-class Discovery;
 class Responder;
 
 // The embedded latency probe: a responder for peers on every local port,
@@ -105,6 +106,12 @@ class ProbeService {
 
   void scan();
   void scan_soon();
+  // The targets wanted and this epoch's picks: discovery started for new
+  // targets and stopped for those no longer wanted.
+  void watch(const WantedTargets& wanted, const EpochPick& pick);
+  Discovery::Handlers discovery_handlers(const WatchKey& key);
+  // The probers the plan asks for: kept, made, or stopped.
+  void run_probers(const std::string& self_group);
   // The UD latency histograms of a prober of `cls` on `local`; each is also
   // added to `keep`.
   UdProberStats ud_histograms(const LocalPort& local, const ProbeClass& cls, const char* scope,
@@ -142,7 +149,7 @@ class ProbeService {
   std::map<std::string, std::string> states_;  // device_state of every device seen, by name
   std::map<std::string, std::string> failed_;  // why each failed device cannot be opened
   std::vector<LocalPort> ports_;               // in use, by device and port
-  std::map<std::string, Watched> watched_;     // by address, labels and rail
+  std::map<WatchKey, Watched> watched_;
   std::map<std::string, FileState> files_;
   // Addresses listed more than once with other labels: warned about once.
   std::set<std::string> conflicting_targets_;

@@ -1,5 +1,7 @@
 // collectors/probe/verbs_device: the device clock and MTU conversions that need no device.
 
+#include "collectors/probe/verbs/device.hpp"
+
 #include <gtest/gtest.h>
 
 #include <boost/asio/connect.hpp>
@@ -19,7 +21,6 @@
 #include "collectors/probe/plan/targets.hpp"
 #include "collectors/probe/probe.hpp"
 #include "collectors/probe/stats/health.hpp"
-#include "collectors/probe/verbs/device.hpp"
 #include "collectors/probe/wire/auth.hpp"
 #include "common/yaml_walker.hpp"
 #include "tests/support/control_client.hpp"
