@@ -8,6 +8,7 @@
 
 #include "collectors/probe/control/discovery.hpp"
 #include "collectors/probe/control/responder.hpp"
+#include "collectors/probe/devices/ports.hpp"
 #include "collectors/probe/plan/epoch.hpp"
 #include "collectors/probe/plan/pinglist.hpp"
 #include "collectors/probe/plan/rails.hpp"
@@ -121,10 +122,7 @@ void ProbeService::stop() {
     stop_all();
     if (responder_) responder_->stop();
     for (auto& [name, held] : devices_) {
-      if (held.events) {
-        held.events->cancel();
-        held.events->release();  // the device's context owns the descriptor
-      }
+      held.events.reset();
     }
   });
   // Handlers of the stopped sessions finish; then the loop is stopped and
@@ -264,8 +262,13 @@ void ProbeService::scan() {
     ports_dirty_ = true;  // the next scan lists again, whatever sysfs says
     return;
   }
+  track_devices(list.value());
+  use_ports();
+}
+
+void ProbeService::track_devices(const std::vector<DeviceId>& list) {
   std::set<std::string> present;
-  for (const DeviceId& id : list.value()) {
+  for (const DeviceId& id : list) {
     present.insert(id.name);
     if (!device_pattern_.matches(id.name)) {
       if (devices_.contains(id.name)) release(id.name, "excluded");
@@ -329,56 +332,32 @@ void ProbeService::scan() {
       ++it;
     }
   }
+}
 
+void ProbeService::use_ports() {
   // The ports: every port of an open device that passes the filters and
   // was once seen active with a GID.
-  const auto addresses = interface_addresses();
-  std::vector<LocalPort> ports;
-  std::vector<PortReport> reports;
+  std::vector<DeviceView> views;
   for (auto& [name, held] : devices_) {
     const Device& d = *held.device;
+    DeviceView view{name, {}, &held.used};
     for (uint8_t p = 1; p <= d.port_count() && p != 0; ++p) {
-      PortReport report{name, p, port_state::excluded, ""};
-      const bool ethernet = d.port_ethernet(p);
-      if ((options_.port && *options_.port != p) ||
-          (!options_.link_layer.empty() && (options_.link_layer == "ethernet") != ethernet)) {
-        held.used.erase(p);
-        reports.push_back(report);
-        continue;
-      }
-      const bool active = d.port_active(p);
       auto info = d.port(p, options_.gid_index);
-      if (!held.used.contains(p)) {
-        if (!active || !info) {
-          report.state = active ? port_state::no_gid : port_state::inactive;
-          reports.push_back(report);
-          continue;
-        }
-        held.used.insert(p);
-      }
-      std::optional<LocalPort> port;
-      if (info) {
-        const std::string rail =
-            rail_of(name, p, gid_subnet(info->gid, info->ethernet, addresses), options_.rails);
-        port = LocalPort{held.device, *info, rail};
-      } else {
-        // Its GID went (an address removed): it keeps probing with the one
-        // it had, and shows what is wrong.
-        for (const auto& old : ports_) {
-          if (old.device == held.device && old.info.port == p) port = old;
-        }
-        if (!port) {
-          report.state = port_state::no_gid;
-          reports.push_back(report);
-          continue;
-        }
-      }
-      report.state = !active ? port_state::down : info ? port_state::probing : port_state::no_gid;
-      report.rail = port->rail;
-      reports.push_back(report);
-      ports.push_back(std::move(*port));
+      view.ports.push_back({p, d.port_ethernet(p), d.port_active(p),
+                            info ? std::optional<PortInfo>(*info) : std::nullopt});
     }
+    views.push_back(std::move(view));
   }
+  std::vector<ChosenPort> previous;
+  for (const auto& p : ports_) previous.push_back({p.device->name(), p.info, p.rail});
+  PortSelection selected =
+      select_ports(views, PortFilter{options_.port, options_.link_layer, options_.rails},
+                   interface_addresses(), previous);
+  std::vector<LocalPort> ports;
+  for (ChosenPort& c : selected.ports) {
+    ports.push_back(LocalPort{devices_.at(c.device).device, std::move(c.info), c.rail});
+  }
+  std::vector<PortReport> reports = std::move(selected.reports);
   std::vector<DeviceReport> devices;
   for (const auto& [name, state] : states_) {
     DeviceReport r{name, state, false, false};
@@ -447,8 +426,7 @@ void ProbeService::watch_events(const std::string& name) {
   if (it == devices_.end()) return;
   Held& held = it->second;
   if (!held.events) {
-    held.events =
-        std::make_unique<boost::asio::posix::stream_descriptor>(io_, held.device->async_fd());
+    held.events.emplace(io_, held.device->async_fd());
   }
   std::weak_ptr<Device> device = held.device;
   held.events->async_wait(
@@ -476,10 +454,7 @@ void ProbeService::release(const std::string& name, const std::string& why) {
                               : "probe: releasing the device; its ports stop probing until it "
                                 "returns",
             {{"device", name}, {"reason", why}});
-  if (it->second.events) {
-    it->second.events->cancel();
-    it->second.events->release();  // the device's context owns the descriptor
-  }
+  it->second.events.reset();
   std::shared_ptr<Device> device = std::move(it->second.device);
   devices_.erase(it);
   states_[name] = device_state::gone;

@@ -4,7 +4,6 @@
 
 #include <atomic>
 #include <boost/asio/io_context.hpp>
-#include <boost/asio/posix/stream_descriptor.hpp>
 #include <boost/asio/steady_timer.hpp>
 #include <map>
 #include <memory>
@@ -23,6 +22,7 @@
 #include "collectors/probe/probers/ud_prober.hpp"
 #include "collectors/probe/stats/health.hpp"
 #include "collectors/probe/stats/stats.hpp"
+#include "collectors/probe/verbs/borrowed_fd.hpp"
 #include "collectors/probe/wire/auth.hpp"
 #include "collectors/probe/wire/protocol.hpp"
 #include "common/metric_sink.hpp"
@@ -87,7 +87,7 @@ class ProbeService {
   // An opened device.
   struct Held {
     std::shared_ptr<Device> device;
-    std::unique_ptr<boost::asio::posix::stream_descriptor> events;
+    BorrowedFd events;       // the device context's asynchronous events
     std::set<uint8_t> used;  // ports seen active with a GID: probing from them
   };
   // A target host, asked for its ports.
@@ -106,6 +106,12 @@ class ProbeService {
 
   void scan();
   void scan_soon();
+  // Opens the devices listed that pass probe.device, releases those gone,
+  // excluded or replaced, and keeps each one's state.
+  void track_devices(const std::vector<DeviceId>& list);
+  // The ports of the open devices to use: reported, given UD queue pairs,
+  // and handed to the responder and the probers when they changed.
+  void use_ports();
   // The targets wanted and this epoch's picks: discovery started for new
   // targets and stopped for those no longer wanted.
   void watch(const WantedTargets& wanted, const EpochPick& pick);

@@ -1,12 +1,12 @@
 #include "collectors/probe/control/responder.hpp"
 
 #include <algorithm>
-#include <boost/asio/posix/stream_descriptor.hpp>
 #include <boost/asio/steady_timer.hpp>
 #include <optional>
 
 #include "collectors/probe/control/channel.hpp"
 #include "collectors/probe/ud/port.hpp"
+#include "collectors/probe/verbs/borrowed_fd.hpp"
 #include "collectors/probe/wire/auth.hpp"
 #include "common/address.hpp"
 #include "common/log.hpp"
@@ -58,11 +58,7 @@ class Responder::Session : public std::enable_shared_from_this<Session> {
     if (rejected) owner_.stats_->responder_rejected(rejected);
     deadline_.cancel();
     control_->close();
-    if (channel_) {
-      channel_->cancel();
-      channel_->release();
-      channel_.reset();
-    }
+    channel_.reset();
     endpoint_.reset();
     if (ud_) ud_->revoke(ud_admission_);
     ud_.reset();
@@ -273,7 +269,7 @@ class Responder::Session : public std::enable_shared_from_this<Session> {
   std::optional<std::string> secret_;  // the secret the set-up was made with
   std::shared_ptr<Device> device_;
   std::unique_ptr<Endpoint> endpoint_;
-  std::optional<boost::asio::posix::stream_descriptor> channel_;
+  BorrowedFd channel_;          // the endpoint's completion channel
   std::shared_ptr<UdPort> ud_;  // a UD session: admitted to this port's queue pair
   uint64_t ud_admission_ = 0;   // its id at ud_
   bool closed_ = false;

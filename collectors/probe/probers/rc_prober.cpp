@@ -174,11 +174,7 @@ void Prober::probe_timed_out() {
 
 void Prober::on_teardown() {
   flight_.active = false;
-  if (channel_) {
-    channel_->cancel();
-    channel_->release();  // the completion channel owns the descriptor
-    channel_.reset();
-  }
+  channel_.reset();
   endpoint_.reset();
 }
 

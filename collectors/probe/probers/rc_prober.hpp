@@ -1,6 +1,5 @@
 #pragma once
 
-#include <boost/asio/posix/stream_descriptor.hpp>
 #include <chrono>
 #include <memory>
 #include <optional>
@@ -9,6 +8,7 @@
 #include "collectors/probe/control/client.hpp"
 #include "collectors/probe/devices/local_port.hpp"
 #include "collectors/probe/plan/options.hpp"
+#include "collectors/probe/verbs/borrowed_fd.hpp"
 #include "collectors/probe/verbs/endpoint.hpp"
 
 namespace rdma_exporter::probe {
@@ -39,7 +39,7 @@ class Prober : public ControlClient {
   std::shared_ptr<Device> device_;
   const ProbeClass class_;
   std::unique_ptr<Endpoint> endpoint_;
-  std::optional<boost::asio::posix::stream_descriptor> channel_;
+  BorrowedFd channel_;  // the endpoint's completion channel
   wire::Peer remote_;
 
   // The probe in flight.

@@ -543,12 +543,7 @@ void UdPort::close() {
   if (closed_) return;
   closed_ = true;
   alive_.reset();
-  if (events_) {
-    boost::system::error_code ignored;
-    events_->cancel(ignored);
-    events_->release();  // the completion channel owns the descriptor
-    events_.reset();
-  }
+  events_.reset();
   sessions_.clear();
 }
 

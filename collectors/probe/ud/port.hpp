@@ -4,7 +4,6 @@
 
 #include <array>
 #include <boost/asio/io_context.hpp>
-#include <boost/asio/posix/stream_descriptor.hpp>
 #include <chrono>
 #include <cstdint>
 #include <functional>
@@ -20,6 +19,7 @@
 #include "collectors/probe/stats/stats.hpp"
 #include "collectors/probe/ud/address_handles.hpp"
 #include "collectors/probe/ud/admissions.hpp"
+#include "collectors/probe/verbs/borrowed_fd.hpp"
 #include "collectors/probe/verbs/memory.hpp"
 #include "collectors/probe/wire/protocol.hpp"
 #include "common/result.hpp"
@@ -172,7 +172,7 @@ class UdPort {
   ibv_cq_ex* cq_ex_ = nullptr;  // with completion timestamps
   ibv_qp* qp_ = nullptr;
   uint32_t qkey_ = 0;
-  std::optional<boost::asio::posix::stream_descriptor> events_;
+  BorrowedFd events_;  // channel_'s descriptor
   AddressHandles ahs_{kMaxAddressHandlesPerDestination, kMaxAddressHandles,
                       [](ibv_ah* h) { ibv_destroy_ah(h); }};
   UdAdmissions admissions_;
