@@ -374,39 +374,47 @@ Result<Header> decode_header(std::span<const uint8_t> bytes) {
   return Header{static_cast<Type>(type), length};
 }
 
+namespace {
+
+// The hello: nonce, key ids, then each port.
+Result<Message> decode_hello(Reader& r) {
+  Hello h;
+  if (!r.has(kNonceSize + 1)) return protocol_error("hello: truncated");
+  h.nonce = r.array<kNonceSize>();
+  const std::size_t keys = r.u8();
+  if (keys > kMaxKeys) return protocol_error("hello: more than 2 key ids");
+  if (!r.has(keys * kKeyIdSize + 1)) return protocol_error("hello: truncated");
+  for (std::size_t i = 0; i < keys; ++i) h.keys.push_back(r.array<kKeyIdSize>());
+  const std::size_t n = r.u8();
+  if (n > kMaxPorts) return protocol_error("hello: more than 32 ports");
+  for (std::size_t i = 0; i < n; ++i) {
+    PortAd p;
+    const std::string where = "hello: port " + std::to_string(i) + ": ";
+    if (!r.name(p.device) || p.device.empty()) return protocol_error(where + "bad device name");
+    if (!r.has(2 + 16)) return protocol_error(where + "truncated");
+    p.port = r.u8();
+    if (p.port == 0) return protocol_error(where + "port number 0");
+    const uint8_t link = r.u8();
+    if (link != kLinkEthernet && link != kLinkInfiniband) {
+      return protocol_error(where + "unknown link layer " + std::to_string(link));
+    }
+    p.ethernet = link == kLinkEthernet;
+    p.gid = r.array<16>();
+    if (!r.name(p.rail) || p.rail.empty()) return protocol_error(where + "bad rail");
+    h.ports.push_back(std::move(p));
+  }
+  if (!r.done()) return protocol_error("hello: bytes after the last port");
+  return Message{h};
+}
+
+}  // namespace
+
 Result<Message> decode_payload(Type type, std::span<const uint8_t> payload) {
   Reader r(payload);
   std::string why;
   switch (type) {
-    case Type::hello: {
-      Hello h;
-      if (!r.has(kNonceSize + 1)) return protocol_error("hello: truncated");
-      h.nonce = r.array<kNonceSize>();
-      const std::size_t keys = r.u8();
-      if (keys > kMaxKeys) return protocol_error("hello: more than 2 key ids");
-      if (!r.has(keys * kKeyIdSize + 1)) return protocol_error("hello: truncated");
-      for (std::size_t i = 0; i < keys; ++i) h.keys.push_back(r.array<kKeyIdSize>());
-      const std::size_t n = r.u8();
-      if (n > kMaxPorts) return protocol_error("hello: more than 32 ports");
-      for (std::size_t i = 0; i < n; ++i) {
-        PortAd p;
-        const std::string where = "hello: port " + std::to_string(i) + ": ";
-        if (!r.name(p.device) || p.device.empty()) return protocol_error(where + "bad device name");
-        if (!r.has(2 + 16)) return protocol_error(where + "truncated");
-        p.port = r.u8();
-        if (p.port == 0) return protocol_error(where + "port number 0");
-        const uint8_t link = r.u8();
-        if (link != kLinkEthernet && link != kLinkInfiniband) {
-          return protocol_error(where + "unknown link layer " + std::to_string(link));
-        }
-        p.ethernet = link == kLinkEthernet;
-        p.gid = r.array<16>();
-        if (!r.name(p.rail) || p.rail.empty()) return protocol_error(where + "bad rail");
-        h.ports.push_back(std::move(p));
-      }
-      if (!r.done()) return protocol_error("hello: bytes after the last port");
-      return Message{h};
-    }
+    case Type::hello:
+      return decode_hello(r);
     case Type::setup: {
       Setup s;
       if (!r.has(1 + 4 + 1 + 1 + 2 + kPeerSize)) return protocol_error("setup: truncated");
