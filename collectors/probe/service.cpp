@@ -337,22 +337,27 @@ void ProbeService::track_devices(const std::vector<DeviceId>& list) {
 void ProbeService::use_ports() {
   // The ports: every port of an open device that passes the filters and
   // was once seen active with a GID.
+  const PortFilter filter{options_.port, options_.link_layer, options_.rails};
   std::vector<DeviceView> views;
   for (auto& [name, held] : devices_) {
     const Device& d = *held.device;
     DeviceView view{name, {}, &held.used};
     for (uint8_t p = 1; p <= d.port_count() && p != 0; ++p) {
+      const bool ethernet = d.port_ethernet(p);
+      // An excluded port is reported as such: its state and GID are not read.
+      if (!port_selected(filter, p, ethernet)) {
+        view.ports.push_back({p, ethernet, false, std::nullopt});
+        continue;
+      }
       auto info = d.port(p, options_.gid_index);
-      view.ports.push_back({p, d.port_ethernet(p), d.port_active(p),
-                            info ? std::optional<PortInfo>(*info) : std::nullopt});
+      view.ports.push_back(
+          {p, ethernet, d.port_active(p), info ? std::optional<PortInfo>(*info) : std::nullopt});
     }
     views.push_back(std::move(view));
   }
   std::vector<ChosenPort> previous;
   for (const auto& p : ports_) previous.push_back({p.device->name(), p.info, p.rail});
-  PortSelection selected =
-      select_ports(views, PortFilter{options_.port, options_.link_layer, options_.rails},
-                   interface_addresses(), previous);
+  PortSelection selected = select_ports(views, filter, interface_addresses(), previous);
   std::vector<LocalPort> ports;
   for (ChosenPort& c : selected.ports) {
     ports.push_back(LocalPort{devices_.at(c.device).device, std::move(c.info), c.rail});

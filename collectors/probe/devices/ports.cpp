@@ -2,6 +2,11 @@
 
 namespace rdma_exporter::probe {
 
+bool port_selected(const PortFilter& filter, uint8_t port, bool ethernet) {
+  return (!filter.port || *filter.port == port) &&
+         (filter.link_layer.empty() || (filter.link_layer == "ethernet") == ethernet);
+}
+
 PortSelection select_ports(std::vector<DeviceView>& devices, const PortFilter& filter,
                            const std::vector<InterfaceAddress>& addresses,
                            const std::vector<ChosenPort>& previous) {
@@ -9,8 +14,7 @@ PortSelection select_ports(std::vector<DeviceView>& devices, const PortFilter& f
   for (DeviceView& d : devices) {
     for (const PortView& v : d.ports) {
       PortReport report{d.name, v.port, port_state::excluded, ""};
-      if ((filter.port && *filter.port != v.port) ||
-          (!filter.link_layer.empty() && (filter.link_layer == "ethernet") != v.ethernet)) {
+      if (!port_selected(filter, v.port, v.ethernet)) {
         d.used->erase(v.port);
         out.reports.push_back(report);
         continue;

@@ -36,6 +36,9 @@ struct PortFilter {
   std::map<std::string, std::string> rails;
 };
 
+// Whether the filter lets a port through (its number and link layer).
+bool port_selected(const PortFilter& filter, uint8_t port, bool ethernet);
+
 struct ChosenPort {
   std::string device;
   PortInfo info;
