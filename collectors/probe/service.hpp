@@ -1,7 +1,5 @@
 #pragma once
 
-#include <sys/stat.h>
-
 #include <atomic>
 #include <boost/asio/io_context.hpp>
 #include <boost/asio/steady_timer.hpp>
@@ -14,19 +12,19 @@
 #include <vector>
 
 #include "collectors/probe/control/discovery.hpp"
-#include "collectors/probe/devices/local_port.hpp"
+#include "collectors/probe/devices/tracker.hpp"
 #include "collectors/probe/plan/epoch.hpp"
+#include "collectors/probe/plan/file_sd.hpp"
 #include "collectors/probe/plan/options.hpp"
 #include "collectors/probe/plan/probers.hpp"
 #include "collectors/probe/plan/rails.hpp"
 #include "collectors/probe/probers/ud_prober.hpp"
 #include "collectors/probe/stats/health.hpp"
 #include "collectors/probe/stats/stats.hpp"
-#include "collectors/probe/verbs/borrowed_fd.hpp"
+#include "collectors/probe/ud/attach.hpp"
 #include "collectors/probe/wire/auth.hpp"
 #include "collectors/probe/wire/protocol.hpp"
 #include "common/metric_sink.hpp"
-#include "common/pattern.hpp"
 #include "common/result.hpp"
 
 namespace rdma_exporter::probe {
@@ -39,12 +37,7 @@ class Responder;
 // same rail, and every class, on an event loop and thread of their own so
 // that rendering a scrape never delays the timing of a probe.
 //
-// Devices come and go: the device list is looked at every 2 s (and at once
-// on a port or fatal event, or when verbs fail with EIO or ENODEV), the
-// ports on every event and at least every 30 s;
-// a device that left is released at once (its sessions torn down, its
-// context closed, so the kernel can finish removing it), and one that comes
-// back with the same name is used again.
+// Devices come and go: devices/tracker.hpp says how they are followed.
 class ProbeService {
  public:
   explicit ProbeService(ProbeOptions options);
@@ -78,18 +71,6 @@ class ProbeService {
   void settle();
 
  private:
-  struct FileState {
-    bool seen = false;     // read at the current stat
-    bool missing = false;  // the last stat failed
-    struct stat st {};
-    std::vector<Target> targets;
-  };
-  // An opened device.
-  struct Held {
-    std::shared_ptr<Device> device;
-    BorrowedFd events;       // the device context's asynchronous events
-    std::set<uint8_t> used;  // ports seen active with a GID: probing from them
-  };
   // A target host, asked for its ports.
   struct Watched {
     std::string address;
@@ -104,40 +85,22 @@ class ProbeService {
     std::set<std::string> rails;
   };
 
-  void scan();
-  void scan_soon();
-  // Opens the devices listed that pass probe.device, releases those gone,
-  // excluded or replaced, and keeps each one's state.
-  void track_devices(const std::vector<DeviceId>& list);
-  // The ports of the open devices to use: reported, given UD queue pairs,
-  // and handed to the responder and the probers when they changed.
-  void use_ports();
   // The targets wanted and this epoch's picks: discovery started for new
   // targets and stopped for those no longer wanted.
   void watch(const WantedTargets& wanted, const EpochPick& pick);
   Discovery::Handlers discovery_handlers(const WatchKey& key);
   // The probers the plan asks for: kept, made, or stopped.
   void run_probers(const std::string& self_group);
-  // The UD latency histograms of a prober of `cls` on `local`; each is also
-  // added to `keep`.
-  UdProberStats ud_histograms(const LocalPort& local, const ProbeClass& cls, const char* scope,
-                              std::vector<std::shared_ptr<HistogramStats>>& keep);
   // On the probe's thread: reads the secret file again; a new secret
   // rotates the keyring (the previous one is kept for `grace`).
   void rotate_secret(const std::string& path, std::chrono::milliseconds grace);
-  void watch_events(const std::string& name);
-  void release(const std::string& name, const std::string& why);
-  void set_ports(std::vector<LocalPort> ports);
-  void refresh_files();
+  // Plans again: targets, pinglist, discovery and probers.
   void apply();
   void stop_all();
-  // Gives each port its UD queue pair: the one it had, or a new one.
-  void attach_ud(std::vector<LocalPort>& ports);
   // Runs apply() at the start of the next pinglist epoch.
   void schedule_epoch();
 
   ProbeOptions options_;
-  Pattern device_pattern_;  // from options_.device; empty: every device
   // The probe's secrets, shared by the responder and every prober; rotated
   // in place on reload.
   std::shared_ptr<Keyring> keyring_ = std::make_shared<Keyring>();
@@ -145,26 +108,17 @@ class ProbeService {
   ProbeHealth health_;
   std::atomic<bool> loop_running_{false};
   boost::asio::io_context io_;
-  boost::asio::steady_timer scan_timer_{io_};
   boost::asio::steady_timer grace_timer_{io_};  // a rotation's grace period ends
-  boost::asio::steady_timer files_timer_{io_};
   boost::asio::steady_timer epoch_timer_{io_};
-  std::map<std::string, std::string> ud_failed_;  // why a port has no UD queue pair, by port
   std::unique_ptr<Responder> responder_;
-  std::map<std::string, Held> devices_;        // by name
-  std::map<std::string, std::string> states_;  // device_state of every device seen, by name
-  std::map<std::string, std::string> failed_;  // why each failed device cannot be opened
-  std::vector<LocalPort> ports_;               // in use, by device and port
+  UdAttacher ud_ports_;
+  DeviceTracker devices_;
+  FileSdTargets files_;
   std::map<WatchKey, Watched> watched_;
-  std::map<std::string, FileState> files_;
   // Addresses listed more than once with other labels: warned about once.
   std::set<std::string> conflicting_targets_;
   // RC and UD probers, by target, ports, class and labels.
   std::map<ProberKey, std::shared_ptr<ControlClient>> probers_;
-  bool scan_queued_ = false;
-  std::vector<std::string> last_entries_;  // uverbs devices at the last full scan
-  bool ports_dirty_ = true;                // a port event or a reload: look at the ports
-  unsigned quiet_scans_ = 0;               // scans since the last full one
   unsigned short port_ = 0;
   std::thread thread_;
 };

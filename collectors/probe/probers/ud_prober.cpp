@@ -8,6 +8,18 @@
 namespace rdma_exporter::probe {
 namespace {
 
+constexpr const char* kGroupLatencyHelp =
+    "Network round trip of UD probes per local port, class and scope (group: targets in this "
+    "host's own group of probe.pinglist.group_label, remote: the others): the probe's round "
+    "trip less the responder's delay, timed with device completion timestamps "
+    "(clock=\"device\") or the host clock (clock=\"host\").";
+constexpr const char* kProberDelayHelp =
+    "Time a UD probe spent in this host's software and PCIe path: host round trip less device "
+    "round trip (only with device completion timestamps).";
+constexpr const char* kResponderDelayHelp =
+    "Responders' delay between receiving a UD probe and answering it, as their replies report "
+    "it.";
+
 double unix_now() {
   return std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch()).count();
 }
@@ -147,6 +159,33 @@ void UdProber::on_teardown() {
     port_->close_session(session_);
     session_ = 0;
   }
+}
+
+UdProberStats ud_prober_histograms(ProbeStats& stats, const LocalPort& local, const ProbeClass& cls,
+                                   const char* scope,
+                                   std::vector<std::shared_ptr<HistogramStats>>& keep) {
+  const bool device_clock = local.ud && local.ud->timestamps();
+  Labels port_labels = {{"device", local.device->name()},
+                        {"port", std::to_string(local.info.port)},
+                        {"rail", local.rail},
+                        {"op", op_name(cls.op)},
+                        {"size", std::to_string(cls.size)},
+                        {"tclass", std::to_string(cls.tclass)},
+                        {"clock", device_clock ? "device" : "host"}};
+  UdProberStats ud;
+  ud.responder_delay =
+      stats.histogram("rdma_probe_responder_delay_seconds", kResponderDelayHelp, port_labels);
+  keep.push_back(ud.responder_delay);
+  if (device_clock) {
+    ud.prober_delay =
+        stats.histogram("rdma_probe_prober_delay_seconds", kProberDelayHelp, port_labels);
+    keep.push_back(ud.prober_delay);
+  }
+  Labels group_labels = port_labels;
+  group_labels.emplace_back("scope", scope);
+  ud.latency = stats.histogram("rdma_probe_group_latency_seconds", kGroupLatencyHelp, group_labels);
+  keep.push_back(ud.latency);
+  return ud;
 }
 
 }  // namespace rdma_exporter::probe

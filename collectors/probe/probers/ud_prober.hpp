@@ -23,6 +23,13 @@ struct UdProberStats {
   std::shared_ptr<HistogramStats> responder_delay;  // as the responders report it
 };
 
+// The UD latency histograms of a prober of `cls` on `local` whose target is
+// in `scope` ("group" or "remote"); each is also added to `keep`. `pair` is
+// left to the caller.
+UdProberStats ud_prober_histograms(ProbeStats& stats, const LocalPort& local, const ProbeClass& cls,
+                                   const char* scope,
+                                   std::vector<std::shared_ptr<HistogramStats>>& keep);
+
 // Network round trip from a UD probe's times (R-Pingmesh's split):
 //   with device timestamps  (T5 - T2) - (T4 - T3), the prober's own delay
 //                           (T6 - T1) - (T5 - T2);
