@@ -320,7 +320,7 @@ void ProbeService::run_probers(const std::string& self_group) {
     const ProbeClass& cls = classes[plan.cls];
     std::shared_ptr<SeriesStats> series;
     UdProberStats ud_stats;
-    if (cls.op == Op::ud) {
+    if (is_ud(cls.op)) {
       series = stats_->series(plan.key.labels, SeriesShape{options_.histograms == "target", false});
       ud_stats = ud_prober_histograms(*stats_, local, cls, plan.scope, keep_histograms);
       ud_stats.pair = series;
@@ -334,7 +334,7 @@ void ProbeService::run_probers(const std::string& self_group) {
       continue;
     }
     std::shared_ptr<ControlClient> p;
-    if (cls.op == Op::ud) {
+    if (is_ud(cls.op)) {
       p = std::make_shared<UdProber>(io_, local, local.ud, target.address, remote, cls, ps,
                                      ud_stats);
     } else {

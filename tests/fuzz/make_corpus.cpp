@@ -19,6 +19,7 @@
 #include "collectors/kernel/nldev/counter_codec.hpp"
 #include "collectors/kernel/nldev/optional_counter_codec.hpp"
 #include "collectors/kernel/rtnetlink/dcb_codec.hpp"
+#include "collectors/probe/wire/datagram.hpp"
 #include "collectors/probe/wire/protocol.hpp"
 #include "tests/fake_kernel/fake_dcb.hpp"
 #include "tests/fake_kernel/fake_ethtool.hpp"

@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "collectors/probe/ud/port.hpp"
+#include "collectors/probe/wire/datagram.hpp"
 #include "collectors/probe/wire/protocol.hpp"
 #include "tests/fuzz/fuzz_input.hpp"
 

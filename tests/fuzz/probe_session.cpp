@@ -110,11 +110,11 @@ void fuzz_keepalives(std::span<const uint8_t> input) {
   tcp::socket client(io);
   client.connect(acceptor.local_endpoint());
   auto channel = std::make_shared<ControlChannel>(acceptor.accept());
-  std::optional<std::string> ended;
+  std::optional<KeepaliveEnd> ended;
   long alive = 0;
   serve_keepalives(
       channel, [&] { ++alive; },
-      [&](const char* why) {
+      [&](KeepaliveEnd why) {
         if (ended) std::abort();  // ended twice
         ended = why;
         channel->close();
@@ -144,7 +144,7 @@ void fuzz_keepalives(std::span<const uint8_t> input) {
     auto h = wire::decode_header(after.first(wire::kHeaderSize));
     cut = h && after.size() < wire::kHeaderSize + h->length;
   }
-  const std::string want = cut ? "closed" : "protocol";
+  const KeepaliveEnd want = cut ? KeepaliveEnd::closed : KeepaliveEnd::protocol;
   if (*ended != want) std::abort();
   if (alive != leading) std::abort();
   // Every keep-alive answered, whole, and nothing else.

@@ -130,9 +130,9 @@ namespace {
 struct KeepaliveLoop {
   std::shared_ptr<ControlChannel> channel;
   std::function<void()> alive;
-  std::function<void(const char*)> ended;  // empty once called
+  std::function<void(KeepaliveEnd)> ended;  // empty once called
 
-  void finish(const char* why) {
+  void finish(KeepaliveEnd why) {
     if (!ended) return;
     auto f = std::move(ended);
     ended = nullptr;
@@ -145,22 +145,23 @@ void next_keepalive(const std::shared_ptr<KeepaliveLoop>& loop) {
     if (!loop->ended) return;
     if (m && std::holds_alternative<wire::Keepalive>(m.value())) {
       loop->channel->write(wire::Keepalive{}, [loop](Status s) {
-        if (!s) loop->finish(s.error().code == ENOBUFS ? "backlog" : "closed");
+        if (!s)
+          loop->finish(s.error().code == ENOBUFS ? KeepaliveEnd::backlog : KeepaliveEnd::closed);
       });
-      if (loop->channel->closed()) return loop->finish("backlog");
+      if (loop->channel->closed()) return loop->finish(KeepaliveEnd::backlog);
       loop->alive();
       if (!loop->ended) return;
       return next_keepalive(loop);
     }
-    if (!m && !is_protocol_error(m.error())) return loop->finish("closed");
-    loop->finish("protocol");
+    if (!m && !is_protocol_error(m.error())) return loop->finish(KeepaliveEnd::closed);
+    loop->finish(KeepaliveEnd::protocol);
   });
 }
 
 }  // namespace
 
 void serve_keepalives(const std::shared_ptr<ControlChannel>& channel, std::function<void()> alive,
-                      std::function<void(const char* why)> ended) {
+                      std::function<void(KeepaliveEnd why)> ended) {
   next_keepalive(
       std::make_shared<KeepaliveLoop>(KeepaliveLoop{channel, std::move(alive), std::move(ended)}));
 }

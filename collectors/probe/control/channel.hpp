@@ -65,10 +65,14 @@ class ControlChannel : public std::enable_shared_from_this<ControlChannel> {
 // A session's life after its set-up: answers every keep-alive and reads the
 // next, until the connection ends, the peer sends anything else, or the
 // answers back up (the peer does not read). `alive` runs at each
-// keep-alive; `ended` once, with why: "closed" (the connection ended),
-// "protocol" (a malformed or unexpected message) or "backlog".
+// keep-alive; `ended` once, with why.
+enum class KeepaliveEnd : uint8_t {
+  closed,    // the connection ended
+  protocol,  // a malformed or unexpected message
+  backlog,   // the answers back up
+};
 void serve_keepalives(const std::shared_ptr<ControlChannel>& channel, std::function<void()> alive,
-                      std::function<void(const char* why)> ended);
+                      std::function<void(KeepaliveEnd why)> ended);
 
 Error network_error(const boost::system::error_code& ec, const std::string& what);
 

@@ -93,35 +93,52 @@ void DeviceTracker::scan() {
   use_ports();
 }
 
-void DeviceTracker::track(const std::vector<DeviceId>& list) {
-  std::set<std::string> present;
+DeviceChanges device_changes(const std::vector<DeviceId>& list, const Pattern& pattern,
+                             const std::map<std::string, uint64_t>& open,
+                             const std::map<std::string, std::string>& states) {
+  DeviceChanges changes;
+  std::set<std::string> listed;
   for (const DeviceId& id : list) {
-    present.insert(id.name);
-    if (!pattern_.matches(id.name)) {
-      if (devices_.contains(id.name)) release(id.name, "excluded");
-      states_[id.name] = device_state::excluded;
+    listed.insert(id.name);
+    const auto held = open.find(id.name);
+    if (!pattern.matches(id.name)) {
+      if (held != open.end()) changes.release.push_back({id.name, "excluded"});
+      changes.excluded.push_back(id.name);
       continue;
     }
-    auto it = devices_.find(id.name);
-    if (it != devices_.end() && it->second.device->guid() != id.guid) {
-      release(id.name, "replaced");
-      it = devices_.end();
-    }
-    if (it == devices_.end() && !open(id)) continue;
-    states_[id.name] = device_state::in_use;
-  }
-  for (auto it = devices_.begin(); it != devices_.end();) {
-    const std::string name = (it++)->first;
-    if (!present.contains(name)) release(name, "removed");
-  }
-  for (auto it = states_.begin(); it != states_.end();) {
-    // A device that left while not in use is forgotten.
-    if (!present.contains(it->first) && it->second != device_state::gone) {
-      failed_.erase(it->first);
-      it = states_.erase(it);
+    if (held == open.end()) {
+      changes.open.push_back(id);
+    } else if (held->second != id.guid) {
+      changes.release.push_back({id.name, "replaced"});
+      changes.open.push_back(id);
     } else {
-      ++it;
+      changes.kept.push_back(id.name);
     }
+  }
+  for (const auto& [name, guid] : open) {
+    if (!listed.contains(name)) changes.release.push_back({name, "removed"});
+  }
+  for (const auto& [name, state] : states) {
+    if (!listed.contains(name) && state != device_state::gone && !open.contains(name)) {
+      changes.forget.push_back(name);
+    }
+  }
+  return changes;
+}
+
+void DeviceTracker::track(const std::vector<DeviceId>& list) {
+  std::map<std::string, uint64_t> open_now;
+  for (const auto& [name, held] : devices_) open_now.emplace(name, held.device->guid());
+  const DeviceChanges changes = device_changes(list, pattern_, open_now, states_);
+  for (const auto& r : changes.release) release(r.name, r.why);
+  for (const auto& name : changes.excluded) states_[name] = device_state::excluded;
+  for (const auto& name : changes.kept) states_[name] = device_state::in_use;
+  for (const DeviceId& id : changes.open) {
+    if (open(id)) states_[id.name] = device_state::in_use;
+  }
+  for (const auto& name : changes.forget) {
+    failed_.erase(name);
+    states_.erase(name);
   }
 }
 

@@ -27,6 +27,27 @@ struct DeviceSettings {
   int gid_index = -1;
 };
 
+// What one look at the device list changes, given the devices open now
+// (name -> GUID) and the state of every device seen before: pure, so the
+// tracker's rules are tested without devices or an event loop.
+struct DeviceChanges {
+  struct Release {
+    std::string name;
+    std::string why;  // excluded, replaced or removed
+    bool operator==(const Release&) const = default;
+  };
+  std::vector<Release> release;       // in list order, then the removed by name
+  std::vector<std::string> excluded;  // listed, not matching probe.device
+  std::vector<DeviceId> open;         // listed, matching, not open (or replaced)
+  std::vector<std::string> kept;      // listed, matching, open with the same GUID
+  // Devices not listed any more whose state goes: those that left while
+  // not in use. A device that left while in use stays "gone".
+  std::vector<std::string> forget;
+};
+DeviceChanges device_changes(const std::vector<DeviceId>& list, const Pattern& pattern,
+                             const std::map<std::string, uint64_t>& open,
+                             const std::map<std::string, std::string>& states);
+
 // The devices the probe uses and their ports, on the probe's loop.
 //
 // The device list is looked at every 2 s (and at once on a port or fatal

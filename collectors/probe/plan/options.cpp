@@ -10,6 +10,7 @@
 #include <type_traits>
 
 #include "collectors/probe/plan/targets.hpp"
+#include "collectors/probe/wire/datagram.hpp"
 #include "collectors/probe/wire/protocol.hpp"
 #include "common/address.hpp"
 #include "common/duration.hpp"
@@ -92,7 +93,7 @@ std::vector<std::string> validate_probe_options(const ProbeOptions& o) {
     }
     positive(c.interval, key + ".interval");
     positive(c.timeout, key + ".timeout");
-    if (c.op == Op::ud && (c.size < wire::kDatagramSize || c.size > c.mtu)) {
+    if (is_ud(c.op) && (c.size < wire::kDatagramSize || c.size > c.mtu)) {
       errors.push_back(key + ".size: a ud probe is " + std::to_string(wire::kDatagramSize) +
                        " bytes up to its mtu (" + std::to_string(c.mtu) + ")");
     }
@@ -147,7 +148,10 @@ void parse_probe_options(Walker& w, const YAML::Node& node, const std::string& p
               {{"name", w.string(c.name)},
                {"op", w.optional_string_into(op,
                                              [](const std::string& v) {
-                                               return one_of(v, {"send", "write", "read", "ud"});
+                                               return find_op(v) != nullptr
+                                                          ? std::string()
+                                                          : "expected one of " + op_names() +
+                                                                ", got \"" + v + "\"";
                                              })},
                {"size", w.integer(c.size, 1, 1 << 30)},
                {"tclass", w.integer(c.tclass, 0, 255)},
@@ -159,7 +163,7 @@ void parse_probe_options(Walker& w, const YAML::Node& node, const std::string& p
                {"timeout", w.duration(c.timeout)},
                {"busy_poll", microseconds(c.busy_poll)},
                {"flows", w.integer(c.flows, 1, 16)}});
-    c.op = op == "send" ? Op::send : op == "read" ? Op::read : op == "ud" ? Op::ud : Op::write;
+    if (const OpRow* row = find_op(op)) c.op = row->op;
   };
   auto target = [&](const YAML::Node& n, const std::string& p, Target& t) {
     w.mapping(n, p,

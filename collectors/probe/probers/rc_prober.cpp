@@ -8,8 +8,6 @@
 namespace rdma_exporter::probe {
 namespace {
 
-constexpr uint32_t kProberRecvDepth = 2;
-
 double unix_now() {
   return std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch()).count();
 }
@@ -30,7 +28,8 @@ Prober::Prober(boost::asio::io_context& io, LocalPort local, std::string address
                     std::move(settings), std::move(stats)),
       local_(std::move(local)),
       device_(local_.device),
-      class_(std::move(cls)) {}
+      class_(std::move(cls)),
+      row_(*find_op(class_.op)) {}
 
 void Prober::on_hello() {
   const int gid_index = class_.gid_index.value_or(settings_.gid_index);
@@ -38,8 +37,7 @@ void Prober::on_hello() {
       gid_index < 0 ? Result<PortInfo>(local_.info) : device_->port(local_.info.port, gid_index);
   if (!port) return fail_verbs(reason::setup, port.error());
   const QpParams& qp = class_;
-  const EndpointConfig config{qp, *port, class_.op == Op::send ? kProberRecvDepth : 0,
-                              settings_.memory};
+  const EndpointConfig config{qp, *port, row_.prober_recv_depth, settings_.memory};
   auto endpoint = Endpoint::create(device_, config);
   if (!endpoint) return fail_verbs(reason::setup, endpoint.error());
   endpoint_ = std::move(endpoint.value());
@@ -66,7 +64,7 @@ void Prober::probe() {
   flight_ = InFlight{};
   flight_.seq = ++seq_;
   flight_.active = true;
-  flight_.echo_done = class_.op != Op::send;
+  flight_.echo_done = !row_.echo;
   if (endpoint_->timestamps()) flight_.started_ticks = device_->raw_clock();
   flight_.started = Clock::now();
   next_probe_ = flight_.started + class_.interval;
@@ -138,7 +136,7 @@ bool Prober::drain() {
         }
       } else if (flight_.active && c.wr_id == flight_.seq) {
         flight_.op_done = true;
-        if (class_.op != Op::send) flight_.end_ticks = c.timestamp;
+        if (!row_.echo) flight_.end_ticks = c.timestamp;
       }
     }
   }

@@ -38,6 +38,7 @@ class Prober : public ControlClient {
   const LocalPort local_;
   std::shared_ptr<Device> device_;
   const ProbeClass class_;
+  const OpRow& row_;  // the class's op
   std::unique_ptr<Endpoint> endpoint_;
   BorrowedFd channel_;  // the endpoint's completion channel
   wire::Peer remote_;

@@ -10,13 +10,12 @@
 #include <utility>
 #include <vector>
 
+#include "collectors/probe/ud/addressing.hpp"
 #include "common/token_bucket.hpp"
 
 // Which probers a port's UD queue pair answers, with what, and how often.
 // No verbs: the UD port asks this table about every request it receives.
 namespace rdma_exporter::probe {
-
-using Gid = std::array<uint8_t, 16>;
 
 // One UD session's admission: the Q_Key and service level its replies go
 // out with, the traffic class its requests carry, and how often its class

@@ -1,7 +1,6 @@
 #include "collectors/probe/ud/port.hpp"
 
 #include <fcntl.h>
-#include <openssl/err.h>
 #include <openssl/rand.h>
 
 #include <algorithm>
@@ -19,58 +18,7 @@ constexpr std::size_t kGrhSize = 40;
 // Send work requests carry this bit; receives carry their slot number.
 constexpr uint64_t kSendTag = 1ull << 62;
 
-std::string gid_text(const Gid& gid) {
-  static const char* hex = "0123456789abcdef";
-  std::string out;
-  for (std::size_t i = 0; i < gid.size(); ++i) {
-    if (i != 0 && i % 2 == 0) out.push_back(':');
-    out.push_back(hex[gid[i] >> 4]);
-    out.push_back(hex[gid[i] & 0xf]);
-  }
-  return out;
-}
-
 }  // namespace
-
-Result<uint32_t> choose_qkey(int (*random_bytes)(unsigned char*, int)) {
-  std::array<unsigned char, 4> b{};
-  if (random_bytes(b.data(), static_cast<int>(b.size())) != 1) {
-    std::string why = "no random bytes for the Q_Key (RAND_bytes failed";
-    if (const unsigned long e = ERR_get_error(); e != 0) {
-      std::array<char, 256> text{};
-      ERR_error_string_n(e, text.data(), text.size());
-      why += std::string(": ") + text.data();
-    }
-    return Error{EIO, why + ")"};
-  }
-  uint32_t v = 0;
-  std::memcpy(&v, b.data(), sizeof v);
-  return (v & 0x7fffffffu) | 1u;  // never a controlled Q_Key, never 0
-}
-
-std::optional<Gid> grh_source_gid(std::span<const uint8_t, 40> grh) {
-  // RoCE v2 over IPv4: the first 20 bytes are unused (zero) and the IPv4
-  // header follows: version 4, header length 5 words.
-  const bool ipv4 = grh[20] == 0x45 &&
-                    std::all_of(grh.begin(), grh.begin() + 20, [](uint8_t b) { return b == 0; });
-  Gid gid{};
-  if (ipv4) {
-    gid[10] = 0xff;
-    gid[11] = 0xff;
-    std::copy_n(grh.begin() + 20 + 12, 4, gid.begin() + 12);  // the IPv4 source address
-    return gid;
-  }
-  // A GRH or an IPv6 header: IP version 6 in the first nibble, the source
-  // GID at bytes 8 to 23.
-  if ((grh[0] >> 4) != 6) return std::nullopt;
-  std::copy_n(grh.begin() + 8, 16, gid.begin());
-  return gid;
-}
-
-uint32_t path_flow_label(uint8_t path) {
-  // Spread over the 20 bits, never 0 (0 means "no flow label").
-  return ((static_cast<uint32_t>(path) + 1u) * 0x9e37u) & 0xfffffu;
-}
 
 UdPort::UdPort(boost::asio::io_context& io, LocalPort port, UdPortSettings settings,
                std::shared_ptr<UdPortStats> stats)

@@ -18,9 +18,11 @@
 #include "collectors/probe/devices/local_port.hpp"
 #include "collectors/probe/stats/stats.hpp"
 #include "collectors/probe/ud/address_handles.hpp"
+#include "collectors/probe/ud/addressing.hpp"
 #include "collectors/probe/ud/admissions.hpp"
 #include "collectors/probe/verbs/borrowed_fd.hpp"
 #include "collectors/probe/verbs/memory.hpp"
+#include "collectors/probe/wire/datagram.hpp"
 #include "collectors/probe/wire/protocol.hpp"
 #include "common/result.hpp"
 
@@ -30,16 +32,6 @@
 // one completion queue and one buffer.
 namespace rdma_exporter::probe {
 
-// The sender's GID from the 40 bytes a UD receive starts with: a GRH
-// (InfiniBand, RoCE v1, RoCE v2 over IPv6: its source GID) or, for RoCE v2
-// over IPv4, 20 unused bytes and the IPv4 header (the IPv4-mapped source
-// address). Empty when the bytes are neither.
-std::optional<Gid> grh_source_gid(std::span<const uint8_t, 40> grh);
-
-// The flow label of a UD class's path number: RoCE v2 devices derive the
-// UDP source port from it, so each path may take another ECMP route.
-uint32_t path_flow_label(uint8_t path);
-
 // The shortest interval a UD admission is answered at, whatever its set-up
 // says.
 inline constexpr std::chrono::milliseconds kFastestUdInterval{1};
@@ -47,12 +39,6 @@ inline constexpr std::chrono::milliseconds kFastestUdInterval{1};
 // Paths a UD class has at most (probe.classes[].flows): a request naming
 // another path is malformed.
 inline constexpr uint8_t kMaxUdPaths = 16;
-
-// A port's Q_Key from `random_bytes` (RAND_bytes: 1 when it filled the
-// buffer): random with the high bit clear (not a controlled Q_Key) and
-// never 0; an error when there are no random bytes, since a guessable
-// Q_Key lets anyone who can send to the port reach its queue pair.
-Result<uint32_t> choose_qkey(int (*random_bytes)(unsigned char*, int));
 
 struct UdPortSettings {
   uint32_t max_size = 4096;  // largest datagram; at most the port's MTU

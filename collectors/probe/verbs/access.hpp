@@ -23,24 +23,15 @@ struct Access {
 
 // The prober's buffer is the source of its sends and writes and the sink of
 // its reads and of the responder's echoes: local writes only, and its queue
-// pair accepts no remote operation. The responder's buffer takes the
-// prober's writes (write), is read by the prober (read), or receives the
-// prober's sends (send); only the first two are remotely accessible, each in
-// a protection domain of the session's own. UD buffers are never remotely
+// pair accepts no remote operation. The responder's get what the op's row
+// in wire/ops.hpp says: remotely accessible memory (write, read) only in a
+// protection domain of the session's own. UD buffers are never remotely
 // accessible (UD has no RDMA operations).
 constexpr Access access_for(Op op, Role role) {
   if (role == Role::prober) return Access{IBV_ACCESS_LOCAL_WRITE, 0, false};
-  switch (op) {
-    case Op::write:
-      return Access{IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE, IBV_ACCESS_REMOTE_WRITE,
-                    true};
-    case Op::read:
-      return Access{IBV_ACCESS_REMOTE_READ, IBV_ACCESS_REMOTE_READ, true};
-    case Op::send:
-    case Op::ud:
-      break;
-  }
-  return Access{IBV_ACCESS_LOCAL_WRITE, 0, false};
+  const OpRow* row = find_op(op);
+  if (row == nullptr) return Access{};  // no such op: no access at all
+  return Access{row->responder_memory_access, row->responder_qp_access, row->remote_memory};
 }
 
 // Whether memory registered with `access` may be reached by a peer.

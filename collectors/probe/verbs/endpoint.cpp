@@ -84,7 +84,9 @@ Result<std::unique_ptr<Endpoint>> Endpoint::create(std::shared_ptr<Device> devic
   init.cap.max_recv_wr = std::max<uint32_t>(config.recv_depth, 1);
   init.cap.max_send_sge = 1;
   init.cap.max_recv_sge = 1;
-  init.cap.max_inline_data = config.op == Op::read ? 0 : std::min(config.size, kMaxInline);
+  const OpRow* row = find_op(config.op);
+  init.cap.max_inline_data =
+      row != nullptr && row->inline_data ? std::min(config.size, kMaxInline) : 0;
   ep->qp_ = ibv_create_qp(resource_pd, &init);
   if (ep->qp_ == nullptr && init.cap.max_inline_data > 0) {
     init.cap.max_inline_data = 0;
@@ -201,23 +203,16 @@ Status Endpoint::post_as(Op op, uint64_t wr_id, const wire::Peer& remote) {
   wr.sg_list = &sge;
   wr.num_sge = 1;
   wr.send_flags = IBV_SEND_SIGNALED;
-  switch (op) {
-    case Op::send:
-    case Op::ud:  // not an RC operation: sessions of ud use a UdPort
-      wr.opcode = IBV_WR_SEND;
-      break;
-    case Op::write:
-      wr.opcode = IBV_WR_RDMA_WRITE;
-      break;
-    case Op::read:
-      wr.opcode = IBV_WR_RDMA_READ;
-      break;
+  const OpRow* row = find_op(op);
+  if (row == nullptr || row->transport != Transport::rc) {
+    return Error{EINVAL, "posting an RDMA " + std::string(op_name(op)) + ": not an RC operation"};
   }
-  if (op != Op::send) {
+  wr.opcode = row->opcode;
+  if (row->remote_memory) {
     wr.wr.rdma.remote_addr = remote.addr;
     wr.wr.rdma.rkey = remote.rkey;
   }
-  if (op != Op::read && config_.size <= max_inline_) wr.send_flags |= IBV_SEND_INLINE;
+  if (row->inline_data && config_.size <= max_inline_) wr.send_flags |= IBV_SEND_INLINE;
   ibv_send_wr* bad = nullptr;
   if (int rc = ibv_post_send(qp_, &wr, &bad); rc != 0) {
     return verbs_error(rc, std::string("posting an RDMA ") + op_name(op));

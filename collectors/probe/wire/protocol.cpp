@@ -2,6 +2,9 @@
 
 #include <algorithm>
 
+#include "collectors/probe/wire/bytes.hpp"
+#include "collectors/probe/wire/datagram.hpp"
+
 namespace rdma_exporter::probe {
 
 namespace wire {
@@ -13,115 +16,6 @@ constexpr std::size_t kAcceptSize = kPeerSize + kMacSize;
 constexpr std::size_t kUdAcceptSize = kUdPeerSize + kMacSize;
 constexpr uint8_t kLinkEthernet = 1;
 constexpr uint8_t kLinkInfiniband = 2;
-
-class Writer {
- public:
-  void u8(uint8_t v) { out_.push_back(v); }
-  void u16(uint16_t v) {
-    u8(static_cast<uint8_t>(v >> 8));
-    u8(static_cast<uint8_t>(v));
-  }
-  void u32(uint32_t v) {
-    u16(static_cast<uint16_t>(v >> 16));
-    u16(static_cast<uint16_t>(v));
-  }
-  void u64(uint64_t v) {
-    u32(static_cast<uint32_t>(v >> 32));
-    u32(static_cast<uint32_t>(v));
-  }
-  void bytes(std::span<const uint8_t> b) { out_.insert(out_.end(), b.begin(), b.end()); }
-  // A length byte and at most kMaxNameSize bytes.
-  void name(const std::string& v) {
-    const std::size_t n = std::min(v.size(), kMaxNameSize);
-    u8(static_cast<uint8_t>(n));
-    out_.insert(out_.end(), v.begin(), v.begin() + static_cast<std::ptrdiff_t>(n));
-  }
-  void peer(const Peer& p) {
-    u32(p.qpn);
-    u32(p.psn);
-    u16(p.lid);
-    bytes(p.gid);
-    u32(p.rkey);
-    u64(p.addr);
-  }
-  void ud_peer(const UdPeer& p) {
-    u32(p.qpn);
-    u32(p.qkey);
-    u16(p.lid);
-    bytes(p.gid);
-  }
-  std::vector<uint8_t> take() { return std::move(out_); }
-
- private:
-  std::vector<uint8_t> out_;
-};
-
-// Reads fields from a payload. Fixed-size messages check their length
-// beforehand; variable-size ones ask has() before every field.
-class Reader {
- public:
-  explicit Reader(std::span<const uint8_t> b) : b_(b) {}
-  bool has(std::size_t n) const { return b_.size() - pos_ >= n; }
-  bool done() const { return pos_ == b_.size(); }
-  uint8_t u8() { return b_[pos_++]; }
-  uint16_t u16() {
-    const uint16_t hi = u8();
-    return static_cast<uint16_t>(hi << 8 | u8());
-  }
-  uint32_t u32() {
-    const uint32_t hi = u16();
-    return hi << 16 | u16();
-  }
-  uint64_t u64() {
-    const uint64_t hi = u32();
-    return hi << 32 | u32();
-  }
-  template <std::size_t N>
-  std::array<uint8_t, N> array() {
-    std::array<uint8_t, N> a{};
-    std::copy_n(b_.begin() + static_cast<std::ptrdiff_t>(pos_), N, a.begin());
-    pos_ += N;
-    return a;
-  }
-  Peer peer() {
-    Peer p;
-    p.qpn = u32();
-    p.psn = u32();
-    p.lid = u16();
-    p.gid = array<16>();
-    p.rkey = u32();
-    p.addr = u64();
-    return p;
-  }
-  UdPeer ud_peer() {
-    UdPeer p;
-    p.qpn = u32();
-    p.qkey = u32();
-    p.lid = u16();
-    p.gid = array<16>();
-    return p;
-  }
-  std::span<const uint8_t> rest() const { return b_.subspan(pos_); }
-  // A length byte and that many printable ASCII bytes; false when the
-  // payload ends first, the length is above kMaxNameSize or a byte is not
-  // printable.
-  bool name(std::string& out) {
-    if (!has(1)) return false;
-    const std::size_t n = u8();
-    if (n > kMaxNameSize || !has(n)) return false;
-    out.clear();
-    for (std::size_t i = 0; i < n; ++i) {
-      const uint8_t c = u8();
-      if (c < 0x20 || c >= 0x7f) return false;
-      out.push_back(static_cast<char>(c));
-    }
-    return true;
-  }
-
- private:
-  std::span<const uint8_t> b_;
-  std::size_t pos_ = 0;
-};
 
 Error protocol_error(const std::string& what) {
   return Error{EPROTO, what};
@@ -232,7 +126,7 @@ bool ud_peer_valid(const UdPeer& p, std::string& why) {
 // level, MTU.
 bool read_class(Reader& r, QpParams& q, const char* what, std::string& why) {
   const uint8_t op = r.u8();
-  if (op < static_cast<uint8_t>(Op::send) || op > static_cast<uint8_t>(Op::ud)) {
+  if (find_op(static_cast<Op>(op)) == nullptr) {
     why = std::string(what) + ": unknown operation " + std::to_string(op);
     return false;
   }
@@ -419,7 +313,7 @@ Result<Message> decode_payload(Type type, std::span<const uint8_t> payload) {
       Setup s;
       if (!r.has(1 + 4 + 1 + 1 + 2 + kPeerSize)) return protocol_error("setup: truncated");
       if (!read_class(r, s, "setup", why)) return protocol_error(why);
-      if (s.op == Op::ud) return protocol_error("setup: operation ud needs a ud_setup");
+      if (is_ud(s.op)) return protocol_error("setup: operation ud needs a ud_setup");
       s.peer = r.peer();
       if (!peer_valid(s.peer, why)) return protocol_error("setup: " + why);
       return read_target(r, std::move(s), "setup");
@@ -430,7 +324,7 @@ Result<Message> decode_payload(Type type, std::span<const uint8_t> payload) {
         return protocol_error("ud_setup: truncated");
       }
       if (!read_class(r, s, "ud_setup", why)) return protocol_error(why);
-      if (s.op != Op::ud) return protocol_error("ud_setup: operation is not ud");
+      if (!is_ud(s.op)) return protocol_error("ud_setup: operation is not ud");
       if (s.size < kDatagramSize || s.size > s.mtu) {
         return protocol_error("ud_setup: datagram size " + std::to_string(s.size) +
                               " outside 32 to the MTU");
@@ -494,58 +388,6 @@ Result<Message> decode(std::span<const uint8_t> bytes) {
                           std::to_string(kHeaderSize + header->length));
   }
   return decode_payload(header->type, bytes.subspan(kHeaderSize));
-}
-
-void encode_datagram(const Datagram& d, std::span<uint8_t> out) {
-  Writer w;
-  w.u8('R');
-  w.u8('X');
-  w.u8('U');
-  w.u8(kDatagramVersion);
-  w.u8(static_cast<uint8_t>(d.kind));
-  w.u8(d.flags);
-  w.u8(d.path);
-  w.u8(d.tclass);
-  w.u32(d.session);
-  w.u64(d.seq);
-  w.u64(d.responder_delay_ns);
-  w.u32(0);
-  const std::vector<uint8_t> bytes = w.take();
-  std::copy_n(bytes.begin(), std::min(bytes.size(), out.size()), out.begin());
-}
-
-Result<Datagram> decode_datagram(std::span<const uint8_t> bytes) {
-  if (bytes.size() < kDatagramSize) return protocol_error("datagram: truncated");
-  if (bytes.size() > 65536) return protocol_error("datagram: above 64 KiB");
-  Reader r(bytes.first(kDatagramSize));
-  if (r.u8() != 'R' || r.u8() != 'X' || r.u8() != 'U') {
-    return protocol_error("datagram: bad magic");
-  }
-  if (const uint8_t v = r.u8(); v != kDatagramVersion) {
-    return Error{EPROTONOSUPPORT, "datagram: version " + std::to_string(v)};
-  }
-  Datagram d;
-  const uint8_t kind = r.u8();
-  if (kind != static_cast<uint8_t>(DatagramKind::request) &&
-      kind != static_cast<uint8_t>(DatagramKind::reply)) {
-    return protocol_error("datagram: unknown kind " + std::to_string(kind));
-  }
-  d.kind = static_cast<DatagramKind>(kind);
-  d.flags = r.u8();
-  d.path = r.u8();
-  d.tclass = r.u8();
-  d.session = r.u32();
-  d.seq = r.u64();
-  d.responder_delay_ns = r.u64();
-  if (r.u32() != 0) return protocol_error("datagram: reserved bytes are not zero");
-  if ((d.flags & ~kDelayDeviceClock) != 0) return protocol_error("datagram: unknown flags");
-  if (d.kind == DatagramKind::request && (d.flags != 0 || d.responder_delay_ns != 0)) {
-    return protocol_error("datagram: a request carries a delay");
-  }
-  if (d.responder_delay_ns > kMaxResponderDelayNs) {
-    return protocol_error("datagram: responder delay above 10 s");
-  }
-  return d;
 }
 
 }  // namespace wire

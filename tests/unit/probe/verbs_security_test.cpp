@@ -84,6 +84,13 @@ TEST(ProbeVerbsAccess, NoRemoteAccessWithoutADomainOfItsOwnAndNeverBoth) {
   }
 }
 
+TEST(ProbeVerbsAccess, AnOpNoRowHasGetsNoAccessAtTheResponder) {
+  const Access none = access_for(static_cast<Op>(9), Role::responder);
+  EXPECT_EQ(none.memory, 0);
+  EXPECT_EQ(none.queue_pair, 0);
+  EXPECT_FALSE(none.own_domain);
+}
+
 TEST(ProbeVerbsAccess, OnlyRemoteRightsCountAsRemotelyAccessible) {
   EXPECT_FALSE(remotely_accessible(0));
   EXPECT_FALSE(remotely_accessible(kLocalWrite));

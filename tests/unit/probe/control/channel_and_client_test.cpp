@@ -239,7 +239,7 @@ TEST(KeepaliveLoopTest, APeerThatDoesNotReadIsEndedWithBoundedMemory) {
   boost::asio::io_context io;
   Pair pair = connected(io);
   auto channel = std::make_shared<ControlChannel>(std::move(pair.server));
-  std::optional<std::string> ended;
+  std::optional<KeepaliveEnd> ended;
   long alive = 0;
   std::size_t most_queued = 0;
   serve_keepalives(
@@ -248,7 +248,7 @@ TEST(KeepaliveLoopTest, APeerThatDoesNotReadIsEndedWithBoundedMemory) {
         ++alive;
         most_queued = std::max(most_queued, channel->queued());
       },
-      [&](const char* why) {
+      [&](KeepaliveEnd why) {
         EXPECT_FALSE(ended.has_value()) << "ended twice";
         ended = why;
         channel->close();
@@ -268,7 +268,7 @@ TEST(KeepaliveLoopTest, APeerThatDoesNotReadIsEndedWithBoundedMemory) {
   io_thread.join();
   EXPECT_TRUE(ec) << "the responder never closed a peer that does not read";
   ASSERT_TRUE(ended.has_value());
-  EXPECT_EQ(*ended, "backlog");
+  EXPECT_EQ(*ended, KeepaliveEnd::backlog);
   EXPECT_GT(alive, 0);
   EXPECT_LE(most_queued, kMaxQueuedWrites);
   EXPECT_LT(alive, sent + 1);
@@ -279,11 +279,11 @@ TEST(KeepaliveLoopTest, AnotherMessageIsAProtocolEndAndAClosedPeerIsClosed) {
     boost::asio::io_context io;
     Pair pair = connected(io);
     auto channel = std::make_shared<ControlChannel>(std::move(pair.server));
-    std::vector<std::string> ends;
+    std::vector<KeepaliveEnd> ends;
     int alive = 0;
     serve_keepalives(
         channel, [&] { ++alive; },
-        [&](const char* why) {
+        [&](KeepaliveEnd why) {
           ends.emplace_back(why);
           channel->close();
         });
@@ -295,22 +295,22 @@ TEST(KeepaliveLoopTest, AnotherMessageIsAProtocolEndAndAClosedPeerIsClosed) {
     boost::asio::write(pair.client, boost::asio::buffer(two));
     io.run();
     EXPECT_EQ(alive, 2);
-    EXPECT_EQ(ends, (std::vector<std::string>{"protocol"}));
+    EXPECT_EQ(ends, (std::vector<KeepaliveEnd>{KeepaliveEnd::protocol}));
   }
   {
     boost::asio::io_context io;
     Pair pair = connected(io);
     auto channel = std::make_shared<ControlChannel>(std::move(pair.server));
-    std::vector<std::string> ends;
+    std::vector<KeepaliveEnd> ends;
     serve_keepalives(
         channel, [] {},
-        [&](const char* why) {
+        [&](KeepaliveEnd why) {
           ends.emplace_back(why);
           channel->close();
         });
     pair.client.close();
     io.run();
-    EXPECT_EQ(ends, (std::vector<std::string>{"closed"}));
+    EXPECT_EQ(ends, (std::vector<KeepaliveEnd>{KeepaliveEnd::closed}));
   }
 }
 

@@ -8,6 +8,7 @@
 #include "collectors/probe/plan/options.hpp"
 #include "collectors/probe/verbs/endpoint.hpp"
 #include "collectors/probe/wire/auth.hpp"
+#include "collectors/probe/wire/datagram.hpp"
 
 namespace rdma_exporter::probe {
 namespace {

@@ -1,0 +1,36 @@
+#pragma once
+
+#include <array>
+#include <cstdint>
+#include <optional>
+#include <span>
+#include <string>
+
+#include "common/result.hpp"
+
+// How UD probes are addressed: a port's Q_Key, the sender of a received
+// datagram, and the flow label that picks a path.
+namespace rdma_exporter::probe {
+
+using Gid = std::array<uint8_t, 16>;
+
+// The sender's GID from the 40 bytes a UD receive starts with: a GRH
+// (InfiniBand, RoCE v1, RoCE v2 over IPv6: its source GID) or, for RoCE v2
+// over IPv4, 20 unused bytes and the IPv4 header (the IPv4-mapped source
+// address). Empty when the bytes are neither.
+std::optional<Gid> grh_source_gid(std::span<const uint8_t, 40> grh);
+
+// The flow label of a UD class's path number: RoCE v2 devices derive the
+// UDP source port from it, so each path may take another ECMP route.
+uint32_t path_flow_label(uint8_t path);
+
+// "fe80::1" or "::ffff:10.0.0.1", for messages.
+std::string gid_text(const Gid& gid);
+
+// A port's Q_Key from `random_bytes` (RAND_bytes: 1 when it filled the
+// buffer): random with the high bit clear (not a controlled Q_Key) and
+// never 0; an error when there are no random bytes, since a guessable
+// Q_Key lets anyone who can send to the port reach its queue pair.
+Result<uint32_t> choose_qkey(int (*random_bytes)(unsigned char*, int));
+
+}  // namespace rdma_exporter::probe
