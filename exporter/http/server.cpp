@@ -164,21 +164,24 @@ void HttpServer::refuse(tcp::socket& socket, const char* reason) {
 // A source at web.max_connections_per_source is refused. At
 // web.max_connections the connection that has waited longest for a request
 // (or is closing) is evicted to make room; only when every connection is
-// serving a request is the new one refused.
+// serving a request is the new one refused (HttpConnectionSlots::admit).
 void HttpServer::on_accept(tcp::socket socket) {
   boost::system::error_code ec;
   const tcp::endpoint peer = socket.remote_endpoint(ec);
   if (ec) return;  // gone already
   const auto source = peer.address();
   const auto& config = state_->config;
-  if (auto it = state_->per_source.find(source);
-      it != state_->per_source.end() && it->second >= config.max_connections_per_source) {
-    return refuse(socket, "max_connections_per_source");
+  const auto admission =
+      state_->slots.admit(source, config.max_connections, config.max_connections_per_source);
+  switch (admission.verdict) {
+    case HttpConnectionSlots::Verdict::max_connections_per_source:
+      return refuse(socket, "max_connections_per_source");
+    case HttpConnectionSlots::Verdict::max_connections:
+      return refuse(socket, "max_connections");
+    case HttpConnectionSlots::Verdict::admitted:
+      break;
   }
-  if (state_->counted >= config.max_connections) {
-    if (state_->evictable.empty()) return refuse(socket, "max_connections");
-    state_->evictable.front()->evict();
-  }
+  if (admission.evict) admission.evict->evict();
   start_session(state_, state_->security, std::move(socket), source);
 }
 

@@ -3,12 +3,11 @@
 #include <boost/asio/ip/address.hpp>
 #include <boost/asio/thread_pool.hpp>
 #include <functional>
-#include <list>
-#include <map>
 #include <memory>
 #include <set>
 
 #include "exporter/config.hpp"
+#include "exporter/http/connection_slots.hpp"
 #include "exporter/http/rate_limiter.hpp"
 #include "exporter/http/router.hpp"
 #include "exporter/http/stats.hpp"
@@ -23,8 +22,8 @@ class HttpSessionBase {
   // On shutdown: close now unless a request or response is in flight.
   virtual void close_if_idle() = 0;
   // Closes now to make room for a new connection (the server is at
-  // web.max_connections); only called on a connection in
-  // HttpServerState::evictable, which it leaves.
+  // web.max_connections); only called on the connection
+  // HttpConnectionSlots::admit named, which releases its slot here.
   virtual void evict() = 0;
 };
 
@@ -46,28 +45,11 @@ struct HttpServerState {
       sessions;
   int open = 0;  // sockets of sessions not yet torn down
   // The places web.max_connections and web.max_connections_per_source
-  // count: every session's from its start until it is evicted or torn down.
-  int counted = 0;
-  std::map<boost::asio::ip::address, int> per_source;
-  // The sessions that may be evicted, the next to go first: those closing
-  // after their last response (at the front), then those waiting for a
-  // request's headers or a TLS handshake, in the order they began to wait
-  // (from accept, or from the end of the previous response). A session
-  // serving a request is not in it. Sessions enter and leave it themselves.
-  std::list<HttpSessionBase*> evictable;
+  // count and the eviction order: each session holds its slot from its
+  // start until it is evicted or torn down.
+  HttpConnectionSlots slots;
   bool stopping = false;
   std::function<void()> drained;
-
-  void take_place(const boost::asio::ip::address& source) {
-    ++counted;
-    ++per_source[source];
-  }
-  void give_place(const boost::asio::ip::address& source) {
-    --counted;
-    if (auto it = per_source.find(source); it != per_source.end() && --it->second <= 0) {
-      per_source.erase(it);
-    }
-  }
 };
 
 }  // namespace rdma_exporter

@@ -8,7 +8,6 @@
 #include <boost/beast/ssl.hpp>
 #include <chrono>
 #include <cstring>
-#include <list>
 #include <optional>
 #include <string>
 #include <type_traits>
@@ -42,9 +41,11 @@ bool is_http_parse_error(const beast::error_code& ec) {
 // beast::tcp_stream (plain HTTP) or beast::ssl_stream<beast::tcp_stream>
 // (TLS): TLS only adds the handshake before the first request and
 // close_notify after the last response. Every wait has a deadline from
-// web.*_timeout. While it waits for a request (or a handshake), or closes,
-// the session is in the server's eviction order (HttpServerState::evictable)
-// and may be evicted for a new connection.
+// web.*_timeout. The session holds its place among the server's connections
+// (an HttpConnectionSlot) from its start until it is evicted or torn down;
+// while it waits for a request (or a handshake), or closes, it is in the
+// eviction order and may be evicted for a new connection. Its State says
+// which, and enter() keeps the slot's rank in step with it.
 template <typename Stream>
 class HttpSession : public HttpSessionBase,
                     public std::enable_shared_from_this<HttpSession<Stream>> {
@@ -58,14 +59,12 @@ class HttpSession : public HttpSessionBase,
         buffer_(server->config.max_request_bytes),
         server_(std::move(server)),
         security_(std::move(security)),
-        source_(source),
         accepted_(Clock::now()) {
     server_->stats->set_open_connections(++server_->open);
-    server_->take_place(source_);
+    slot_ = server_->slots.acquire(source, this);
   }
   ~HttpSession() override {
-    leave_evictable();
-    give_place();
+    slot_.release();  // before `drained` below runs
     auto& sessions = server_->sessions;
     for (auto it = sessions.begin(); it != sessions.end();) {
       it = it->expired() ? sessions.erase(it) : std::next(it);
@@ -82,15 +81,14 @@ class HttpSession : public HttpSessionBase,
     if constexpr (kTls) {
       // The handshake counts as part of the first request: it gets
       // web.read_timeout, and web.header_timeout runs from accept.
-      state_ = State::handshaking;
-      wait_evictable();
+      enter(State::handshaking);
       lowest().expires_at(std::min(Clock::now() + server_->config.read_timeout,
                                    accepted_ + server_->config.header_timeout));
       stream_.async_handshake(
           asio::ssl::stream_base::server,
           [self = this->shared_from_this()](beast::error_code ec) { self->on_handshake(ec); });
     } else {
-      read();
+      read(State::reading_first);
     }
   }
 
@@ -98,7 +96,8 @@ class HttpSession : public HttpSessionBase,
   // it received (or still in its TLS handshake), is closed now; one with a
   // request or response in flight closes after answering it.
   void close_if_idle() override {
-    if (state_ == State::handshaking || (state_ == State::reading && !request_started())) {
+    if (state_ == State::handshaking ||
+        ((state_ == State::reading_first || state_ == State::reading_next) && !request_started())) {
       beast::error_code ignored;
       lowest().socket().close(ignored);
     }
@@ -106,15 +105,46 @@ class HttpSession : public HttpSessionBase,
 
   void evict() override {
     server_->stats->count_evicted_connection(eviction_reason());
-    evicted_ = true;
-    leave_evictable();
-    give_place();
+    enter(State::evicted);
     beast::error_code ignored;
     lowest().socket().close(ignored);
   }
 
  private:
-  enum class State { handshaking, reading, handling, writing, closing };
+  enum class State {
+    handshaking,    // TLS: the handshake, which counts as part of the first request
+    reading_first,  // waiting for or reading the first request
+    reading_next,   // waiting for or reading a later request (kept alive)
+    handling,       // authenticating and serving a request
+    writing,        // writing the response
+    closing,        // after the last response: close_notify (TLS), draining a refused request
+    closed,         // the socket is closed; the session ends with its last handler
+    evicted,        // closed for a new connection, its place given back; stays so
+  };
+
+  // Moves to `next` and the slot with it: waiting for a request (or a
+  // handshake) joins the eviction order behind those waiting longer (a TLS
+  // connection keeps its rank from accept to its first request); serving a
+  // request, or closed, leaves it; closing goes to its front; evicted gives
+  // the place back.
+  void enter(State next) {
+    if (state_ == State::evicted) return;
+    state_ = next;
+    switch (next) {
+      case State::handshaking:
+      case State::reading_first:
+      case State::reading_next:
+        return slot_.queue();
+      case State::handling:
+      case State::writing:
+      case State::closed:
+        return slot_.unqueue();
+      case State::closing:
+        return slot_.queue_first();
+      case State::evicted:
+        return slot_.release();
+    }
+  }
 
   beast::tcp_stream& lowest() { return beast::get_lowest_layer(stream_); }
 
@@ -129,36 +159,12 @@ class HttpSession : public HttpSessionBase,
   const char* eviction_reason() {
     if (state_ == State::handshaking) return "tls_handshake";
     if (state_ == State::closing) return "closing";
-    return first_ || request_started() ? "headers" : "idle";
-  }
-
-  // Joins the eviction order behind the sessions already waiting, unless
-  // it is in it (a TLS session keeps its place from accept to the end of
-  // its first request's headers).
-  void wait_evictable() {
-    if (queued_ || evicted_) return;
-    queued_ = server_->evictable.insert(server_->evictable.end(), this);
-  }
-  // Closing: the first to go.
-  void close_evictable() {
-    leave_evictable();
-    if (evicted_) return;
-    queued_ = server_->evictable.insert(server_->evictable.begin(), this);
-  }
-  void leave_evictable() {
-    if (!queued_) return;
-    server_->evictable.erase(*queued_);
-    queued_.reset();
-  }
-  void give_place() {
-    if (!placed_) return;
-    placed_ = false;
-    server_->give_place(source_);
+    return state_ == State::reading_first || request_started() ? "headers" : "idle";
   }
 
   void on_handshake(beast::error_code ec) {
     if (ec) {
-      if (!server_->stopping && !evicted_) {
+      if (!server_->stopping && state_ != State::evicted) {
         const std::string reason = tls_failure_reason(ec);
         server_->stats->count_tls_handshake_failure(reason);
         log::debug("TLS handshake failed",
@@ -166,8 +172,7 @@ class HttpSession : public HttpSessionBase,
       }
       return close_socket();
     }
-    handshake_done_ = true;
-    read();
+    read(State::reading_first);
   }
 
   std::string peer() {
@@ -176,9 +181,10 @@ class HttpSession : public HttpSessionBase,
     return ec ? std::string("?") : ep.address().to_string() + ":" + std::to_string(ep.port());
   }
 
-  void read() {
-    state_ = State::reading;
-    wait_evictable();
+  // `which`: reading_first or reading_next.
+  void read(State which) {
+    const bool first = which == State::reading_first;
+    enter(which);
     parser_.emplace();
     parser_->header_limit(static_cast<std::uint32_t>(server_->config.max_request_bytes));
     parser_->body_limit(0);
@@ -187,11 +193,11 @@ class HttpSession : public HttpSessionBase,
     line_scanned_ = 0;
     buffer_.max_size(server_->config.max_request_bytes);
     request_deadline_ =
-        Clock::now() + (first_ ? server_->config.read_timeout : server_->config.idle_timeout);
+        Clock::now() + (first ? server_->config.read_timeout : server_->config.idle_timeout);
     // The first request's headers are due web.header_timeout after accept,
     // a later one's after its first byte (parse() sets it then).
     header_deadline_ =
-        first_ ? accepted_ + server_->config.header_timeout : Clock::time_point::max();
+        first ? accepted_ + server_->config.header_timeout : Clock::time_point::max();
     parse();
   }
 
@@ -241,7 +247,7 @@ class HttpSession : public HttpSessionBase,
   }
 
   void on_read_some(beast::error_code ec, std::size_t n) {
-    if (evicted_) return close_socket();
+    if (state_ == State::evicted) return close_socket();
     buffer_.commit(n);
     if (ec == asio::error::eof) {
       // As in http::async_read: end_of_stream between requests,
@@ -256,7 +262,6 @@ class HttpSession : public HttpSessionBase,
   }
 
   void on_read(beast::error_code ec) {
-    first_ = false;
     if (ec) {
       label_ = "other";
       if (ec == http::error::header_limit || ec == http::error::buffer_overflow) {
@@ -283,11 +288,10 @@ class HttpSession : public HttpSessionBase,
   // under its handler; the table is kept for the request, as a reload may
   // replace the server's while bcrypt runs.
   void handle() {
-    state_ = State::handling;
-    leave_evictable();
+    enter(State::handling);
     const auto& req = parser_->get();
-    head_ = req.method() == http::verb::head;
-    keep_alive_ = req.keep_alive() && !server_->stopping;
+    reply_.head = req.method() == http::verb::head;
+    reply_.keep_alive = req.keep_alive() && !server_->stopping;
     routes_ = server_->routes;
     route_ = routes_->find(std::string_view(req.target().data(), req.target().size()));
     label_ = route_ ? route_->path : "other";
@@ -322,15 +326,15 @@ class HttpSession : public HttpSessionBase,
   void respond_error(http::status status, std::string body) {
     auto res = HttpResponse::text(status, std::move(body));
     res.close = true;
-    drain_ = true;
+    reply_.drain = true;
     respond(std::move(res));
   }
 
   void respond(HttpResponse res) {
     server_->stats->count_request(label_, static_cast<unsigned>(res.status));
     if (res.close) {
-      keep_alive_ = false;
-      head_ = false;
+      reply_.keep_alive = false;
+      reply_.head = false;
     }
     static const auto kEmpty = std::make_shared<const std::string>();
     body_ = res.body ? std::move(res.body) : kEmpty;
@@ -340,10 +344,10 @@ class HttpSession : public HttpSessionBase,
       msg.set(http::field::content_type, res.content_type);
       for (const auto& [k, v] : security_->headers) msg.set(k, v);
       for (const auto& [k, v] : res.headers) msg.set(k, v);
-      msg.keep_alive(keep_alive_);
+      msg.keep_alive(reply_.keep_alive);
       msg.content_length(body_->size());
     };
-    if (head_) {
+    if (reply_.head) {
       auto msg = std::make_shared<http::response<http::empty_body>>(res.status, 11);
       fill(*msg);
       return write(std::move(msg));
@@ -356,8 +360,7 @@ class HttpSession : public HttpSessionBase,
 
   template <typename Body>
   void write(std::shared_ptr<http::response<Body>> msg) {
-    state_ = State::writing;
-    leave_evictable();
+    enter(State::writing);
     const bool close_after = !msg->keep_alive();
     lowest().expires_after(server_->config.write_timeout);
     http::async_write(stream_, *msg,
@@ -371,25 +374,24 @@ class HttpSession : public HttpSessionBase,
     route_ = nullptr;
     if (ec) return close_socket();
     if (close_after || server_->stopping) return finish();
-    read();
+    read(State::reading_next);
   }
 
   // The server ends the connection after a response. Over TLS it says so
   // with close_notify first, waiting at most a second for the client's.
+  // (A response was written: the handshake is done, and a session writing
+  // is never evicted.)
   void finish() {
     if constexpr (kTls) {
-      if (handshake_done_ && !evicted_) {
-        state_ = State::closing;
-        close_evictable();
-        lowest().expires_after(
-            std::min<Duration>(server_->config.write_timeout, std::chrono::seconds(1)));
-        stream_.async_shutdown([self = this->shared_from_this()](beast::error_code) {
-          self->drain_ ? self->drain() : self->close_socket();
-        });
-        return;
-      }
+      enter(State::closing);
+      lowest().expires_after(
+          std::min<Duration>(server_->config.write_timeout, std::chrono::seconds(1)));
+      stream_.async_shutdown([self = this->shared_from_this()](beast::error_code) {
+        self->reply_.drain ? self->drain() : self->close_socket();
+      });
+      return;
     }
-    drain_ ? drain() : close_socket();
+    reply_.drain ? drain() : close_socket();
   }
 
   // After a refused request the rest of it may still be on its way.
@@ -398,9 +400,8 @@ class HttpSession : public HttpSessionBase,
   // stops sending, then reads and drops what arrives (at most kDrainBytes,
   // for at most kDrainTime) until the client closes too.
   void drain() {
-    if (evicted_) return close_socket();
-    state_ = State::closing;
-    close_evictable();
+    if (state_ == State::evicted) return close_socket();
+    enter(State::closing);
     beast::error_code ignored;
     lowest().socket().shutdown(tcp::socket::shutdown_send, ignored);
     lowest().expires_after(kDrainTime);
@@ -418,7 +419,7 @@ class HttpSession : public HttpSessionBase,
   }
 
   void close_socket() {
-    leave_evictable();
+    enter(State::closed);  // an evicted session stays evicted
     beast::error_code ignored;
     lowest().socket().shutdown(tcp::socket::shutdown_send, ignored);
     lowest().socket().close(ignored);
@@ -432,19 +433,17 @@ class HttpSession : public HttpSessionBase,
   std::size_t line_scanned_ = 0;
   std::shared_ptr<HttpServerState> server_;
   std::shared_ptr<const WebSecurity> security_;  // the one this connection was accepted with
-  const asio::ip::address source_;               // the client's, for per_source
   const Clock::time_point accepted_;
   Clock::time_point request_deadline_;  // read_timeout or idle_timeout
   Clock::time_point header_deadline_;   // header_timeout; max() until the request begins
-  std::optional<std::list<HttpSessionBase*>::iterator> queued_;  // in evictable
-  State state_ = State::reading;
-  bool first_ = true;
-  bool handshake_done_ = false;
-  bool keep_alive_ = false;
-  bool head_ = false;
-  bool placed_ = true;                        // holds its place in counted and per_source
-  bool evicted_ = false;                      // closed for a new connection
-  bool drain_ = false;                        // the request was refused before its end
+  State state_ = State::reading_first;
+  HttpConnectionSlot slot_;  // its place and eviction rank, in step with state_ (enter())
+  // The response in hand: how it is written and what follows it.
+  struct Reply {
+    bool head = false;        // to a HEAD request: no body
+    bool keep_alive = false;  // the next request may follow on the connection
+    bool drain = false;       // its request was refused before its end: drained, then closed
+  } reply_;
   std::shared_ptr<const HttpRouter> routes_;  // the table of the request in hand
   const HttpRoute* route_ = nullptr;          // null: no route for its path
   std::string label_;                         // the handler label it is counted under

@@ -3,7 +3,6 @@
 #include <time.h>
 
 #include <algorithm>
-#include <charconv>
 #include <iterator>
 
 #include "common/host_name.hpp"
@@ -31,16 +30,6 @@ uint64_t clock_ns(clockid_t id) {
 
 uint64_t unix_now_ns() {
   return clock_ns(CLOCK_REALTIME);
-}
-
-// Seconds of a Retry-After header given in seconds; false for an HTTP date
-// or anything else.
-bool retry_after_seconds(const std::string& value, uint64_t& out) {
-  std::string_view v = value;
-  while (!v.empty() && (v.front() == ' ' || v.front() == '\t')) v.remove_prefix(1);
-  while (!v.empty() && (v.back() == ' ' || v.back() == '\t')) v.remove_suffix(1);
-  auto [p, ec] = std::from_chars(v.data(), v.data() + v.size(), out);
-  return !v.empty() && ec == std::errc() && p == v.data() + v.size();
 }
 
 std::string excerpt(std::string body) {
@@ -77,6 +66,7 @@ OtlpPusher::OtlpPusher(OtlpOptions options, FetchSnapshot fetch_snapshot)
                 }
                 return *ctx;
               }()),
+      queue_(options_.queue_size),
       // Jitter: between half and all of the delay, so exporters restarted
       // together do not retry in step.
       backoff_({kInitialBackoff, options_.max_backoff, 0.5, 1.0}) {
@@ -193,11 +183,7 @@ bool OtlpPusher::collect() {
   auto shared = std::make_shared<const std::string>(std::move(payload));
 
   std::lock_guard lock(mutex_);
-  if (queue_.size() >= options_.queue_size) {
-    queue_.pop_front();
-    ++dropped_;
-  }
-  queue_.push_back(std::move(shared));
+  queue_.push(std::move(shared));
   return false;
 }
 
@@ -215,82 +201,77 @@ void OtlpPusher::send() {
   std::shared_ptr<const std::string> payload;
   {
     std::lock_guard lock(mutex_);
-    if (queue_.empty()) return;
     payload = queue_.front();
   }
+  if (!payload) return;
   OtlpHttpResult r = client_.post(*payload, headers_, options_.timeout);
-  if (r.kind == OtlpHttpResult::Kind::aborted) return;
+  const auto outcome = classify_otlp_export(r);
+  if (!outcome) return;  // aborted: stopping
   if (r.kind == OtlpHttpResult::Kind::tls_error && !tls_problem_.empty()) {
     r.error = "TLS setup: " + tls_problem_;
   }
 
   const auto now = Clock::now();
-  Outcome result = kNetwork;
   milliseconds delay{0};
-  const std::string where = "OTLP push to " + options_.endpoint;
-  if (r.kind == OtlpHttpResult::Kind::network_error) {
-    delay = backoff_.failed();
-    note("network", where + " failed: " + r.error + "; retrying with backoff", true);
-  } else if (r.kind == OtlpHttpResult::Kind::tls_error) {
-    result = kTls;
-    delay = backoff_.failed();
-    note("tls", where + " failed: " + r.error + "; retrying with backoff", true);
-  } else if (r.status >= 200 && r.status < 300) {
-    result = kSuccess;
-    note("ok",
-         where + " succeeded (" + std::to_string(payload->size()) + " bytes, HTTP " +
-             std::to_string(r.status) + ")",
-         false);
-    backoff_.succeeded();
-  } else if (r.status == 429 || r.status == 502 || r.status == 503 || r.status == 504) {
-    result = kRetryable;
-    // At least what Retry-After asks for (up to max_backoff), and never
-    // sooner than the backoff: a "Retry-After: 0" must not become a loop.
-    delay = backoff_.failed();
-    uint64_t seconds = 0;
-    if (retry_after_seconds(r.retry_after, seconds)) {
-      const milliseconds asked = seconds > 1'000'000
-                                     ? options_.max_backoff
-                                     : milliseconds(static_cast<long long>(seconds) * 1000);
-      delay = std::max(delay, std::min(asked, options_.max_backoff));
-    }
-    note("retry " + std::to_string(r.status),
-         where + ": receiver answered HTTP " + std::to_string(r.status) + "; retrying", true);
+  if (otlp_export_retried(*outcome)) {
+    delay = otlp_retry_delay(*outcome, backoff_.failed(), r.retry_after, options_.max_backoff);
   } else {
-    result = kPermanent;
     backoff_.succeeded();
-    note("permanent " + std::to_string(r.status),
-         where + ": receiver rejected the payload with HTTP " + std::to_string(r.status) +
-             " (dropped, not retried): " + excerpt(r.body),
-         true);
   }
+  log_outcome(*outcome, r, payload->size());
 
   std::lock_guard lock(mutex_);
-  ++results_[result];
+  ++results_[static_cast<std::size_t>(*outcome)];
   retry_at_ = now + delay;
-  if (result == kSuccess || result == kPermanent) {
+  if (!otlp_export_retried(*outcome)) {
     // Only this thread changes the queue, so the front is the payload sent.
-    if (!queue_.empty() && queue_.front() == payload) queue_.pop_front();
-    if (result == kSuccess) last_success_ = static_cast<double>(unix_now_ns()) / 1e9;
+    queue_.pop(payload);
+    if (*outcome == OtlpExportOutcome::success) {
+      last_success_ = static_cast<double>(unix_now_ns()) / 1e9;
+    }
+  }
+}
+
+void OtlpPusher::log_outcome(OtlpExportOutcome outcome, const OtlpHttpResult& r,
+                             std::size_t payload_bytes) {
+  const std::string where = "OTLP push to " + options_.endpoint;
+  const std::string status = std::to_string(r.status);
+  switch (outcome) {
+    case OtlpExportOutcome::network:
+      return note("network", where + " failed: " + r.error + "; retrying with backoff", true);
+    case OtlpExportOutcome::tls:
+      return note("tls", where + " failed: " + r.error + "; retrying with backoff", true);
+    case OtlpExportOutcome::success:
+      return note(
+          "ok",
+          where + " succeeded (" + std::to_string(payload_bytes) + " bytes, HTTP " + status + ")",
+          false);
+    case OtlpExportOutcome::retryable:
+      return note("retry " + status, where + ": receiver answered HTTP " + status + "; retrying",
+                  true);
+    case OtlpExportOutcome::permanent:
+      return note("permanent " + status,
+                  where + ": receiver rejected the payload with HTTP " + status +
+                      " (dropped, not retried): " + excerpt(r.body),
+                  true);
   }
 }
 
 void OtlpPusher::add_metrics(MetricSink& sink) const {
   std::lock_guard lock(mutex_);
-  static const char* kNames[kOutcomes] = {"success", "retryable_error", "permanent_error",
-                                          "network_error", "tls_error"};
-  for (int i = 0; i < kOutcomes; ++i) {
+  for (std::size_t i = 0; i < kOtlpExportOutcomes; ++i) {
     sink.counter("rdma_exporter_otlp_exports_total",
                  "OTLP export requests by result: success (2xx), retryable_error (429, 502, "
                  "503, 504; retried), permanent_error (any other status; payload dropped), "
                  "network_error (no connection or no answer within otlp.timeout; retried), "
                  "tls_error (https: the TLS handshake failed, e.g. the receiver's certificate "
                  "was refused, or the receiver sent a TLS alert; retried).",
-                 {{"result", kNames[i]}}, static_cast<double>(results_[i]));
+                 {{"result", otlp_export_outcome_label(static_cast<OtlpExportOutcome>(i))}},
+                 static_cast<double>(results_[i]));
   }
   sink.counter("rdma_exporter_otlp_dropped_total",
                "Payloads dropped unsent because the queue held otlp.queue_size payloads.", {},
-               static_cast<double>(dropped_));
+               static_cast<double>(queue_.dropped()));
   sink.gauge("rdma_exporter_otlp_queue_length",
              "Payloads waiting to be sent, including one being retried.", {},
              static_cast<double>(queue_.size()));

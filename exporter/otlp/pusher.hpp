@@ -3,7 +3,6 @@
 #include <chrono>
 #include <condition_variable>
 #include <cstdint>
-#include <deque>
 #include <functional>
 #include <memory>
 #include <mutex>
@@ -13,8 +12,10 @@
 #include "common/backoff.hpp"
 #include "common/metric_sink.hpp"
 #include "exporter/formats/otlp_model.hpp"
+#include "exporter/otlp/export_outcome.hpp"
 #include "exporter/otlp/http_client.hpp"
 #include "exporter/otlp/options.hpp"
+#include "exporter/otlp/payload_queue.hpp"
 #include "exporter/snapshot.hpp"
 
 namespace rdma_exporter {
@@ -26,7 +27,9 @@ OtlpEncodeContext otlp_context(const OtlpOptions& options);
 
 // Pushes the exporter's metric families to an OTLP/HTTP receiver on a thread
 // of its own: every `interval` it fetches a snapshot, encodes it and queues
-// the payload; the oldest queued payload is sent until the receiver takes it.
+// the payload (OtlpPayloadQueue); the oldest queued payload is sent until the
+// receiver takes it. What each answer means, and how long to wait before a
+// retry, is decided in export_outcome.hpp; the backoff is common/backoff.
 //
 // - 2xx: sent; the next queued payload goes at once (the queue drains in
 //   order, so points collected during a short outage still arrive).
@@ -70,12 +73,12 @@ class OtlpPusher {
   void add_metrics(MetricSink& sink) const;
 
  private:
-  // How one export request ended (rdma_exporter_otlp_exports_total{result}).
-  enum Outcome { kSuccess, kRetryable, kPermanent, kNetwork, kTls, kOutcomes };
-
   void run();
   bool collect();  // true when the snapshot was the one pushed last
   void send();
+  // Logs how a request ended when it differs from how the last one did.
+  void log_outcome(OtlpExportOutcome outcome, const OtlpHttpResult& result,
+                   std::size_t payload_bytes);
   void note(const std::string& state, const std::string& message, bool warn);
 
   const OtlpOptions options_;
@@ -91,9 +94,8 @@ class OtlpPusher {
   mutable std::mutex mutex_;
   std::condition_variable wake_;
   bool stopping_ = false;
-  std::deque<std::shared_ptr<const std::string>> queue_;
-  uint64_t results_[kOutcomes] = {};
-  uint64_t dropped_ = 0;
+  OtlpPayloadQueue queue_;
+  uint64_t results_[kOtlpExportOutcomes] = {};  // by OtlpExportOutcome
   double last_success_ = 0;
 
   // The pusher thread's own state.

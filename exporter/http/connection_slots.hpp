@@ -1,0 +1,101 @@
+#pragma once
+
+#include <boost/asio/ip/address.hpp>
+#include <list>
+#include <map>
+#include <optional>
+
+namespace rdma_exporter {
+
+class HttpSessionBase;
+class HttpConnectionSlot;
+
+// The places of the server's connections, overall and per client address
+// (web.max_connections, web.max_connections_per_source), and the order in
+// which they may be evicted for a new connection: those closing after their
+// last response first, then those waiting for a request's headers or a TLS
+// handshake, the one waiting longest first. A connection serving a request
+// is not in the order. No I/O: each session holds its HttpConnectionSlot,
+// the server asks whom to evict. Event loop only; every slot is released
+// before this is destroyed (sessions hold the server's state).
+class HttpConnectionSlots {
+ public:
+  enum class Verdict { admitted, max_connections, max_connections_per_source };
+  struct Admission {
+    Verdict verdict = Verdict::admitted;
+    // Admitted at web.max_connections: the connection to evict first; it
+    // gives its place back then (HttpSessionBase::evict releases its slot).
+    HttpSessionBase* evict = nullptr;
+  };
+
+  HttpConnectionSlots() = default;
+  HttpConnectionSlots(const HttpConnectionSlots&) = delete;
+  HttpConnectionSlots& operator=(const HttpConnectionSlots&) = delete;
+
+  // Whether a new connection from `source` may have a place: refused at
+  // `max_per_source` from that address, and at `max_connections` when no
+  // connection may be evicted for it.
+  Admission admit(const boost::asio::ip::address& source, int max_connections,
+                  int max_per_source) const;
+  // Registers a connection from `source`, not yet in the eviction order.
+  // `connection` is what next_to_evict() names for it.
+  HttpConnectionSlot acquire(const boost::asio::ip::address& source, HttpSessionBase* connection);
+
+  // Places held, overall and from one address.
+  int held() const { return static_cast<int>(entries_.size()); }
+  int held(const boost::asio::ip::address& source) const;
+  // The front of the eviction order; null when it is empty.
+  HttpSessionBase* next_to_evict() const;
+
+ private:
+  friend class HttpConnectionSlot;
+  struct Entry {
+    boost::asio::ip::address source;
+    HttpSessionBase* connection = nullptr;
+    std::optional<std::list<Entry*>::iterator> queued;  // its rank in order_
+  };
+
+  std::list<Entry> entries_;  // one per slot held
+  std::map<boost::asio::ip::address, int> per_source_;
+  std::list<Entry*> order_;  // the next to evict first
+};
+
+// One connection's place among HttpConnectionSlots, and its rank in the
+// eviction order. The session holds it from accept until it is evicted or
+// torn down; the place is given back exactly once, by release() or by the
+// destructor, whichever comes first. Move-only; a moved-from or released
+// slot holds nothing and ignores every call.
+class HttpConnectionSlot {
+ public:
+  HttpConnectionSlot() = default;
+  HttpConnectionSlot(HttpConnectionSlot&& other) noexcept;
+  HttpConnectionSlot& operator=(HttpConnectionSlot&& other) noexcept;
+  HttpConnectionSlot(const HttpConnectionSlot&) = delete;
+  HttpConnectionSlot& operator=(const HttpConnectionSlot&) = delete;
+  ~HttpConnectionSlot() { release(); }
+
+  // Waiting for a request's headers or a TLS handshake: joins the eviction
+  // order behind the connections already in it, unless it is in it already
+  // (a TLS connection keeps its rank from accept to its first request).
+  void queue();
+  // Closing after its last response: goes to the front, the first to go.
+  void queue_first();
+  // Serving a request, or its socket closed: leaves the eviction order; a
+  // connection out of it is never evicted.
+  void unqueue();
+  // Gives the place back and leaves the eviction order.
+  void release();
+
+  bool held() const { return slots_ != nullptr; }
+
+ private:
+  friend class HttpConnectionSlots;
+  using Entry = HttpConnectionSlots::Entry;
+  HttpConnectionSlot(HttpConnectionSlots* slots, std::list<Entry>::iterator entry)
+      : slots_(slots), entry_(entry) {}
+
+  HttpConnectionSlots* slots_ = nullptr;  // null: holds nothing
+  std::list<Entry>::iterator entry_;
+};
+
+}  // namespace rdma_exporter

@@ -1,0 +1,205 @@
+// exporter/http/connection_slots: the places connections hold (overall and
+// per address), their release, and the eviction order, without sockets.
+
+#include "exporter/http/connection_slots.hpp"
+
+#include <gtest/gtest.h>
+
+#include <utility>
+#include <vector>
+
+#include "exporter/http/server_state.hpp"
+
+namespace rdma_exporter {
+namespace {
+
+using boost::asio::ip::make_address;
+using Verdict = HttpConnectionSlots::Verdict;
+
+const auto kA = make_address("192.0.2.1");
+const auto kB = make_address("192.0.2.2");
+const auto kC = make_address("2001:db8::7");
+
+// A connection as the server sees it: evicting it gives its place back, as
+// a session does.
+struct Connection : HttpSessionBase {
+  HttpConnectionSlot slot;
+  int evictions = 0;
+  void close_if_idle() override {}
+  void evict() override {
+    ++evictions;
+    slot.release();
+  }
+};
+
+// The eviction order, front first, emptying it.
+std::vector<HttpSessionBase*> evict_all(HttpConnectionSlots& slots) {
+  std::vector<HttpSessionBase*> order;
+  while (HttpSessionBase* next = slots.next_to_evict()) {
+    order.push_back(next);
+    next->evict();
+  }
+  return order;
+}
+
+TEST(HttpConnectionSlots, AcquiringCountsOverallAndPerAddress) {
+  HttpConnectionSlots slots;
+  Connection c1, c2, c3;
+  c1.slot = slots.acquire(kA, &c1);
+  c2.slot = slots.acquire(kA, &c2);
+  c3.slot = slots.acquire(kC, &c3);
+  EXPECT_TRUE(c1.slot.held());
+  EXPECT_EQ(slots.held(), 3);
+  EXPECT_EQ(slots.held(kA), 2);
+  EXPECT_EQ(slots.held(kB), 0);
+  EXPECT_EQ(slots.held(kC), 1);
+  // A slot acquired is not in the eviction order until it waits.
+  EXPECT_EQ(slots.next_to_evict(), nullptr);
+}
+
+TEST(HttpConnectionSlots, DestroyingASlotGivesItsPlaceBack) {
+  HttpConnectionSlots slots;
+  Connection c1;
+  c1.slot = slots.acquire(kA, &c1);
+  {
+    Connection c2;
+    c2.slot = slots.acquire(kA, &c2);
+    c2.slot.queue();
+    EXPECT_EQ(slots.held(), 2);
+    EXPECT_EQ(slots.held(kA), 2);
+    EXPECT_EQ(slots.next_to_evict(), &c2);
+  }
+  EXPECT_EQ(slots.held(), 1);
+  EXPECT_EQ(slots.held(kA), 1);
+  EXPECT_EQ(slots.next_to_evict(), nullptr);  // it left the order too
+  c1.slot = HttpConnectionSlot();             // assigning over a slot releases it
+  EXPECT_EQ(slots.held(), 0);
+  EXPECT_EQ(slots.held(kA), 0);
+}
+
+TEST(HttpConnectionSlots, ReleasedExactlyOnce) {
+  HttpConnectionSlots slots;
+  Connection keep;
+  keep.slot = slots.acquire(kA, &keep);
+  {
+    HttpConnectionSlot s = slots.acquire(kA, nullptr);
+    s.queue();
+    s.release();
+    EXPECT_FALSE(s.held());
+    EXPECT_EQ(slots.held(), 1);
+    EXPECT_EQ(slots.held(kA), 1);
+    s.release();  // again: nothing
+    // A released slot ignores the order.
+    s.queue();
+    s.queue_first();
+    EXPECT_EQ(slots.next_to_evict(), nullptr);
+  }  // destroyed: nothing more
+  EXPECT_EQ(slots.held(), 1);
+  EXPECT_EQ(slots.held(kA), 1);
+}
+
+TEST(HttpConnectionSlots, AMovedSlotIsReleasedOnceByItsNewHolder) {
+  HttpConnectionSlots slots;
+  Connection c;
+  {
+    HttpConnectionSlot first = slots.acquire(kB, &c);
+    first.queue();
+    HttpConnectionSlot second(std::move(first));
+    EXPECT_FALSE(first.held());  // NOLINT(bugprone-use-after-move): moved-from holds nothing
+    EXPECT_TRUE(second.held());
+    first.release();
+    EXPECT_EQ(slots.held(kB), 1);
+    EXPECT_EQ(slots.next_to_evict(), &c);  // keeps its rank
+    c.slot = std::move(second);
+  }
+  EXPECT_EQ(slots.held(), 1);
+  EXPECT_EQ(slots.held(kB), 1);
+  c.slot.release();
+  EXPECT_EQ(slots.held(), 0);
+}
+
+TEST(HttpConnectionSlots, TheOneWaitingLongestForItsRequestIsEvictedFirst) {
+  HttpConnectionSlots slots;
+  Connection c1, c2, c3, c4;
+  for (Connection* c : {&c1, &c2, &c3, &c4}) c->slot = slots.acquire(kA, c);
+  c3.slot.queue();
+  c1.slot.queue();
+  c4.slot.queue();
+  c2.slot.queue();
+  c3.slot.queue();  // waiting still: keeps its rank (a TLS handshake, then its first request)
+  EXPECT_EQ(slots.next_to_evict(), &c3);
+  // c3's request arrives and is served; it waits again afterwards: last.
+  c3.slot.unqueue();
+  c3.slot.queue();
+  EXPECT_EQ(evict_all(slots), (std::vector<HttpSessionBase*>{&c1, &c4, &c2, &c3}));
+  EXPECT_EQ(slots.held(), 0);
+  EXPECT_EQ(c1.evictions, 1);
+  EXPECT_EQ(c3.evictions, 1);
+}
+
+TEST(HttpConnectionSlots, ClosingConnectionsGoFirst) {
+  HttpConnectionSlots slots;
+  Connection w1, w2, k1, k2;
+  for (Connection* c : {&w1, &w2, &k1, &k2}) c->slot = slots.acquire(kB, c);
+  w1.slot.queue();
+  k1.slot.queue();  // was waiting, then answered and closing
+  w2.slot.queue();
+  k1.slot.queue_first();
+  k2.slot.queue_first();  // closing after k1: the front
+  EXPECT_EQ(evict_all(slots), (std::vector<HttpSessionBase*>{&k2, &k1, &w1, &w2}));
+}
+
+TEST(HttpConnectionSlots, AConnectionServingARequestIsNeverEvicted) {
+  HttpConnectionSlots slots;
+  Connection serving, waiting;
+  serving.slot = slots.acquire(kA, &serving);
+  waiting.slot = slots.acquire(kA, &waiting);
+  serving.slot.queue();
+  waiting.slot.queue();
+  serving.slot.unqueue();  // its request arrived
+  EXPECT_EQ(evict_all(slots), (std::vector<HttpSessionBase*>{&waiting}));
+  EXPECT_EQ(serving.evictions, 0);
+  EXPECT_TRUE(serving.slot.held());
+  serving.slot.unqueue();  // again: nothing
+  EXPECT_EQ(slots.next_to_evict(), nullptr);
+}
+
+TEST(HttpConnectionSlots, AdmissionAtTheCaps) {
+  HttpConnectionSlots slots;
+  const int kMax = 4;
+  const int kPerSource = 2;
+  Connection a1, a2, b1, c1;
+  EXPECT_EQ(slots.admit(kA, kMax, kPerSource).verdict, Verdict::admitted);
+  a1.slot = slots.acquire(kA, &a1);
+  a2.slot = slots.acquire(kA, &a2);
+  b1.slot = slots.acquire(kB, &b1);
+  // Under both caps: admitted, nobody evicted.
+  auto b = slots.admit(kB, kMax, kPerSource);
+  EXPECT_EQ(b.verdict, Verdict::admitted);
+  EXPECT_EQ(b.evict, nullptr);
+  // kA holds its two: refused, even with a connection to evict.
+  a1.slot.queue();
+  auto a = slots.admit(kA, kMax, kPerSource);
+  EXPECT_EQ(a.verdict, Verdict::max_connections_per_source);
+  EXPECT_EQ(a.evict, nullptr);
+
+  c1.slot = slots.acquire(kC, &c1);  // four: the cap
+  // At the cap with a connection waiting: admitted in its place.
+  auto c = slots.admit(kC, kMax, kPerSource);
+  EXPECT_EQ(c.verdict, Verdict::admitted);
+  EXPECT_EQ(c.evict, &a1);
+  // At both caps the address's cap is the reason.
+  EXPECT_EQ(slots.admit(kA, kMax, kPerSource).verdict, Verdict::max_connections_per_source);
+  // Every connection serving a request: refused.
+  a1.slot.unqueue();
+  auto full = slots.admit(kB, kMax, kPerSource);
+  EXPECT_EQ(full.verdict, Verdict::max_connections);
+  EXPECT_EQ(full.evict, nullptr);
+  // One gone: room again.
+  b1.slot.release();
+  EXPECT_EQ(slots.admit(kB, kMax, kPerSource).verdict, Verdict::admitted);
+  EXPECT_EQ(slots.admit(kB, kMax, kPerSource).evict, nullptr);
+}
+
+}  // namespace
+}  // namespace rdma_exporter
