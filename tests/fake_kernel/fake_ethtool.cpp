@@ -31,7 +31,17 @@ Bytes drvinfo_answer(const std::string& driver, uint32_t n_stats) {
   ethtool_drvinfo d{};
   d.cmd = ETHTOOL_GDRVINFO;
   std::strncpy(d.driver, driver.c_str(), sizeof d.driver - 1);
+  // The other fields as a real driver fills them, each with a value of its
+  // own: a parser that reads the driver's name from a neighbour gets another.
+  std::strncpy(d.version, "6.1.0-18-amd64", sizeof d.version - 1);
+  std::strncpy(d.fw_version, "16.35.2000 (MT_0000000012)", sizeof d.fw_version - 1);
+  std::strncpy(d.bus_info, "0000:3b:00.0", sizeof d.bus_info - 1);
+  std::strncpy(d.erom_version, "3.6.0902", sizeof d.erom_version - 1);
+  d.n_priv_flags = 13;
   d.n_stats = n_stats;
+  d.testinfo_len = 7;
+  d.eedump_len = 0x8000;
+  d.regdump_len = 0x5a0;
   return with_header(d, 0);
 }
 

@@ -54,6 +54,18 @@ TEST(BasicAuthHeader, RejectsEverythingElse) {
   EXPECT_FALSE(parse_basic_authorization(basic("c===")));
 }
 
+// The scheme and its separator are compared in every byte: "Basic " wrong
+// in any one of them is another scheme (or none).
+TEST(BasicAuthHeader, ASchemeWrongInAnyByteIsRefused) {
+  const std::string good = basic("cHJvbTpzZWNyZXQgcGFzcw==");
+  ASSERT_TRUE(parse_basic_authorization(good));
+  for (std::size_t i = 0; i < std::string_view("Basic ").size(); ++i) {
+    std::string bad = good;
+    bad[i] = 'x';
+    EXPECT_FALSE(parse_basic_authorization(bad)) << bad;
+  }
+}
+
 TEST(Bcrypt, MatchesAnHtpasswdHash) {
   EXPECT_TRUE(bcrypt_matches("secret pass", kHtpasswdHash));
   EXPECT_FALSE(bcrypt_matches("secret pasS", kHtpasswdHash));

@@ -6,6 +6,7 @@
 #include <rdma/rdma_netlink.h>
 
 #include <climits>
+#include <cstddef>
 #include <cstring>
 
 #include "collectors/kernel/nldev/client.hpp"
@@ -22,7 +23,9 @@ using testing::error_message;
 using testing::nldev_type;
 using testing::NlMessage;
 
-Bytes device_msg(uint32_t index, const std::string& name, uint32_t ports = 1) {
+// A device as the kernel's fill_dev_info() sends it. The fields' values
+// differ from each other (the port count from every index used with it).
+Bytes device_msg(uint32_t index, const std::string& name, uint32_t ports = 2) {
   return NlMessage(nldev_type(RDMA_NLDEV_CMD_GET), NLM_F_MULTI)
       .u32(RDMA_NLDEV_ATTR_DEV_INDEX, index)
       .str(RDMA_NLDEV_ATTR_DEV_NAME, name)
@@ -50,13 +53,13 @@ Bytes counters_msg(std::initializer_list<std::pair<const char*, uint64_t>> count
 }
 
 TEST(Codec, DecodesMultiPartDeviceDump) {
-  Reply r{{datagram({device_msg(1, "mlx5_0", 2), device_msg(2, "mlx5_1")}),
+  Reply r{{datagram({device_msg(3, "mlx5_0", 2), device_msg(5, "mlx5_1", 4)}),
            datagram({device_msg(7, "rxe0")}), datagram({done_message()})}};
   auto devices = decode_devices(r);
   ASSERT_TRUE(devices) << devices.error().message;
   ASSERT_EQ(devices->size(), 3U);
   const Device& d = devices->front();
-  EXPECT_EQ(d.index, 1U);
+  EXPECT_EQ(d.index, 3U);
   EXPECT_EQ(d.name, "mlx5_0");
   EXPECT_EQ(d.port_count, 2U);
   EXPECT_EQ(d.fw_version, "16.35.2000");
@@ -64,6 +67,8 @@ TEST(Codec, DecodesMultiPartDeviceDump) {
   EXPECT_EQ(format_guid(*d.sys_image_guid), "9803:9b03:0034:5a1f");
   EXPECT_EQ(d.node_type, 1);
   EXPECT_EQ(d.protocol, "ib");
+  EXPECT_EQ((*devices)[1].index, 5U);
+  EXPECT_EQ((*devices)[1].port_count, 4U);
   EXPECT_EQ((*devices)[2].name, "rxe0");
   EXPECT_EQ((*devices)[2].index, 7U);
 }
@@ -95,13 +100,13 @@ TEST(Codec, UncappedErrorSkipsTheEchoedRequestToFindTheExtendedAck) {
 }
 
 TEST(Codec, ErrorInDoneEndsTheDumpWithThatError) {
-  auto devices = decode_devices(Reply{{datagram({device_msg(1, "a"), done_message(-ENOMEM)})}});
+  auto devices = decode_devices(Reply{{datagram({device_msg(3, "a"), done_message(-ENOMEM)})}});
   ASSERT_FALSE(devices);
   EXPECT_EQ(devices.error().code, ENOMEM);
 }
 
 TEST(Codec, InterruptedDumpAsksForARetry) {
-  Bytes msg = device_msg(1, "mlx5_0");
+  Bytes msg = device_msg(3, "mlx5_0");
   reinterpret_cast<nlmsghdr*>(msg.data())->nlmsg_flags |= NLM_F_DUMP_INTR;
   auto devices = decode_devices(Reply{{datagram({msg, done_message()})}});
   ASSERT_FALSE(devices);
@@ -127,7 +132,7 @@ TEST(Codec, ClientRetriesInterruptedDumpsAndGivesUpAfterThree) {
 }
 
 TEST(Codec, TruncatedDatagramIsAnErrorNotAShortList) {
-  Bytes dgram = datagram({device_msg(1, "mlx5_0"), device_msg(2, "mlx5_1")});
+  Bytes dgram = datagram({device_msg(3, "mlx5_0"), device_msg(5, "mlx5_1")});
   dgram.resize(dgram.size() - 9);  // the second message loses its tail
   auto devices = decode_devices(Reply{{dgram, done_message()}});
   ASSERT_FALSE(devices);
@@ -135,7 +140,7 @@ TEST(Codec, TruncatedDatagramIsAnErrorNotAShortList) {
 }
 
 TEST(Codec, TruncatedAttributeInsideAMessageIsAnError) {
-  Bytes msg = device_msg(1, "mlx5_0");
+  Bytes msg = device_msg(3, "mlx5_0");
   // Claim the last attribute is longer than the message holds.
   auto* nlh = reinterpret_cast<nlmsghdr*>(msg.data());
   nlh->nlmsg_len -= 2;
@@ -146,7 +151,7 @@ TEST(Codec, TruncatedAttributeInsideAMessageIsAnError) {
 }
 
 TEST(Codec, ReplyWithoutItsEndIsAnError) {
-  auto devices = decode_devices(Reply{{datagram({device_msg(1, "mlx5_0")})}});
+  auto devices = decode_devices(Reply{{datagram({device_msg(3, "mlx5_0")})}});
   ASSERT_FALSE(devices);
   EXPECT_NE(devices.error().message.find("ended before"), std::string::npos);
   auto counters = decode_port_counters(Reply{{counters_msg({{"a", 1}})}});
@@ -231,49 +236,95 @@ TEST(Codec, UnexpectedMessageTypeIsAnError) {
   EXPECT_NE(devices.error().message.find("unexpected message type"), std::string::npos);
 }
 
+// The message type is compared whole: a device message whose type is wrong
+// in any one of its bytes is refused, not decoded as a device.
+TEST(Codec, AMessageTypeWrongInAnyOfItsBytesIsRefused) {
+  const Bytes good = device_msg(3, "mlx5_0");
+  ASSERT_TRUE(decode_devices(Reply{{datagram({good, done_message()})}}));
+  for (std::size_t byte = 0; byte < sizeof(nlmsghdr::nlmsg_type); ++byte) {
+    Bytes bad = good;
+    bad[offsetof(nlmsghdr, nlmsg_type) + byte] ^= 0x80;  // never a control type (< 0x10)
+    auto devices = decode_devices(Reply{{datagram({bad, done_message()})}});
+    ASSERT_FALSE(devices) << "byte " << byte;
+    EXPECT_NE(devices.error().message.find("unexpected message type"), std::string::npos)
+        << "byte " << byte << ": " << devices.error().message;
+  }
+}
+
+// An NLMSG_ERROR whose payload is shorter than struct nlmsgerr, by any
+// number of bytes down to none, is malformed: its error code is not read.
+TEST(Codec, AnErrorMessageShorterThanItsHeaderIsMalformed) {
+  const Bytes whole = error_message(-EPERM);
+  ASSERT_EQ(whole.size(), sizeof(nlmsghdr) + sizeof(nlmsgerr));
+  EXPECT_EQ(decode_devices(Reply{{whole}}).error().code, EPERM);
+  for (std::size_t payload = 0; payload < sizeof(nlmsgerr); ++payload) {
+    Bytes cut(whole.begin(), whole.begin() + static_cast<long>(sizeof(nlmsghdr) + payload));
+    reinterpret_cast<nlmsghdr*>(cut.data())->nlmsg_len = static_cast<uint32_t>(cut.size());
+    auto devices = decode_devices(Reply{{cut}});
+    ASSERT_FALSE(devices) << payload;
+    EXPECT_EQ(devices.error().code, EBADMSG) << payload;
+    EXPECT_EQ(devices.error().message, "malformed netlink reply: truncated NLMSG_ERROR") << payload;
+  }
+}
+
+// A RoCE port as fill_port_info() sends it: no LID, a netdev. Every value
+// differs from the others, so a field read from another attribute than its
+// own comes out wrong (or missing).
 TEST(Codec, PortsAndResourceSummaries) {
   Bytes port = NlMessage(nldev_type(RDMA_NLDEV_CMD_PORT_GET), NLM_F_MULTI)
-                   .u32(RDMA_NLDEV_ATTR_DEV_INDEX, 1)
+                   .u32(RDMA_NLDEV_ATTR_DEV_INDEX, 6)
                    .str(RDMA_NLDEV_ATTR_DEV_NAME, "mlx5_0")
-                   .u32(RDMA_NLDEV_ATTR_PORT_INDEX, 1)
-                   .u32(RDMA_NLDEV_ATTR_LID, 5)
-                   .u32(RDMA_NLDEV_ATTR_SM_LID, 1)
-                   .u8(RDMA_NLDEV_ATTR_LMC, 0)
+                   .u32(RDMA_NLDEV_ATTR_PORT_INDEX, 2)
                    .u8(RDMA_NLDEV_ATTR_PORT_STATE, 4)
                    .u8(RDMA_NLDEV_ATTR_PORT_PHYS_STATE, 5)
-                   .u32(RDMA_NLDEV_ATTR_NDEV_INDEX, 4)
-                   .str(RDMA_NLDEV_ATTR_NDEV_NAME, "ib0")
+                   .u32(RDMA_NLDEV_ATTR_NDEV_INDEX, 9)
+                   .str(RDMA_NLDEV_ATTR_NDEV_NAME, "ens1f0np0")
                    .bytes();
   auto ports = decode_ports(Reply{{datagram({port, done_message()})}});
   ASSERT_TRUE(ports) << ports.error().message;
   ASSERT_EQ(ports->size(), 1U);
-  EXPECT_EQ((*ports)[0].lid, 5U);
-  EXPECT_EQ((*ports)[0].state, 4);
-  EXPECT_EQ((*ports)[0].netdev_name, "ib0");
+  const Port& p = ports->front();
+  EXPECT_EQ(p.dev_index, 6U);
+  EXPECT_EQ(p.dev_name, "mlx5_0");
+  EXPECT_EQ(p.index, 2U);
+  EXPECT_EQ(p.state, std::optional<uint8_t>(4));
+  EXPECT_EQ(p.phys_state, std::optional<uint8_t>(5));
+  EXPECT_EQ(p.netdev_index, std::optional<uint32_t>(9));
+  EXPECT_EQ(p.netdev_name, "ens1f0np0");
+  EXPECT_FALSE(p.lid);  // RoCE: no InfiniBand addressing
+  EXPECT_FALSE(p.sm_lid);
+  EXPECT_FALSE(p.lmc);
 
   NlMessage res(nldev_type(RDMA_NLDEV_CMD_RES_GET), NLM_F_MULTI);
-  res.u32(RDMA_NLDEV_ATTR_DEV_INDEX, 1).str(RDMA_NLDEV_ATTR_DEV_NAME, "mlx5_0");
+  res.u32(RDMA_NLDEV_ATTR_DEV_INDEX, 7).str(RDMA_NLDEV_ATTR_DEV_NAME, "mlx5_3");
   res.begin_nest(RDMA_NLDEV_ATTR_RES_SUMMARY);
-  for (auto [n, v] : {std::pair{"qp", 12}, {"cq", 3}, {"mr", 0}}) {
+  const std::vector<std::pair<std::string, uint64_t>> entries = {
+      {"qp", 12}, {"cq", 34}, {"mr", 56}};
+  for (const auto& [n, v] : entries) {
     res.begin_nest(RDMA_NLDEV_ATTR_RES_SUMMARY_ENTRY)
         .str(RDMA_NLDEV_ATTR_RES_SUMMARY_ENTRY_NAME, n)
-        .u64(RDMA_NLDEV_ATTR_RES_SUMMARY_ENTRY_CURR, static_cast<uint64_t>(v))
+        .u64(RDMA_NLDEV_ATTR_RES_SUMMARY_ENTRY_CURR, v)
         .end_nest();
   }
   res.end_nest();
   auto sums = decode_resource_summaries(Reply{{datagram({res.bytes(), done_message()})}});
   ASSERT_TRUE(sums) << sums.error().message;
-  ASSERT_EQ((*sums)[0].entries.size(), 3U);
-  EXPECT_EQ((*sums)[0].entries[0], (std::pair<std::string, uint64_t>{"qp", 12}));
+  ASSERT_EQ(sums->size(), 1U);
+  EXPECT_EQ((*sums)[0].dev_index, 7U);
+  EXPECT_EQ((*sums)[0].dev_name, "mlx5_3");
+  EXPECT_EQ((*sums)[0].entries, entries);
 }
 
-// Each port identifier comes from its own attribute: LID, SM_LID and LMC
-// hold different numbers on an InfiniBand port.
+// An InfiniBand port as fill_port_info() sends it, every attribute with a
+// value of its own: LID, SM_LID and LMC, the port state and the physical
+// state, and the capability flags and subnet prefix the codec does not read.
 TEST(Codec, PortIdentifiersComeFromTheirOwnAttributes) {
   Bytes port = NlMessage(nldev_type(RDMA_NLDEV_CMD_PORT_GET), NLM_F_MULTI)
-                   .u32(RDMA_NLDEV_ATTR_DEV_INDEX, 2)
+                   .u32(RDMA_NLDEV_ATTR_DEV_INDEX, 8)
                    .str(RDMA_NLDEV_ATTR_DEV_NAME, "mlx5_1")
                    .u32(RDMA_NLDEV_ATTR_PORT_INDEX, 1)
+                   .u64(RDMA_NLDEV_ATTR_CAP_FLAGS, 0x2651e84aULL)
+                   .u64(RDMA_NLDEV_ATTR_SUBNET_PREFIX, 0xfe80000000000000ULL)
                    .u32(RDMA_NLDEV_ATTR_LID, 7)
                    .u32(RDMA_NLDEV_ATTR_SM_LID, 3)
                    .u8(RDMA_NLDEV_ATTR_LMC, 2)
@@ -284,7 +335,7 @@ TEST(Codec, PortIdentifiersComeFromTheirOwnAttributes) {
   ASSERT_TRUE(ports) << ports.error().message;
   ASSERT_EQ(ports->size(), 1U);
   const Port& p = ports->front();
-  EXPECT_EQ(p.dev_index, 2U);
+  EXPECT_EQ(p.dev_index, 8U);
   EXPECT_EQ(p.dev_name, "mlx5_1");
   EXPECT_EQ(p.index, 1U);
   EXPECT_EQ(p.lid, std::optional<uint32_t>(7));
@@ -292,7 +343,37 @@ TEST(Codec, PortIdentifiersComeFromTheirOwnAttributes) {
   EXPECT_EQ(p.lmc, std::optional<uint8_t>(2));
   EXPECT_EQ(p.state, std::optional<uint8_t>(4));
   EXPECT_EQ(p.phys_state, std::optional<uint8_t>(5));
-  EXPECT_FALSE(p.netdev_name);  // an InfiniBand port has no netdev
+  EXPECT_FALSE(p.netdev_index);  // an InfiniBand port has no netdev
+  EXPECT_FALSE(p.netdev_name);
+}
+
+// A device as fill_dev_info() sends it, every attribute (the ones the codec
+// does not read too) with a value of its own.
+TEST(Codec, EveryDeviceFieldComesFromItsOwnAttribute) {
+  Bytes msg = NlMessage(nldev_type(RDMA_NLDEV_CMD_GET), NLM_F_MULTI)
+                  .u32(RDMA_NLDEV_ATTR_DEV_INDEX, 9)
+                  .str(RDMA_NLDEV_ATTR_DEV_NAME, "mlx5_4")
+                  .u32(RDMA_NLDEV_ATTR_PORT_INDEX, 2)
+                  .u64(RDMA_NLDEV_ATTR_CAP_FLAGS, 0x1c2d3e4fULL)
+                  .str(RDMA_NLDEV_ATTR_FW_VERSION, "28.39.1002")
+                  .u64(RDMA_NLDEV_ATTR_NODE_GUID, 0x0c42a10300b1c2d3ULL)
+                  .u64(RDMA_NLDEV_ATTR_SYS_IMAGE_GUID, 0x0c42a10300b1c2e4ULL)
+                  .u8(RDMA_NLDEV_ATTR_DEV_NODE_TYPE, 4)
+                  .u8(RDMA_NLDEV_ATTR_DEV_DIM, 1)
+                  .str(RDMA_NLDEV_ATTR_DEV_PROTOCOL, "roce")
+                  .bytes();
+  auto devices = decode_devices(Reply{{datagram({msg, done_message()})}});
+  ASSERT_TRUE(devices) << devices.error().message;
+  ASSERT_EQ(devices->size(), 1U);
+  const Device& d = devices->front();
+  EXPECT_EQ(d.index, 9U);
+  EXPECT_EQ(d.name, "mlx5_4");
+  EXPECT_EQ(d.port_count, 2U);
+  EXPECT_EQ(d.fw_version, "28.39.1002");
+  EXPECT_EQ(d.node_guid, std::optional<uint64_t>(0x0c42a10300b1c2d3ULL));
+  EXPECT_EQ(d.sys_image_guid, std::optional<uint64_t>(0x0c42a10300b1c2e4ULL));
+  EXPECT_EQ(d.node_type, std::optional<uint8_t>(4));
+  EXPECT_EQ(d.protocol, "roce");
 }
 
 TEST(Codec, PortCountersNeedTheirAnswer) {
@@ -340,7 +421,7 @@ TEST(Codec, ErrorCodesOutsideTheErrnoRangeAreEproto) {
     ASSERT_FALSE(from_error) << code;
     EXPECT_EQ(from_error.error().code, EPROTO) << code;
   }
-  auto from_done = decode_devices(Reply{{datagram({device_msg(1, "a"), done_message(INT_MIN)})}});
+  auto from_done = decode_devices(Reply{{datagram({device_msg(3, "a"), done_message(INT_MIN)})}});
   ASSERT_FALSE(from_done);
   EXPECT_EQ(from_done.error().code, EPROTO);
   // The largest errno the kernel has is passed on as it is.
@@ -352,7 +433,7 @@ TEST(Codec, ErrorCodesOutsideTheErrnoRangeAreEproto) {
 // Any errno in NLMSG_DONE ends the dump with that error, EPERM (1) too.
 TEST(Codec, EveryErrnoInDoneIsTheDumpsError) {
   for (int err : {EPERM, ENOENT, EOPNOTSUPP}) {
-    auto devices = decode_devices(Reply{{datagram({device_msg(1, "a"), done_message(-err)})}});
+    auto devices = decode_devices(Reply{{datagram({device_msg(3, "a"), done_message(-err)})}});
     ASSERT_FALSE(devices) << err;
     EXPECT_EQ(devices.error().code, err);
   }
@@ -380,8 +461,8 @@ TEST(Codec, RequestsAreWhatTheKernelExpects) {
 }
 
 TEST(Codec, EndOfExchangeIsSeenInAnyPositionOfADatagram) {
-  EXPECT_FALSE(netlink::ends_exchange(datagram({device_msg(1, "a")})));
-  EXPECT_TRUE(netlink::ends_exchange(datagram({device_msg(1, "a"), done_message()})));
+  EXPECT_FALSE(netlink::ends_exchange(datagram({device_msg(3, "a")})));
+  EXPECT_TRUE(netlink::ends_exchange(datagram({device_msg(3, "a"), done_message()})));
   EXPECT_TRUE(netlink::ends_exchange(ack_message()));
   EXPECT_FALSE(netlink::ends_exchange(Bytes{1, 2, 3}));
 }
@@ -389,7 +470,7 @@ TEST(Codec, EndOfExchangeIsSeenInAnyPositionOfADatagram) {
 TEST(Codec, GarbageBytesNeverCrash) {
   // Every prefix and a few corruptions of a valid reply: a clear error or a
   // value, never a crash (this runs under ASan/UBSan in CI).
-  const Bytes good = datagram({device_msg(1, "mlx5_0"), device_msg(2, "mlx5_1"), done_message()});
+  const Bytes good = datagram({device_msg(3, "mlx5_0"), device_msg(5, "mlx5_1"), done_message()});
   for (std::size_t n = 0; n < good.size(); ++n) {
     Bytes cut(good.begin(), good.begin() + static_cast<long>(n));
     auto r = decode_devices(Reply{{cut}});

@@ -25,9 +25,11 @@ using testing::NlMessage;
 constexpr uint8_t kRc = IB_UVERBS_QPT_RC;
 constexpr uint8_t kUd = IB_UVERBS_QPT_UD;
 
-// What one STAT_COUNTER_ENTRY says, for building replies.
+// What one STAT_COUNTER_ENTRY says, for building replies. The default port
+// is neither counter mode's number (AUTO 1, MANUAL 2), so reading one for
+// the other shows.
 struct SetSpec {
-  uint32_t port = 1;
+  uint32_t port = 3;
   uint32_t id = 0;
   uint32_t mode = RDMA_COUNTER_MODE_AUTO;
   std::optional<uint8_t> qp_type;
@@ -65,13 +67,13 @@ void put_set(NlMessage& m, const SetSpec& s) {
   m.end_nest();
 }
 
-NlMessage sets_header(uint32_t dev = 1, const std::string& name = "mlx5_0") {
+NlMessage sets_header(uint32_t dev = 7, const std::string& name = "mlx5_0") {
   NlMessage m(nldev_type(RDMA_NLDEV_CMD_STAT_GET), NLM_F_MULTI);
   m.u32(RDMA_NLDEV_ATTR_DEV_INDEX, dev).str(RDMA_NLDEV_ATTR_DEV_NAME, name);
   return m;
 }
 
-Bytes sets_msg(const std::vector<SetSpec>& sets, uint32_t dev = 1,
+Bytes sets_msg(const std::vector<SetSpec>& sets, uint32_t dev = 7,
                const std::string& name = "mlx5_0") {
   NlMessage m = sets_header(dev, name);
   m.begin_nest(RDMA_NLDEV_ATTR_STAT_COUNTER);
@@ -128,29 +130,36 @@ const nlmsghdr& header(const Bytes& request) {
 
 TEST(CounterCodec, AutoSetsByTypeCarryTheTypeAndNoOwner) {
   const std::vector<SetSpec> sets = {
-      {.port = 1,
+      {.port = 3,
        .id = 4,
        .qp_type = kRc,
        .lqpns = {0x107, 0x10a},
-       .counters = {{"rx_write_requests", 12}, {"out_of_sequence", 3}}},
-      {.port = 2, .id = 9, .qp_type = kUd, .lqpns = {0x200}, .counters = {{"rx_read_requests", 0}}},
+       .counters = {{"rx_write_requests", 120}, {"out_of_sequence", 130}}},
+      {.port = 5,
+       .id = 9,
+       .qp_type = kUd,
+       .lqpns = {0x200},
+       .counters = {{"rx_read_requests", 140}}},
   };
-  auto r = decode_counter_sets(dump_reply({sets_msg(sets, 3, "mlx5_2")}));
+  auto r = decode_counter_sets(dump_reply({sets_msg(sets, 13, "mlx5_2")}));
   ASSERT_TRUE(r) << r.error().message;
   ASSERT_EQ(r->size(), sets.size());
-  for (std::size_t i = 0; i < sets.size(); ++i) expect_set((*r)[i], sets[i], 3, "mlx5_2");
+  for (std::size_t i = 0; i < sets.size(); ++i) expect_set((*r)[i], sets[i], 13, "mlx5_2");
 }
 
 TEST(CounterCodec, AutoSetsByPidAndKernelNameCarryTheirOwner) {
   const std::vector<SetSpec> sets = {
-      {.id = 1, .pid = 4242, .lqpns = {17}, .counters = {{"packet_seq_err", 5}}},
-      {.id = 2, .qp_type = kRc, .pid = 77, .lqpns = {18, 19}, .counters = {}},
-      {.id = 3, .kern_name = "ib_ipoib", .lqpns = {2}, .counters = {{"local_ack_timeout_err", 1}}},
+      {.id = 4, .pid = 4242, .lqpns = {17}, .counters = {{"packet_seq_err", 500}}},
+      {.id = 5, .qp_type = kRc, .pid = 77, .lqpns = {18, 19}, .counters = {}},
+      {.id = 6,
+       .kern_name = "ib_ipoib",
+       .lqpns = {20},
+       .counters = {{"local_ack_timeout_err", 100}}},
   };
   auto r = decode_counter_sets(dump_reply({sets_msg(sets)}));
   ASSERT_TRUE(r) << r.error().message;
   ASSERT_EQ(r->size(), sets.size());
-  for (std::size_t i = 0; i < sets.size(); ++i) expect_set((*r)[i], sets[i], 1, "mlx5_0");
+  for (std::size_t i = 0; i < sets.size(); ++i) expect_set((*r)[i], sets[i], 7, "mlx5_0");
 }
 
 TEST(CounterCodec, ManualSetsHaveNoCriteria) {
@@ -163,12 +172,12 @@ TEST(CounterCodec, ManualSetsHaveNoCriteria) {
   auto r = decode_counter_sets(dump_reply({sets_msg(sets)}));
   ASSERT_TRUE(r) << r.error().message;
   ASSERT_EQ(r->size(), 1U);
-  expect_set((*r)[0], sets[0], 1, "mlx5_0");
+  expect_set((*r)[0], sets[0], 7, "mlx5_0");
 }
 
 TEST(CounterCodec, MultiMessageDumpConcatenatesInOrder) {
   std::vector<std::vector<SetSpec>> parts;
-  uint32_t id = 1;
+  uint32_t id = 10;  // above the port and mode numbers
   for (std::size_t part = 0; part < 3; ++part) {
     std::vector<SetSpec> sets;
     for (std::size_t k = 0; k <= part; ++k, ++id) {
@@ -190,7 +199,7 @@ TEST(CounterCodec, MultiMessageDumpConcatenatesInOrder) {
   auto r = decode_counter_sets(reply);
   ASSERT_TRUE(r) << r.error().message;
   ASSERT_EQ(r->size(), all.size());
-  for (std::size_t i = 0; i < all.size(); ++i) expect_set((*r)[i], all[i], 1, "mlx5_0");
+  for (std::size_t i = 0; i < all.size(); ++i) expect_set((*r)[i], all[i], 7, "mlx5_0");
 }
 
 TEST(CounterCodec, EmptyDumpsAreEmptyLists) {
@@ -358,8 +367,8 @@ TEST(CounterCodec, MissingDeviceInASetMessageIsAnError) {
 }
 
 TEST(CounterCodec, UnknownAttributesInsideSetsAreIgnored) {
-  const SetSpec want{.port = 2,
-                     .id = 5,
+  const SetSpec want{.port = 3,
+                     .id = 8,
                      .qp_type = kRc,
                      .pid = 31,
                      .lqpns = {70, 71},
@@ -382,7 +391,7 @@ TEST(CounterCodec, UnknownAttributesInsideSetsAreIgnored) {
     m.begin_nest(RDMA_NLDEV_ATTR_RES_QP_ENTRY)
         .u32(955, 5)
         .u32(RDMA_NLDEV_ATTR_RES_LQPN, q)
-        .u32(RDMA_NLDEV_ATTR_RES_PDN, 9)
+        .u32(RDMA_NLDEV_ATTR_RES_PDN, 0x99)
         .end_nest();
   }
   m.end_nest();
@@ -391,7 +400,7 @@ TEST(CounterCodec, UnknownAttributesInsideSetsAreIgnored) {
   auto r = decode_counter_sets(dump_reply({m.bytes()}));
   ASSERT_TRUE(r) << r.error().message;
   ASSERT_EQ(r->size(), 1U);
-  expect_set((*r)[0], want, 1, "mlx5_0");
+  expect_set((*r)[0], want, 7, "mlx5_0");
 }
 
 TEST(CounterCodec, AttributesOfTheWrongSizeInASetAreErrors) {
@@ -444,11 +453,12 @@ TEST(CounterCodec, DumpErrorsAndInterruptionsComeThrough) {
 
 // --- counter mode --------------------------------------------------------------
 
+// The device and port numbers differ from every mode and mask.
 Bytes mode_msg(uint32_t mode, std::optional<uint32_t> mask) {
   NlMessage m(nldev_type(RDMA_NLDEV_CMD_STAT_GET));
-  m.u32(RDMA_NLDEV_ATTR_DEV_INDEX, 1)
+  m.u32(RDMA_NLDEV_ATTR_DEV_INDEX, 5)
       .str(RDMA_NLDEV_ATTR_DEV_NAME, "mlx5_0")
-      .u32(RDMA_NLDEV_ATTR_PORT_INDEX, 1)
+      .u32(RDMA_NLDEV_ATTR_PORT_INDEX, 4)
       .u32(RDMA_NLDEV_ATTR_STAT_MODE, mode);
   if (mask) m.u32(RDMA_NLDEV_ATTR_STAT_AUTO_MODE_MASK, *mask);
   return m.bytes();
@@ -488,10 +498,12 @@ TEST(CounterCodec, CounterModeNeedsExactlyOneAnswerWithAMode) {
 
 // --- writes ----------------------------------------------------------------------
 
+// What the kernel answers a STAT_SET (and STAT_DEL) with; the device and
+// port numbers differ from the counter ids and QP numbers the tests use.
 Bytes set_answer(uint16_t type_cmd, std::optional<uint32_t> counter_id,
                  std::optional<uint32_t> lqpn) {
   NlMessage m(nldev_type(type_cmd));
-  m.u32(RDMA_NLDEV_ATTR_DEV_INDEX, 1)
+  m.u32(RDMA_NLDEV_ATTR_DEV_INDEX, 2)
       .str(RDMA_NLDEV_ATTR_DEV_NAME, "mlx5_0")
       .u32(RDMA_NLDEV_ATTR_PORT_INDEX, 1);
   if (counter_id) m.u32(RDMA_NLDEV_ATTR_STAT_COUNTER_ID, *counter_id);
@@ -531,7 +543,7 @@ TEST(CounterCodec, KernelErrorsOnWritesCarryErrnoAndExtendedAck) {
 }
 
 TEST(CounterCodec, BindAnswerNamesTheSetAndTheQp) {
-  for (auto [id, lqpn] : {std::pair<uint32_t, uint32_t>{1, 0x10}, {77, 0xabcdef}}) {
+  for (auto [id, lqpn] : {std::pair<uint32_t, uint32_t>{3, 0x10}, {77, 0xabcdef}}) {
     auto r = decode_bind_qp(Reply{{set_answer(RDMA_NLDEV_CMD_STAT_SET, id, lqpn), ack_message()}});
     ASSERT_TRUE(r) << r.error().message;
     EXPECT_EQ(r->counter_id, id);
@@ -571,19 +583,32 @@ struct QpSpec {
   std::optional<std::string> kern_name;
 };
 
+// A QP dump message with the entries fill_res_qp_entry() makes: besides
+// what the codec reads, the remote QP number and PSNs (connected QPs), the
+// path migration state and the PD number (user QPs), each with a value no
+// other attribute of the entry has.
 Bytes qps_msg(const std::vector<QpSpec>& qps, uint32_t dev = 1,
               const std::string& name = "mlx5_0") {
   NlMessage m(nldev_type(RDMA_NLDEV_CMD_RES_QP_GET), NLM_F_MULTI);
   m.u32(RDMA_NLDEV_ATTR_DEV_INDEX, dev).str(RDMA_NLDEV_ATTR_DEV_NAME, name);
   m.begin_nest(RDMA_NLDEV_ATTR_RES_QP);
   for (const auto& q : qps) {
+    const bool connected = q.type == IB_UVERBS_QPT_RC || q.type == IB_UVERBS_QPT_UC;
+    const bool migrates =
+        connected || q.type == IB_UVERBS_QPT_XRC_INI || q.type == IB_UVERBS_QPT_XRC_TGT;
     m.begin_nest(RDMA_NLDEV_ATTR_RES_QP_ENTRY);
     if (q.port) m.u32(RDMA_NLDEV_ATTR_PORT_INDEX, *q.port);
     m.u32(RDMA_NLDEV_ATTR_RES_LQPN, q.lqpn);
-    if (q.pid) m.u32(RDMA_NLDEV_ATTR_RES_PDN, 4).u32(RDMA_NLDEV_ATTR_RES_PID, *q.pid);
-    if (q.kern_name) m.str(RDMA_NLDEV_ATTR_RES_KERN_NAME, *q.kern_name);
-    m.u32(RDMA_NLDEV_ATTR_RES_SQ_PSN, 0x1234);
+    if (q.pid) m.u32(RDMA_NLDEV_ATTR_RES_PDN, q.lqpn + 0x40000);
+    if (connected) {
+      m.u32(RDMA_NLDEV_ATTR_RES_RQPN, q.lqpn + 0x10000)
+          .u32(RDMA_NLDEV_ATTR_RES_RQ_PSN, q.lqpn + 0x20000);
+    }
+    m.u32(RDMA_NLDEV_ATTR_RES_SQ_PSN, q.lqpn + 0x30000);
+    if (migrates) m.u8(RDMA_NLDEV_ATTR_RES_PATH_MIG_STATE, 0);  // IB_MIG_MIGRATED
     m.u8(RDMA_NLDEV_ATTR_RES_TYPE, q.type).u8(RDMA_NLDEV_ATTR_RES_STATE, q.state);
+    if (q.pid) m.u32(RDMA_NLDEV_ATTR_RES_PID, *q.pid);
+    if (q.kern_name) m.str(RDMA_NLDEV_ATTR_RES_KERN_NAME, *q.kern_name);
     m.end_nest();
   }
   m.end_nest();
@@ -592,7 +617,7 @@ Bytes qps_msg(const std::vector<QpSpec>& qps, uint32_t dev = 1,
 
 TEST(CounterCodec, QpsAcrossMessagesWithOwnersAndPorts) {
   const std::vector<QpSpec> first = {
-      {.port = 1, .lqpn = 1, .type = 1, .state = 3, .kern_name = "ib_core"},
+      {.port = 2, .lqpn = 1, .type = 1, .state = 3, .kern_name = "ib_core"},
       {.port = 1, .lqpn = 0x120, .type = kRc, .state = 3, .pid = 900},
   };
   const std::vector<QpSpec> second = {

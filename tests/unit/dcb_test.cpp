@@ -125,6 +125,59 @@ TEST(DcbCodec, PfcFrameCountsPerPriorityKeepTheirDirection) {
   EXPECT_EQ(c->pfc->indications[7], 5U);
 }
 
+// Every byte of struct ieee_ets, every field of ieee_pfc and of each
+// dcb_app with a value no other has: a field copied from its neighbour in
+// the kernel's struct comes out wrong.
+TEST(DcbCodec, EveryStructFieldComesFromItsOwnPlace) {
+  ieee_ets ets{};
+  auto* ets_bytes = reinterpret_cast<uint8_t*>(&ets);
+  for (std::size_t i = 0; i < sizeof ets; ++i) ets_bytes[i] = static_cast<uint8_t>(0x40 + i);
+  ieee_pfc pfc{};
+  pfc.pfc_cap = 0x11;
+  pfc.pfc_en = 0x22;
+  pfc.mbc = 0x33;
+  pfc.delay = 0x4455;
+  for (std::size_t i = 0; i < dcb::kMaxTcs; ++i) {
+    pfc.requests[i] = 0x1000 + i;
+    pfc.indications[i] = 0x2000 + i;
+  }
+  const std::vector<dcb_app> apps = {{IEEE_8021QAZ_APP_SEL_DSCP, 6, 46},
+                                     {IEEE_8021QAZ_APP_SEL_ETHERTYPE, 3, 0x8915}};
+  auto c = dcb::decode_ieee(answer(message([&](NlMessage& m) {
+    m.raw(DCB_ATTR_IEEE_ETS, &ets, sizeof ets);
+    m.raw(DCB_ATTR_IEEE_PFC, &pfc, sizeof pfc);
+    m.begin_nest(DCB_ATTR_IEEE_APP_TABLE);
+    for (const dcb_app& app : apps) m.raw(DCB_ATTR_IEEE_APP, &app, sizeof app);
+    m.end_nest();
+  })));
+  ASSERT_TRUE(c) << c.error().message;
+  ASSERT_TRUE(c->ets);
+  EXPECT_EQ(c->ets->willing, ets.willing);
+  EXPECT_EQ(c->ets->ets_cap, ets.ets_cap);
+  EXPECT_EQ(c->ets->cbs, ets.cbs);
+  for (std::size_t tc = 0; tc < dcb::kMaxTcs; ++tc) {
+    EXPECT_EQ(c->ets->tc_tx_bw[tc], ets.tc_tx_bw[tc]) << tc;
+    EXPECT_EQ(c->ets->tc_rx_bw[tc], ets.tc_rx_bw[tc]) << tc;
+    EXPECT_EQ(c->ets->tc_tsa[tc], ets.tc_tsa[tc]) << tc;
+    EXPECT_EQ(c->ets->prio_tc[tc], ets.prio_tc[tc]) << tc;
+  }
+  ASSERT_TRUE(c->pfc);
+  EXPECT_EQ(c->pfc->pfc_cap, 0x11);
+  EXPECT_EQ(c->pfc->pfc_en, 0x22);
+  EXPECT_EQ(c->pfc->mbc, 0x33);
+  EXPECT_EQ(c->pfc->delay, 0x4455);
+  for (std::size_t p = 0; p < dcb::kMaxTcs; ++p) {
+    EXPECT_EQ(c->pfc->requests[p], 0x1000 + p) << p;
+    EXPECT_EQ(c->pfc->indications[p], 0x2000 + p) << p;
+  }
+  ASSERT_EQ(c->apps.size(), apps.size());
+  for (std::size_t i = 0; i < apps.size(); ++i) {
+    EXPECT_EQ(c->apps[i].selector, apps[i].selector) << i;
+    EXPECT_EQ(c->apps[i].priority, apps[i].priority) << i;
+    EXPECT_EQ(c->apps[i].protocol, apps[i].protocol) << i;
+  }
+}
+
 TEST(DcbCodec, MalformedAndTruncatedMessagesAreErrors) {
   ieee_ets ets{};
   struct Case {

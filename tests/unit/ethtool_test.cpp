@@ -7,7 +7,9 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstddef>
 #include <cstring>
+#include <functional>
 
 #include "collectors/ethtool/mapping.hpp"
 #include "collectors/ethtool/options.hpp"
@@ -112,6 +114,93 @@ TEST(EthtoolCodec, AnswersLongerThanTheirBufferAreRejected) {
   other_set[4] = ETH_SS_TEST;  // string_set
   EXPECT_FALSE(ethtool::parse_stat_names(other_set));
   EXPECT_FALSE(ethtool::parse_stat_names(Bytes(5, 0)));
+}
+
+// What each parser is, for the tables below: its answer's fixed header and
+// a valid answer.
+struct AnswerKind {
+  const char* name;
+  std::size_t header;
+  Bytes answer;
+  std::function<Status(std::span<const uint8_t>)> parse;
+};
+
+template <typename R>
+Status status_of(const Result<R>& r) {
+  return r ? ok_status() : Status(r.error());
+}
+
+std::vector<AnswerKind> answer_kinds() {
+  return {
+      {"ETHTOOL_GDRVINFO", sizeof(ethtool_drvinfo), testing::drvinfo_answer("mlx5_core", 3),
+       [](auto a) { return status_of(ethtool::parse_drvinfo(a)); }},
+      {"ETHTOOL_GSSET_INFO", sizeof(ethtool_sset_info), testing::stats_count_answer(42),
+       [](auto a) { return status_of(ethtool::parse_stats_count(a)); }},
+      {"ETHTOOL_GSTRINGS", sizeof(ethtool_gstrings),
+       testing::stat_names_answer({"rx_packets", "tx_packets"}, 2),
+       [](auto a) { return status_of(ethtool::parse_stat_names(a)); }},
+      {"ETHTOOL_GSTATS", sizeof(ethtool_stats), testing::stat_values_answer({7, 9}, 2),
+       [](auto a) { return status_of(ethtool::parse_stat_values(a)); }},
+  };
+}
+
+// The command word every answer starts with is compared whole: an answer
+// whose command is wrong in any one of its four bytes is refused.
+TEST(EthtoolCodec, ACommandWrongInAnyOfItsBytesIsRefused) {
+  for (const AnswerKind& k : answer_kinds()) {
+    ASSERT_TRUE(k.parse(k.answer)) << k.name;
+    for (std::size_t byte = 0; byte < sizeof(uint32_t); ++byte) {
+      Bytes bad = k.answer;
+      bad[byte] ^= 0x40;  // cmd is the first field of every ethtool struct
+      Status s = k.parse(bad);
+      ASSERT_FALSE(s) << k.name << " byte " << byte;
+      EXPECT_EQ(s.error().code, EBADMSG);
+      EXPECT_NE(s.error().message.find(std::string(k.name) + " carries command"), std::string::npos)
+          << s.error().message;
+    }
+  }
+}
+
+// An answer shorter than its fixed header, by one byte or more, is refused
+// before any field of it is read.
+TEST(EthtoolCodec, AnAnswerShorterThanItsHeaderIsRefused) {
+  for (const AnswerKind& k : answer_kinds()) {
+    for (std::size_t size = 0; size < k.header; ++size) {
+      const Bytes cut(k.answer.begin(), k.answer.begin() + static_cast<long>(size));
+      Status s = k.parse(cut);
+      ASSERT_FALSE(s) << k.name << " of " << size << " bytes";
+      EXPECT_EQ(s.error().message, "malformed ethtool answer: " + std::string(k.name) + " is " +
+                                       std::to_string(size) + " bytes, shorter than its header");
+    }
+  }
+}
+
+// GSSET_INFO's set mask is checked in all its eight bytes: a set asked
+// about by nobody, in any byte, makes the answer one for another request.
+TEST(EthtoolCodec, ASetMaskWithAnotherSetInAnyByteIsRefused) {
+  const Bytes good = testing::stats_count_answer(42);
+  ASSERT_EQ(ethtool::parse_stats_count(good).value(), std::optional<uint32_t>(42));
+  for (std::size_t byte = 0; byte < sizeof(uint64_t); ++byte) {
+    Bytes bad = good;
+    bad[offsetof(ethtool_sset_info, sset_mask) + byte] ^= 0x80;  // bit 8 * byte + 7, never STATS
+    auto r = ethtool::parse_stats_count(bad);
+    ASSERT_FALSE(r) << "byte " << byte;
+    EXPECT_NE(r.error().message.find("sets it was not asked about"), std::string::npos)
+        << r.error().message;
+  }
+}
+
+// GSTRINGS' string set is compared whole, in each of its four bytes.
+TEST(EthtoolCodec, AStringSetWrongInAnyOfItsBytesIsRefused) {
+  const Bytes good = testing::stat_names_answer({"rx_packets"}, 1);
+  ASSERT_TRUE(ethtool::parse_stat_names(good));
+  for (std::size_t byte = 0; byte < sizeof(uint32_t); ++byte) {
+    Bytes bad = good;
+    bad[offsetof(ethtool_gstrings, string_set) + byte] ^= 0x40;
+    auto r = ethtool::parse_stat_names(bad);
+    ASSERT_FALSE(r) << "byte " << byte;
+    EXPECT_NE(r.error().message.find("string set"), std::string::npos) << r.error().message;
+  }
 }
 
 // ------------------------------------------------------------------ reader

@@ -42,10 +42,12 @@ struct Entry {
   std::optional<uint8_t> dynamic;
 };
 
+// A STAT_GET_STATUS answer; the device and port numbers differ from each
+// other and from the counter indices the tests use.
 Bytes status_msg(std::initializer_list<Entry> entries, bool table = true) {
   NlMessage m(nldev_type(RDMA_NLDEV_CMD_STAT_GET_STATUS));
-  m.u32(RDMA_NLDEV_ATTR_DEV_INDEX, 1).str(RDMA_NLDEV_ATTR_DEV_NAME, "mlx5_0");
-  m.u32(RDMA_NLDEV_ATTR_PORT_INDEX, 1);
+  m.u32(RDMA_NLDEV_ATTR_DEV_INDEX, 6).str(RDMA_NLDEV_ATTR_DEV_NAME, "mlx5_0");
+  m.u32(RDMA_NLDEV_ATTR_PORT_INDEX, 2);
   if (table) {
     m.begin_nest(RDMA_NLDEV_ATTR_STAT_HWCOUNTERS);
     for (const auto& e : entries) {
@@ -67,17 +69,22 @@ Reply answer(const Bytes& m) {
 // ------------------------------------------------------------------ codec
 
 TEST(OptionalCounterCodec, DecodesFixedAndOptionalCounters) {
-  auto st = nldev::decode_counter_status(answer(status_msg({{"out_of_sequence", 0, {}},
-                                                            {"np_cnp_sent", 1, {}},
-                                                            {"cc_rx_ce_pkts", 2, 1},
-                                                            {"cc_tx_cnp_pkts", 3, 0}})));
+  auto st = nldev::decode_counter_status(answer(status_msg({{"out_of_sequence", 10, {}},
+                                                            {"np_cnp_sent", 11, {}},
+                                                            {"cc_rx_ce_pkts", 12, 1},
+                                                            {"cc_tx_cnp_pkts", 13, 0}})));
   ASSERT_TRUE(st) << st.error().message;
-  EXPECT_EQ(st->dev_index, 1U);
-  EXPECT_EQ(st->port, 1U);
+  EXPECT_EQ(st->dev_index, 6U);
+  EXPECT_EQ(st->port, 2U);
   ASSERT_EQ(st->counters.size(), 4U);
-  EXPECT_EQ(st->counters[0].name, "out_of_sequence");
-  EXPECT_FALSE(st->counters[1].enabled.has_value());  // not optional
-  EXPECT_EQ(st->counters[2].index, 2U);
+  const std::vector<std::string> names = {"out_of_sequence", "np_cnp_sent", "cc_rx_ce_pkts",
+                                          "cc_tx_cnp_pkts"};
+  for (std::size_t i = 0; i < names.size(); ++i) {
+    EXPECT_EQ(st->counters[i].name, names[i]);
+    EXPECT_EQ(st->counters[i].index, 10U + i);
+  }
+  EXPECT_FALSE(st->counters[0].enabled.has_value());  // not optional
+  EXPECT_FALSE(st->counters[1].enabled.has_value());
   EXPECT_EQ(st->counters[2].enabled, std::optional<bool>(true));
   EXPECT_EQ(st->counters[3].enabled, std::optional<bool>(false));
 }

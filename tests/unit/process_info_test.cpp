@@ -52,6 +52,25 @@ TEST_F(ProcessInfoTest, WithoutCgroupV2TheFirstV1HierarchyCounts) {
   EXPECT_EQ(p.cgroup(7), "/first");
 }
 
+// Only a line that starts "0::" is cgroup v2's: one that differs from it in
+// any byte of that marker is a v1 hierarchy (or no hierarchy line at all),
+// and the first v1 hierarchy stays the answer.
+TEST_F(ProcessInfoTest, OnlyTheWholeV2MarkerMakesTheV2Line) {
+  const std::string marker = "0::";
+  for (std::size_t i = 0; i < marker.size(); ++i) {
+    std::string other = marker;
+    other[i] = '7';
+    write(7, "cgroup", "12:cpu,cpuacct:/first\n" + other + "/v2\n");
+    ProcessInfo p(root_);
+    p.next_collection(t0_);
+    EXPECT_EQ(p.cgroup(7), "/first") << other;
+  }
+  write(7, "cgroup", "12:cpu,cpuacct:/first\n" + marker + "/v2\n");
+  ProcessInfo p(root_);
+  p.next_collection(t0_);
+  EXPECT_EQ(p.cgroup(7), "/v2");
+}
+
 TEST_F(ProcessInfoTest, AGoneProcessHasNeitherNameNorCgroup) {
   ProcessInfo p(root_);
   p.next_collection(t0_);

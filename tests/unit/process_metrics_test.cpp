@@ -19,13 +19,47 @@ namespace {
 using testing::has_family;
 using testing::sample;
 
-// proc(5) fields 1 to 52: pid 1234, utime 250, stime 150, num_threads 7,
-// starttime 123456, vsize 104857600, rss 2560 pages; the command name goes
-// between the parentheses.
+// proc(5) fields 1 to 52, every one with a value of its own so that a field
+// read from a neighbouring column shows: pid 1234, utime 250, stime 150,
+// num_threads 7, starttime 123456, vsize 104857600, rss 2560 pages; the
+// others 1000 plus their field number (tty_nr, tpgid -1, rsslim unlimited).
+// The command name goes between the parentheses.
 std::string stat_line(const std::string& comm) {
-  return "1234 (" + comm +
-         ") S 1 1234 1234 0 -1 4194560 1500 0 0 0 250 150 0 0 20 0 7 0 123456 104857600 2560 "
-         "18446744073709551615 1 1 0 0 0 0 0 0 0 0 0 17 3 0 0 0 0 0 0 0 0 0 0 0 0 0\n";
+  std::string line = "1234 (" + comm + ") S";
+  for (int field = 4; field <= 52; ++field) {
+    switch (field) {
+      case 8:
+        line += " 0";  // tty_nr: no terminal
+        break;
+      case 9:
+        line += " -1";  // tpgid
+        break;
+      case 14:
+        line += " 250";
+        break;
+      case 15:
+        line += " 150";
+        break;
+      case 20:
+        line += " 7";
+        break;
+      case 22:
+        line += " 123456";
+        break;
+      case 23:
+        line += " 104857600";
+        break;
+      case 24:
+        line += " 2560";
+        break;
+      case 25:
+        line += " 18446744073709551615";  // rsslim: RLIM_INFINITY
+        break;
+      default:
+        line += " " + std::to_string(1000 + field);
+    }
+  }
+  return line + "\n";
 }
 
 TEST(ProcStat, FieldsOfAPlainLine) {
@@ -81,13 +115,13 @@ constexpr const char* kLimits =
     "Limit                     Soft Limit           Hard Limit           Units     \n"
     "Max cpu time              unlimited            unlimited            seconds   \n"
     "Max open files            1024                 524288               files     \n"
-    "Max locked memory         8388608              8388608              bytes     \n"
+    "Max locked memory         65536                8388608              bytes     \n"
     "Max address space         unlimited            unlimited            bytes     \n"
     "Max open files_x          7                    7                    files     \n";
 
 TEST(ProcLimits, SoftLimits) {
   EXPECT_EQ(parse_soft_limit(kLimits, "Max open files")->value(), 1024U);
-  EXPECT_EQ(parse_soft_limit(kLimits, "Max locked memory")->value(), 8388608U);
+  EXPECT_EQ(parse_soft_limit(kLimits, "Max locked memory")->value(), 65536U);
   EXPECT_FALSE(parse_soft_limit(kLimits, "Max address space")->has_value());
   EXPECT_EQ(parse_soft_limit(kLimits, "Max file locks").error().message,
             "no \"Max file locks\" line");

@@ -9,6 +9,7 @@
 #include <fstream>
 
 #include "collectors/kernel/sysfs/reader.hpp"
+#include "tests/support/sysfs_tree.hpp"
 #include "tests/unit/fixtures.hpp"
 
 namespace rdma_exporter::sysfs {
@@ -46,6 +47,122 @@ TEST(SysfsReader, Mlx5LikeDevice) {
   ASSERT_NE(find(p.pma_counters, "VL15_dropped"), nullptr);
   ASSERT_NE(find(p.pma_counters, "port_xmit_data"), nullptr);
   EXPECT_EQ(d->ports[1].index, 2U);
+}
+
+// A device whose every file holds a value no other file has: a field read
+// from a neighbouring file, or a port's counters from the next port's
+// directory, comes out wrong.
+TEST(SysfsReader, EveryValueComesFromItsOwnFile) {
+  testing::SysfsTree sys;
+  const std::string dev = "class/infiniband/mlx5_3/";
+  sys.file(dev + "fw_ver", "20.31.1014\n");
+  sys.file(dev + "board_id", "MT_0000000223\n");
+  sys.file(dev + "hca_type", "MT4123\n");
+  sys.file(dev + "node_desc", "node07 HCA-1\n");
+  sys.file(dev + "hw_counters/lifespan", "12\n");
+  sys.file(dev + "hw_counters/cmds_err", "31\n");
+  sys.file(dev + "hw_counters/keep_alive_rcvd", "32\n");
+  sys.file(dev + "ports/1/rate", "200 Gb/sec (4X HDR)\n");
+  sys.file(dev + "ports/1/link_layer", "InfiniBand\n");
+  sys.file(dev + "ports/1/counters/port_rcv_data", "1101\n");
+  sys.file(dev + "ports/1/counters/port_xmit_data", "1102\n");
+  sys.file(dev + "ports/1/counters/symbol_error", "1103\n");
+  sys.file(dev + "ports/1/hw_counters/out_of_sequence", "1201\n");
+  sys.file(dev + "ports/1/hw_counters/rnr_nak_retry_err", "1202\n");
+  sys.file(dev + "ports/2/rate", "25 Gb/sec (1X EDR)\n");
+  sys.file(dev + "ports/2/link_layer", "Ethernet\n");
+  sys.file(dev + "ports/2/counters/port_rcv_data", "2101\n");
+  sys.file(dev + "ports/2/counters/port_xmit_data", "2102\n");
+  sys.file(dev + "ports/2/counters/symbol_error", "2103\n");
+  sys.file(dev + "ports/2/hw_counters/out_of_sequence", "2201\n");
+  sys.file(dev + "ports/2/hw_counters/rnr_nak_retry_err", "2202\n");
+
+  Reader reader(sys.root());
+  ReadNotes notes;
+  auto d = reader.read_device("mlx5_3", notes);
+  ASSERT_TRUE(d);
+  EXPECT_TRUE(notes.problems.empty()) << notes.problems.front();
+  EXPECT_EQ(notes.unavailable, 0U);
+  EXPECT_EQ(d->name, "mlx5_3");
+  EXPECT_EQ(d->fw_ver, "20.31.1014");
+  EXPECT_EQ(d->board_id, "MT_0000000223");
+  EXPECT_EQ(d->hca_type, "MT4123");
+  EXPECT_EQ(d->node_desc, "node07 HCA-1");
+  auto values = [](const std::vector<Counter>& cs) {
+    std::vector<std::pair<std::string, uint64_t>> out;
+    for (const Counter& c : cs) out.emplace_back(c.name, c.value);
+    return out;
+  };
+  using Values = std::vector<std::pair<std::string, uint64_t>>;
+  EXPECT_EQ(values(d->hw_counters), (Values{{"cmds_err", 31}, {"keep_alive_rcvd", 32}}));
+  ASSERT_EQ(d->ports.size(), 2U);
+  EXPECT_EQ(d->ports[0].index, 1U);
+  EXPECT_DOUBLE_EQ(d->ports[0].rate_bytes_per_second.value_or(0), 200e9 / 8);
+  EXPECT_EQ(d->ports[0].link_layer, "InfiniBand");
+  EXPECT_TRUE(d->ports[0].has_pma);
+  EXPECT_EQ(values(d->ports[0].pma_counters),
+            (Values{{"port_rcv_data", 1101}, {"port_xmit_data", 1102}, {"symbol_error", 1103}}));
+  EXPECT_EQ(d->ports[1].index, 2U);
+  EXPECT_DOUBLE_EQ(d->ports[1].rate_bytes_per_second.value_or(0), 25e9 / 8);
+  EXPECT_EQ(d->ports[1].link_layer, "Ethernet");
+  EXPECT_EQ(values(d->ports[1].pma_counters),
+            (Values{{"port_rcv_data", 2101}, {"port_xmit_data", 2102}, {"symbol_error", 2103}}));
+
+  for (uint32_t port : {1U, 2U}) {
+    auto hw = reader.port_hw_counters("mlx5_3", port, notes);
+    ASSERT_TRUE(hw) << port;
+    EXPECT_EQ(values(*hw), (Values{{"out_of_sequence", port * 1000 + 201},
+                                   {"rnr_nak_retry_err", port * 1000 + 202}}))
+        << port;
+  }
+  EXPECT_TRUE(notes.problems.empty());
+}
+
+// The rate's unit is matched in every byte: a rate whose "Gb/sec" or
+// "Mb/sec" is wrong in any one byte is not understood.
+TEST(SysfsReader, ARateUnitWrongInAnyByteIsNotUnderstood) {
+  for (const std::string unit : {"Gb/sec", "Mb/sec"}) {
+    ASSERT_TRUE(parse_rate("100 " + unit + " (4X EDR)")) << unit;
+    for (std::size_t i = 0; i < unit.size(); ++i) {
+      std::string wrong = unit;
+      wrong[i] = 'x';
+      EXPECT_FALSE(parse_rate("100 " + wrong + " (4X EDR)")) << wrong;
+    }
+  }
+}
+
+// Only the kernel's "N/A" marks a value as not available: a text that
+// differs from it in any one byte is a value like any other (an attribute's
+// text, or a counter file that does not hold a number).
+TEST(SysfsReader, OnlyTheKernelsNotAvailableMarkIsUnavailable) {
+  const std::string mark = "N/A";
+  for (std::size_t i = 0; i < mark.size(); ++i) {
+    std::string other = mark + " (no PMA)";
+    other[i] = 'x';
+    testing::SysfsTree sys;
+    sys.file("class/infiniband/mlx5_0/board_id", other + "\n");
+    sys.file("class/infiniband/mlx5_0/ports/1/counters/symbol_error", other + "\n");
+    Reader reader(sys.root());
+    ReadNotes notes;
+    auto d = reader.read_device("mlx5_0", notes);
+    ASSERT_TRUE(d) << other;
+    EXPECT_EQ(d->board_id, other);
+    EXPECT_EQ(notes.unavailable, 0U) << other;
+    ASSERT_EQ(notes.problems.size(), 1U) << other;
+    EXPECT_NE(notes.problems[0].find("symbol_error: not a counter value"), std::string::npos)
+        << notes.problems[0];
+  }
+  // The mark itself is unavailable in both.
+  testing::SysfsTree sys;
+  sys.file("class/infiniband/mlx5_0/board_id", "N/A\n");
+  sys.file("class/infiniband/mlx5_0/ports/1/counters/symbol_error", "N/A (no PMA)\n");
+  Reader reader(sys.root());
+  ReadNotes notes;
+  auto d = reader.read_device("mlx5_0", notes);
+  ASSERT_TRUE(d);
+  EXPECT_FALSE(d->board_id);
+  EXPECT_EQ(notes.unavailable, 2U);
+  EXPECT_TRUE(notes.problems.empty());
 }
 
 TEST(SysfsReader, RxeLikeDeviceHasNoPmaAndNoLifespan) {
