@@ -9,7 +9,7 @@
 #include <fstream>
 
 #include "collectors/kernel/sysfs/reader.hpp"
-#include "tests/unit/fixtures.hpp"
+#include "tests/support/fixtures.hpp"
 
 namespace rdma_exporter::sysfs {
 namespace {
