@@ -2,7 +2,8 @@
 """What a flood of wrong basic-auth passwords costs rdma_exporter.
 
 The exporter runs with one basic-auth user (bcrypt cost 10, made by
-htpasswd) over plain HTTP, on the sysfs fixture (8 mlx5-like devices).
+htpasswd) over plain HTTP, on the sysfs fixture (8 mlx5-like devices,
+written by build/tests/sysfs_tree or --sysfs-tree).
 Flooders send requests with a wrong password as fast as the exporter answers
 (each on a keep-alive connection of its own); meanwhile one scraper with the
 right password scrapes every 0.2 s. Reported: wrong-password answers per
@@ -11,6 +12,7 @@ second, the exporter's CPU use during the flood (user + system time from
 flood.
 
 Usage: bench/auth_flood.py [--flooders N] [--seconds S] [--exporter PATH]
+                           [--sysfs-tree PATH]
 """
 import argparse
 import base64
@@ -19,7 +21,6 @@ import os
 import re
 import statistics
 import subprocess
-import sys
 import tempfile
 import threading
 import time
@@ -52,12 +53,12 @@ def main():
     ap.add_argument("--flooders", type=int, default=32)
     ap.add_argument("--seconds", type=float, default=10)
     ap.add_argument("--exporter", default=os.path.join(ROOT, "build", "rdma_exporter"))
+    ap.add_argument("--sysfs-tree", default=os.path.join(ROOT, "build", "tests", "sysfs_tree"))
     args = ap.parse_args()
 
     work = tempfile.mkdtemp(prefix="rdma_flood_")
     sysfs = os.path.join(work, "sys")
-    subprocess.run([sys.executable, os.path.join(ROOT, "tests/fixtures/sysfs_tree.py"), sysfs]
-                   + ["mlx5:8:2"], check=True)
+    subprocess.run([args.sysfs_tree, sysfs, "mlx5:8:2"], check=True)
     hashed = subprocess.run(["htpasswd", "-nbBC", "10", "", PASSWORD], capture_output=True,
                             text=True, check=True).stdout.strip().lstrip(":")
     with open(os.path.join(work, "web.yml"), "w") as f:

@@ -23,6 +23,7 @@
 #include "tests/fake_kernel/fake_dcb.hpp"
 #include "tests/fake_kernel/fake_ethtool.hpp"
 #include "tests/fake_kernel/fake_nldev.hpp"
+#include "tests/support/sysfs_tree.hpp"
 
 namespace rdma_exporter {
 namespace {
@@ -30,9 +31,7 @@ namespace {
 const std::string& sysfs_tree() {
   static const std::string root = [] {
     std::string dir = "/tmp/rdma_exporter_bench_sysfs";
-    std::string cmd =
-        "python3 " RDMA_EXPORTER_SOURCE_DIR "/tests/fixtures/sysfs_tree.py " + dir + " mlx5:8:2";
-    if (std::system(cmd.c_str()) != 0) std::abort();
+    testing::write_sysfs_tree(dir, "mlx5:8:2");
     return dir;
   }();
   return root;

@@ -2,7 +2,8 @@
 """Scrapes while clients hold connections with unfinished requests.
 
 The exporter runs with its default web limits on the sysfs fixture (8
-mlx5-like devices, 2 ports each). A flooder process opens --connections
+mlx5-like devices, 2 ports each, written by build/tests/sysfs_tree or
+--sysfs-tree). A flooder process opens --connections
 connections spread over --sources addresses (127.0.0.2, 127.0.0.3, ...),
 sends the start of a request on each and nothing more; with --reopen it
 opens a new one whenever the exporter closes one, so it keeps holding as
@@ -18,6 +19,7 @@ connections. Run it against an older build with
 
 Usage: bench/connection_flood.py [--exporter PATH] [--connections N] [--sources K]
                                  [--parallel P] [--scrapes S] [--reopen]
+                                 [--sysfs-tree PATH]
 """
 import argparse
 import collections
@@ -30,7 +32,6 @@ import selectors
 import socket
 import statistics
 import subprocess
-import sys
 import tempfile
 import threading
 import time
@@ -108,6 +109,7 @@ def scrape(port, path="/metrics"):
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--exporter", default=os.path.join(ROOT, "build", "rdma_exporter"))
+    ap.add_argument("--sysfs-tree", default=os.path.join(ROOT, "build", "tests", "sysfs_tree"))
     ap.add_argument("--connections", type=int, default=300)
     ap.add_argument("--sources", type=int, default=1)
     ap.add_argument("--parallel", type=int, default=100)
@@ -117,8 +119,7 @@ def main():
 
     work = tempfile.mkdtemp(prefix="rdma_conn_flood_")
     sysfs = os.path.join(work, "sys")
-    subprocess.run([sys.executable, os.path.join(ROOT, "tests/fixtures/sysfs_tree.py"), sysfs,
-                    "mlx5:8:2"], check=True)
+    subprocess.run([args.sysfs_tree, sysfs, "mlx5:8:2"], check=True)
     proc = subprocess.Popen([args.exporter, "--web.listen-address", "127.0.0.1:0",
                              "--path.sysfs", sysfs], stderr=subprocess.PIPE, text=True)
     port = None

@@ -16,6 +16,7 @@ import time
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, os.path.join(HERE, "..", "tests", "integration"))
+import harness  # noqa: E402
 from harness import make_proc, make_sysfs  # noqa: E402
 from test_golden import PROCESSES, SYSFS  # noqa: E402
 
@@ -28,6 +29,7 @@ def main():
     ap.add_argument("--build", default=os.path.join(HERE, "..", "build"))
     ap.add_argument("--requests", type=int, default=300)
     args = ap.parse_args()
+    harness.SYSFS_TREE_BIN = os.path.join(args.build, "tests", "sysfs_tree")
     proc = subprocess.Popen([os.path.join(args.build, "tests", "fake_rdma_host"),
                              "--web.listen-address", "127.0.0.1:0", "--path.sysfs",
                              make_sysfs(SYSFS), "--path.proc", make_proc(PROCESSES)],

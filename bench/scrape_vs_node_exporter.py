@@ -2,7 +2,8 @@
 """Scrape cost of rdma_exporter next to Debian's prometheus-node-exporter.
 
 Both read the same sysfs fixture (by default 8 mlx5-like devices with 2 ports
-each, and 128 one-port devices): the node exporter with only its infiniband
+each, and 128 one-port devices; written by build/tests/sysfs_tree, or the
+tool --sysfs-tree names): the node exporter with only its infiniband
 collector, rdma_exporter with only its sysfs collector (this machine has no
 rdma netlink) and collection.max_age 0s, so every scrape is a fresh
 collection. Each server is scraped sequentially, gzip accepted as Prometheus
@@ -21,6 +22,7 @@ the median turn is reported.
 
 Usage: bench/scrape_vs_node_exporter.py [--scrapes N] [--rounds R]
            [--exporter PATH] [--before PATH] [--trees mlx5:8:2,mlx5:128:1]
+           [--sysfs-tree PATH]
 """
 import argparse
 import http.client
@@ -30,7 +32,6 @@ import shutil
 import socket
 import statistics
 import subprocess
-import sys
 import tempfile
 import time
 
@@ -125,8 +126,7 @@ def floor_ms(floor_bin, tree, passes):
 
 def measure_tree(spec, args):
     tree = tempfile.mkdtemp(prefix="rdma_bench_sysfs_")
-    subprocess.run([sys.executable, os.path.join(ROOT, "tests/fixtures/sysfs_tree.py"), tree,
-                    spec], check=True)
+    subprocess.run([args.sysfs_tree, tree, spec], check=True)
     cfg = os.path.join(tree, "bench.yml")
     with open(cfg, "w") as f:
         f.write("collection: {max_age: 0s}\n"
@@ -188,8 +188,10 @@ def main():
     ap.add_argument("--exporter", default=os.path.join(ROOT, "build", "rdma_exporter"))
     ap.add_argument("--before", help="a second rdma_exporter binary, measured in the same run")
     ap.add_argument("--floor", default=os.path.join(ROOT, "build", "bench", "sysfs_read_floor"))
+    ap.add_argument("--sysfs-tree", default=os.path.join(ROOT, "build", "tests", "sysfs_tree"),
+                    help="the tool that writes the trees")
     ap.add_argument("--trees", default="mlx5:8:2,mlx5:128:1",
-                    help="sysfs_tree.py specs, comma-separated")
+                    help="sysfs_tree specs, comma-separated")
     args = ap.parse_args()
     for spec in args.trees.split(","):
         measure_tree(spec, args)

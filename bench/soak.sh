@@ -8,7 +8,7 @@
 #
 # What runs, on loopback, for the whole duration:
 #   - rdma_exporter on the sysfs fixture of the integration tests (eight
-#     2-port mlx5 HCAs, tests/fixtures/sysfs_tree.py), scraped 10 times a
+#     2-port mlx5 HCAs, written by the build's tests/sysfs_tree), scraped 10 times a
 #     second (keep-alive, gzip, as Prometheus does);
 #   - fake_rdma_host (the exporter's collection and HTTP server in front of
 #     the fake nldev, DCB and ethtool kernel, tests/fake_kernel), scraped 10
@@ -75,7 +75,9 @@ if [[ -z $BUILD ]]; then
 fi
 EXPORTER=$BUILD/rdma_exporter
 FAKE=$BUILD/tests/fake_rdma_host
+SYSFS_TREE=$BUILD/tests/sysfs_tree
 [[ -x $EXPORTER ]] || { echo "soak.sh: no $EXPORTER (build it first)" >&2; exit 2; }
+[[ -x $SYSFS_TREE ]] || { echo "soak.sh: no $SYSFS_TREE (build it first)" >&2; exit 2; }
 if ((FAKE_HOST)) && [[ ! -x $FAKE ]]; then
 	echo "soak.sh: no $FAKE, running without it" >&2
 	FAKE_HOST=0
@@ -102,8 +104,8 @@ FLAP_PORT=$(free_port)
 OTLP_PORT=$(free_port)
 FAKE_PORT=$(free_port)
 
-python3 "$ROOT/tests/fixtures/sysfs_tree.py" "$WORK/sys" mlx5:8:2
-python3 "$ROOT/tests/fixtures/sysfs_tree.py" "$WORK/fake-sys" mlx5:2:2 rxe
+"$SYSFS_TREE" "$WORK/sys" mlx5:8:2
+"$SYSFS_TREE" "$WORK/fake-sys" mlx5:2:2 rxe
 # The processes fake_rdma_host's QPs belong to (as in tests/integration).
 for entry in "100 python3 /kubepods.slice/pod-a/ctr-1" "101 python3 /kubepods.slice/pod-b/ctr-2" \
 	"200 spdk_tgt /system.slice/spdk.service" \

@@ -1,7 +1,8 @@
 #pragma once
 
-// Counter names real drivers report, for fake kernels that should look like
-// them (the same names tests/fixtures/sysfs_tree.py writes to hw_counters/).
+// Counter names real drivers report, for the fake kernels and the fake sysfs
+// trees (tests/support/sysfs_tree.cpp, hw_counters/) that should look like
+// them.
 
 #include <string>
 #include <vector>

@@ -19,6 +19,9 @@ BIN = os.environ.get("RDMA_EXPORTER_BIN", "../../build/rdma_exporter")
 FAKE_HOST_BIN = os.environ.get("RDMA_FAKE_HOST_BIN", "../../build/tests/fake_rdma_host")
 SOURCE_DIR = os.environ.get("RDMA_EXPORTER_SOURCE_DIR",
                             os.path.abspath(os.path.join(os.path.dirname(__file__), "..", "..")))
+# Writes fake sysfs trees (tests/support/sysfs_tree.hpp).
+SYSFS_TREE_BIN = os.environ.get("RDMA_SYSFS_TREE_BIN",
+                                os.path.join(SOURCE_DIR, "build", "tests", "sysfs_tree"))
 
 
 # The line that says where the daemon listens, in logfmt or JSON:
@@ -28,11 +31,19 @@ LISTENING = re.compile(r"listening on\b.*\baddress\W{1,3}\S*?:(\d+)[\"\s]")
 
 
 def make_sysfs(specs):
-    """A fake sysfs tree from tests/fixtures/sysfs_tree.py; returns its root."""
+    """A fake sysfs tree written by the sysfs_tree tool, e.g. "mlx5:1:2 rxe";
+    returns its root."""
     root = tempfile.mkdtemp(prefix="rdma_sysfs_")
-    subprocess.run(["python3", os.path.join(SOURCE_DIR, "tests/fixtures/sysfs_tree.py"), root]
-                   + specs.split(), check=True)
+    subprocess.run([SYSFS_TREE_BIN, root] + specs.split(), check=True)
     return root
+
+
+def fixture_counter(root, device, port, name):
+    """The value a counter file of a make_sysfs() tree holds, e.g.
+    fixture_counter(root, "mlx5_0", 1, "symbol_error")."""
+    with open(os.path.join(root, "class", "infiniband", device, "ports", str(port),
+                           "counters", name)) as f:
+        return int(f.read())
 
 
 def make_proc(processes):

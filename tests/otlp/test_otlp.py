@@ -20,10 +20,8 @@ from unittest import mock
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, os.path.join(HERE, "..", "integration"))
-sys.path.insert(0, os.path.join(HERE, "..", "fixtures"))
 
-from harness import BIN, Exporter, make_sysfs, write_config  # noqa: E402
-from sysfs_tree import counter_value  # noqa: E402
+from harness import BIN, Exporter, fixture_counter, make_sysfs, write_config  # noqa: E402
 
 RECEIVER = os.path.join(HERE, "receiver.js")
 DECODER = os.path.join(HERE, "node_modules", "@opentelemetry", "otlp-transformer", "package.json")
@@ -242,12 +240,12 @@ class PushTest(OtlpTestCase):
         self.assertEqual(sym["sum"]["aggregationTemporality"], 2)  # cumulative
         self.assertIs(sym["sum"]["isMonotonic"], True)
         p = point(sym, "sum", device="mlx5_0", port="1")
-        self.assertEqual(p["asInt"], str(counter_value(0, 1, "symbol_error")))
+        self.assertEqual(p["asInt"], str(fixture_counter(self.sysfs, "mlx5_0", 1, "symbol_error")))
         # Data counters: 4-byte words in sysfs, bytes in the export.
         data = m["rdma.port.pma.port_xmit_data"]
         self.assertEqual(data["unit"], "By")
         self.assertEqual(point(data, "sum", device="mlx5_0", port="1")["asInt"],
-                         str(4 * counter_value(0, 1, "port_xmit_data")))
+                         str(4 * fixture_counter(self.sysfs, "mlx5_0", 1, "port_xmit_data")))
         # Gauges, info metrics, seconds.
         rate = m["rdma.port.rate"]
         self.assertEqual(rate["unit"], "By/s")
@@ -536,7 +534,7 @@ class TlsPushTest(TlsTestCase):
         m = metrics_of(got[0])
         sym = m["rdma.port.pma.symbol_error"]
         self.assertEqual(point(sym, "sum", device="mlx5_0", port="1")["asInt"],
-                         str(counter_value(0, 1, "symbol_error")))
+                         str(fixture_counter(self.sysfs, "mlx5_0", 1, "symbol_error")))
         self.assertEqual(point(m["rdma.port.rate"], "gauge", device="mlx5_0", port="1")["asInt"],
                          "12500000000")
         self.assertIn("rdma.port.link_layer_info", m)

@@ -4,7 +4,7 @@
 // daemon's Collection around it: the collector its registry entry makes,
 // one Scrape and one collect() per call. The result has the shape of a
 // collection (families and the collector's outcome) so that the
-// tests/unit/snapshot_query.hpp helpers read it.
+// tests/support/snapshot_query.hpp helpers read it.
 
 #include <chrono>
 #include <memory>

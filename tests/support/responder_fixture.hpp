@@ -16,7 +16,7 @@
 
 #include "collectors/probe/control/responder.hpp"
 #include "collectors/probe/stats/stats.hpp"
-#include "tests/unit/snapshot_query.hpp"
+#include "tests/support/snapshot_query.hpp"
 
 namespace rdma_exporter::testing {
 

@@ -1,51 +1,41 @@
 #pragma once
 
-// A fake /sys written file by file from C++, for tests that need every value
-// of a tree to be their own: a fresh directory under the test's temporary
-// directory, removed with the object.
+// Fake /sys trees shaped like the kernel's /sys/class/infiniband, for the unit
+// tests (directly), the integration tests and the benchmarks (through the
+// sysfs_tree tool, tests/support/sysfs_tree_main.cpp).
 //
-//   SysfsTree sys;
-//   sys.file("class/infiniband/mlx5_0/fw_ver", "20.31.1014\n");
-//   sysfs::Reader reader(sys.root());
+// Kinds of device:
+//   mlx5    InfiniBand HCA: info files, IB PMA counters/ and port hw_counters/
+//   rxe     Soft-RoCE: no counters/ directory, hw_counters/ with "lifespan"
+//   efa     device-level hw_counters/ (what netlink cannot reach)
+//   broken  files that fail the ways real sysfs files fail
+//
+// A spec is KIND[:COUNT[:PORTS]], COUNT and PORTS 1 when left out: "mlx5:8:2"
+// is eight 2-port mlx5 devices, mlx5_0 to mlx5_7.
 
-#include <gtest/gtest.h>
-#include <unistd.h>
-
+#include <cstdint>
 #include <filesystem>
-#include <fstream>
 #include <string>
+#include <string_view>
+#include <vector>
 
 namespace rdma_exporter::testing {
 
-class SysfsTree {
- public:
-  SysfsTree() {
-    static int counter = 0;
-    root_ = std::filesystem::path(::testing::TempDir()) /
-            ("rdma_sysfs_tree_" + std::to_string(::getpid()) + "_" + std::to_string(counter++));
-    std::filesystem::remove_all(root_);
-    std::filesystem::create_directories(root_);
-  }
-  ~SysfsTree() {
-    std::error_code ignored;
-    std::filesystem::remove_all(root_, ignored);
-  }
-  SysfsTree(const SysfsTree&) = delete;
-  SysfsTree& operator=(const SysfsTree&) = delete;
+// Writes the devices of `specs` below out/class/infiniband; `out` is
+// replaced. Throws std::invalid_argument for a malformed spec or an unknown
+// kind (before touching `out`), std::runtime_error or
+// std::filesystem::filesystem_error when a file cannot be written.
+void write_sysfs_tree(const std::filesystem::path& out, const std::vector<std::string>& specs);
 
-  const std::filesystem::path& root() const { return root_; }
+// The same with the specs in one string, separated by spaces:
+// "mlx5:1:2 rxe broken".
+void write_sysfs_tree(const std::filesystem::path& out, std::string_view specs);
 
-  // Writes `text` to <root>/<relative>, making the directories on the way.
-  void file(const std::string& relative, const std::string& text) {
-    const std::filesystem::path path = root_ / relative;
-    std::filesystem::create_directories(path.parent_path());
-    std::ofstream out(path, std::ios::trunc);
-    out << text;
-    if (!out) ADD_FAILURE() << "cannot write " << path;
-  }
-
- private:
-  std::filesystem::path root_;
-};
+// What the tree writes into counter file `name` of device `device` (the N of
+// mlx5_N, rxeN, efa_N) and port `port` (0 for efa's device-level counters):
+// (sum of the name's bytes * 1000 + device * 100 + port * 10) mod 2^32, so
+// that a test can tell any two counters apart. hw_counters/lifespan, a
+// setting rather than a counter, always holds 10.
+uint64_t sysfs_counter_value(int device, int port, std::string_view name);
 
 }  // namespace rdma_exporter::testing

@@ -12,8 +12,9 @@
 #include <fstream>
 
 #include "tests/fake_kernel/fake_nldev.hpp"
-#include "tests/unit/fixtures.hpp"
-#include "tests/unit/snapshot_query.hpp"
+#include "tests/support/fixtures.hpp"
+#include "tests/support/snapshot_query.hpp"
+#include "tests/support/sysfs_tree.hpp"
 
 namespace rdma_exporter {
 namespace {
@@ -22,11 +23,9 @@ using testing::FakeDevice;
 using testing::FakeNldev;
 using testing::FakePort;
 
-// The value tests/fixtures/sysfs_tree.py writes for a counter file.
+// The value the sysfs fixture writes into a counter file, as a sample's.
 double fixture_value(const std::string& name, int dev, int port) {
-  long sum = 0;
-  for (char c : name) sum += static_cast<unsigned char>(c);
-  return static_cast<double>((sum * 1000 + dev * 100 + port * 10) % (1L << 32));
+  return static_cast<double>(testing::sysfs_counter_value(dev, port, name));
 }
 
 using testing::has_family;

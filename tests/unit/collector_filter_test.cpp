@@ -8,8 +8,8 @@
 #include "exporter/collection.hpp"
 #include "exporter/http/router.hpp"
 #include "tests/fake_kernel/fake_nldev.hpp"
-#include "tests/unit/fixtures.hpp"
-#include "tests/unit/snapshot_query.hpp"
+#include "tests/support/fixtures.hpp"
+#include "tests/support/snapshot_query.hpp"
 
 namespace rdma_exporter {
 namespace {

@@ -20,7 +20,7 @@
 #include "tests/fake_kernel/fake_ethtool.hpp"
 #include "tests/fake_kernel/fake_nldev.hpp"
 #include "tests/support/collector_run.hpp"
-#include "tests/unit/snapshot_query.hpp"
+#include "tests/support/snapshot_query.hpp"
 
 namespace rdma_exporter {
 namespace {

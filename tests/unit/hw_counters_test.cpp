@@ -1,6 +1,6 @@
 // The hw_counters collector: port hw counters from rdma netlink, and from
 // sysfs hw_counters/ wherever netlink cannot give them, against the fake
-// nldev kernel and sysfs fixture trees (tests/fixtures/sysfs_tree.py).
+// nldev kernel and sysfs fixture trees (tests/support/sysfs_tree.hpp).
 
 #include <gtest/gtest.h>
 #include <linux/netlink.h>
@@ -19,8 +19,8 @@
 #include "exporter/config.hpp"
 #include "tests/fake_kernel/fake_nldev.hpp"
 #include "tests/support/collector_run.hpp"
-#include "tests/unit/fixtures.hpp"
-#include "tests/unit/snapshot_query.hpp"
+#include "tests/support/fixtures.hpp"
+#include "tests/support/snapshot_query.hpp"
 
 namespace rdma_exporter {
 namespace {

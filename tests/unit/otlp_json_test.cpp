@@ -11,7 +11,7 @@
 
 #include "common/metric_sink.hpp"
 #include "tests/support/json_parser.hpp"
-#include "tests/unit/otlp_families.hpp"
+#include "tests/support/otlp_families.hpp"
 
 namespace rdma_exporter {
 namespace {

@@ -12,9 +12,9 @@
 
 #include "common/metric_sink.hpp"
 #include "common/text.hpp"
+#include "tests/support/otlp_families.hpp"
 #include "tests/support/otlp_request.hpp"
 #include "tests/support/protobuf_decoder.hpp"
-#include "tests/unit/otlp_families.hpp"
 
 namespace rdma_exporter {
 namespace {

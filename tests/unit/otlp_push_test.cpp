@@ -23,8 +23,8 @@
 #include "tests/support/http_receiver.hpp"
 #include "tests/support/otlp_request.hpp"
 #include "tests/support/protobuf_decoder.hpp"
+#include "tests/support/snapshot_query.hpp"
 #include "tests/support/wait.hpp"
-#include "tests/unit/snapshot_query.hpp"
 
 namespace rdma_exporter {
 namespace {

@@ -19,7 +19,7 @@
 #include "tests/fake_kernel/fake_dcb.hpp"
 #include "tests/fake_kernel/fake_ethtool.hpp"
 #include "tests/fake_kernel/fake_nldev.hpp"
-#include "tests/unit/fixtures.hpp"
+#include "tests/support/fixtures.hpp"
 
 namespace rdma_exporter {
 namespace {

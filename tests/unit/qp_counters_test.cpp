@@ -15,7 +15,7 @@
 #include "exporter/config.hpp"
 #include "tests/fake_kernel/fake_nldev.hpp"
 #include "tests/fake_kernel/nl_message.hpp"
-#include "tests/unit/snapshot_query.hpp"
+#include "tests/support/snapshot_query.hpp"
 
 namespace rdma_exporter {
 namespace {

@@ -9,8 +9,8 @@
 #include <fstream>
 
 #include "collectors/kernel/sysfs/reader.hpp"
-#include "tests/support/sysfs_tree.hpp"
-#include "tests/unit/fixtures.hpp"
+#include "tests/support/fixtures.hpp"
+#include "tests/support/sysfs_files.hpp"
 
 namespace rdma_exporter::sysfs {
 namespace {

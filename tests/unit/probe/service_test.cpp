@@ -26,8 +26,8 @@
 #include "tests/support/closed_port.hpp"
 #include "tests/support/control_client.hpp"
 #include "tests/support/responder_fixture.hpp"
+#include "tests/support/snapshot_query.hpp"
 #include "tests/support/wait.hpp"
-#include "tests/unit/snapshot_query.hpp"
 
 namespace rdma_exporter::probe {
 namespace {

@@ -18,7 +18,7 @@
 #include "collectors/probe/ud/port.hpp"
 #include "collectors/probe/verbs/access.hpp"
 #include "common/token_bucket.hpp"
-#include "tests/unit/snapshot_query.hpp"
+#include "tests/support/snapshot_query.hpp"
 
 namespace rdma_exporter::probe {
 namespace {

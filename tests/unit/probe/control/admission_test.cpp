@@ -33,7 +33,7 @@
 #include "common/token_bucket.hpp"
 #include "tests/support/control_client.hpp"
 #include "tests/support/responder_fixture.hpp"
-#include "tests/unit/snapshot_query.hpp"
+#include "tests/support/snapshot_query.hpp"
 
 namespace rdma_exporter::probe {
 namespace {

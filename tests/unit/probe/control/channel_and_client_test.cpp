@@ -19,7 +19,7 @@
 #include "collectors/probe/control/client.hpp"
 #include "collectors/probe/wire/auth.hpp"
 #include "tests/support/control_client.hpp"
-#include "tests/unit/snapshot_query.hpp"
+#include "tests/support/snapshot_query.hpp"
 
 namespace rdma_exporter::probe {
 namespace {

@@ -25,8 +25,8 @@
 #include "common/yaml_walker.hpp"
 #include "tests/support/control_client.hpp"
 #include "tests/support/responder_fixture.hpp"
+#include "tests/support/snapshot_query.hpp"
 #include "tests/support/wait.hpp"
-#include "tests/unit/snapshot_query.hpp"
 
 namespace rdma_exporter::probe {
 namespace {

@@ -13,7 +13,7 @@
 #include "collectors/probe/stats/stats.hpp"
 #include "collectors/probe/ud/port.hpp"
 #include "common/yaml_walker.hpp"
-#include "tests/unit/snapshot_query.hpp"
+#include "tests/support/snapshot_query.hpp"
 
 namespace rdma_exporter::probe {
 namespace {
