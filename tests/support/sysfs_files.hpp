@@ -5,7 +5,7 @@
 // of a tree to be their own: a fresh directory under the test's temporary
 // directory, removed with the object.
 //
-//   SysfsTree sys;
+//   SysfsFiles sys;
 //   sys.file("class/infiniband/mlx5_0/fw_ver", "20.31.1014\n");
 //   sysfs::Reader reader(sys.root());
 
@@ -18,21 +18,21 @@
 
 namespace rdma_exporter::testing {
 
-class SysfsTree {
+class SysfsFiles {
  public:
-  SysfsTree() {
+  SysfsFiles() {
     static int counter = 0;
     root_ = std::filesystem::path(::testing::TempDir()) /
             ("rdma_sysfs_tree_" + std::to_string(::getpid()) + "_" + std::to_string(counter++));
     std::filesystem::remove_all(root_);
     std::filesystem::create_directories(root_);
   }
-  ~SysfsTree() {
+  ~SysfsFiles() {
     std::error_code ignored;
     std::filesystem::remove_all(root_, ignored);
   }
-  SysfsTree(const SysfsTree&) = delete;
-  SysfsTree& operator=(const SysfsTree&) = delete;
+  SysfsFiles(const SysfsFiles&) = delete;
+  SysfsFiles& operator=(const SysfsFiles&) = delete;
 
   const std::filesystem::path& root() const { return root_; }
 

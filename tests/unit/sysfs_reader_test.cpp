@@ -53,7 +53,7 @@ TEST(SysfsReader, Mlx5LikeDevice) {
 // from a neighbouring file, or a port's counters from the next port's
 // directory, comes out wrong.
 TEST(SysfsReader, EveryValueComesFromItsOwnFile) {
-  testing::SysfsTree sys;
+  testing::SysfsFiles sys;
   const std::string dev = "class/infiniband/mlx5_3/";
   sys.file(dev + "fw_ver", "20.31.1014\n");
   sys.file(dev + "board_id", "MT_0000000223\n");
@@ -139,7 +139,7 @@ TEST(SysfsReader, OnlyTheKernelsNotAvailableMarkIsUnavailable) {
   for (std::size_t i = 0; i < mark.size(); ++i) {
     std::string other = mark + " (no PMA)";
     other[i] = 'x';
-    testing::SysfsTree sys;
+    testing::SysfsFiles sys;
     sys.file("class/infiniband/mlx5_0/board_id", other + "\n");
     sys.file("class/infiniband/mlx5_0/ports/1/counters/symbol_error", other + "\n");
     Reader reader(sys.root());
@@ -153,7 +153,7 @@ TEST(SysfsReader, OnlyTheKernelsNotAvailableMarkIsUnavailable) {
         << notes.problems[0];
   }
   // The mark itself is unavailable in both.
-  testing::SysfsTree sys;
+  testing::SysfsFiles sys;
   sys.file("class/infiniband/mlx5_0/board_id", "N/A\n");
   sys.file("class/infiniband/mlx5_0/ports/1/counters/symbol_error", "N/A (no PMA)\n");
   Reader reader(sys.root());
