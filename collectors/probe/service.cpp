@@ -335,10 +335,11 @@ void ProbeService::run_probers(const std::string& self_group) {
     }
     std::shared_ptr<ControlClient> p;
     if (is_ud(cls.op)) {
-      p = std::make_shared<UdProber>(io_, local, local.ud, target.address, remote, cls, ps,
+      p = std::make_shared<UdProber>(io_, local.name(), local.ud, target.address, remote, cls, ps,
                                      ud_stats);
     } else {
-      p = std::make_shared<Prober>(io_, local, target.address, remote, cls, ps, series);
+      p = std::make_shared<Prober>(io_, local.name(), device_queue_pairs(local, ps.memory),
+                                   target.address, remote, cls, ps, series);
     }
     p->start();
     next[plan.key] = std::move(p);

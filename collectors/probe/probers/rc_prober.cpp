@@ -2,6 +2,7 @@
 
 #include <algorithm>
 
+#include "collectors/probe/verbs/endpoint.hpp"
 #include "collectors/probe/wire/auth.hpp"
 #include "common/log.hpp"
 
@@ -19,30 +20,35 @@ bool remote_status(ibv_wc_status s) {
 
 }  // namespace
 
-Prober::Prober(boost::asio::io_context& io, LocalPort local, std::string address,
-               wire::PortAd remote, ProbeClass cls, ProberSettings settings,
+RcQueuePairMaker device_queue_pairs(const LocalPort& local, std::string memory) {
+  return [device = local.device, info = local.info, memory = std::move(memory)](
+             const QpParams& params, int gid_index,
+             uint32_t recv_depth) -> Result<std::unique_ptr<RcQueuePair>> {
+    auto port = gid_index < 0 ? Result<PortInfo>(info) : device->port(info.port, gid_index);
+    if (!port) return port.error();
+    auto endpoint = Endpoint::create(device, EndpointConfig{params, *port, recv_depth, memory});
+    if (!endpoint) return endpoint.error();
+    return std::unique_ptr<RcQueuePair>(std::move(endpoint.value()));
+  };
+}
+
+Prober::Prober(boost::asio::io_context& io, std::string local_name, RcQueuePairMaker make,
+               std::string address, wire::PortAd remote, ProbeClass cls, ProberSettings settings,
                std::shared_ptr<SeriesStats> stats)
     : ControlClient(io, address, remote,
-                    address + " " + local.name() + "->" + remote.device + "/" +
+                    address + " " + local_name + "->" + remote.device + "/" +
                         std::to_string(remote.port) + " " + cls.name,
                     std::move(settings), std::move(stats)),
-      local_(std::move(local)),
-      device_(local_.device),
+      make_(std::move(make)),
       class_(std::move(cls)),
       row_(*find_op(class_.op)) {}
 
 void Prober::on_hello() {
-  const int gid_index = class_.gid_index.value_or(settings_.gid_index);
-  auto port =
-      gid_index < 0 ? Result<PortInfo>(local_.info) : device_->port(local_.info.port, gid_index);
-  if (!port) return fail_verbs(reason::setup, port.error());
-  const QpParams& qp = class_;
-  const EndpointConfig config{qp, *port, row_.prober_recv_depth, settings_.memory};
-  auto endpoint = Endpoint::create(device_, config);
-  if (!endpoint) return fail_verbs(reason::setup, endpoint.error());
-  endpoint_ = std::move(endpoint.value());
+  auto qp = make_(class_, class_.gid_index.value_or(settings_.gid_index), row_.prober_recv_depth);
+  if (!qp) return fail_verbs(reason::setup, qp.error());
+  qp_ = std::move(qp.value());
 
-  wire::Setup setup{qp, endpoint_->local()};
+  wire::Setup setup{static_cast<const QpParams&>(class_), qp_->local()};
   setup.device = remote_port_.device;
   setup.port = remote_port_.port;
   send_setup(std::move(setup));
@@ -54,8 +60,8 @@ void Prober::on_accept(const wire::Message& answer) {
   remote_ = accept->peer;
   // Recreating the endpoint is not needed for the loopback case where both
   // queue pairs share one device: RC works between any two QPs.
-  if (Status s = endpoint_->connect(remote_); !s) return fail_verbs(reason::setup, s.error());
-  channel_.emplace(io_, endpoint_->channel_fd());
+  if (Status s = qp_->connect(remote_); !s) return fail_verbs(reason::setup, s.error());
+  channel_.emplace(io_, qp_->channel_fd());
   established();
   probe();
 }
@@ -65,10 +71,10 @@ void Prober::probe() {
   flight_.seq = ++seq_;
   flight_.active = true;
   flight_.echo_done = !row_.echo;
-  if (endpoint_->timestamps()) flight_.started_ticks = device_->raw_clock();
+  flight_.started_ticks = qp_->clock_now();
   flight_.started = Clock::now();
   next_probe_ = flight_.started + class_.interval;
-  if (Status s = endpoint_->post(flight_.seq, remote_); !s) {
+  if (Status s = qp_->post(flight_.seq, remote_); !s) {
     return fail_verbs(reason::qp_error, s.error());
   }
   stats_->sent();
@@ -91,14 +97,14 @@ void Prober::spin() {
 
 void Prober::wait_for_completion() {
   const uint64_t gen = generation_;
-  if (Status s = endpoint_->arm(); !s) return fail(reason::qp_error, s.error().message);
+  if (Status s = qp_->arm(); !s) return fail(reason::qp_error, s.error().message);
   // A completion that arrived before arming raises no event: look again.
   if (drain()) return complete();
   if (gen != generation_) return;
   channel_->async_wait(boost::asio::posix::stream_descriptor::wait_read,
                        guarded([this](const boost::system::error_code& ec) {
                          if (ec) return;
-                         endpoint_->consume_events();
+                         qp_->consume_events();
                          const uint64_t g = generation_;
                          if (drain()) return complete();
                          if (g == generation_) wait_for_completion();
@@ -108,7 +114,7 @@ void Prober::wait_for_completion() {
 bool Prober::drain() {
   std::array<Completion, 8> wc;
   for (;;) {
-    auto n = endpoint_->poll(wc);
+    auto n = qp_->poll(wc);
     if (!n) {
       fail(reason::qp_error, n.error().message);
       return false;
@@ -125,8 +131,8 @@ bool Prober::drain() {
         }
         return false;
       }
-      if ((c.wr_id & Endpoint::kRecvTag) != 0) {
-        if (Status s = endpoint_->post_recv(c.wr_id); !s) {
+      if ((c.wr_id & RcQueuePair::kRecvTag) != 0) {
+        if (Status s = qp_->post_recv(c.wr_id); !s) {
           fail(reason::qp_error, s.error().message);
           return false;
         }
@@ -148,8 +154,7 @@ void Prober::complete() {
   deadline_.cancel();
   double seconds = std::chrono::duration<double>(now - flight_.started).count();
   if (flight_.started_ticks && flight_.end_ticks && *flight_.end_ticks >= *flight_.started_ticks) {
-    seconds =
-        ticks_to_seconds(*flight_.end_ticks - *flight_.started_ticks, device_->core_clock_khz());
+    seconds = ticks_to_seconds(*flight_.end_ticks - *flight_.started_ticks, qp_->clock_khz());
   }
   flight_.active = false;
   recovered();
@@ -173,7 +178,7 @@ void Prober::probe_timed_out() {
 void Prober::on_teardown() {
   flight_.active = false;
   channel_.reset();
-  endpoint_.reset();
+  qp_.reset();
 }
 
 }  // namespace rdma_exporter::probe

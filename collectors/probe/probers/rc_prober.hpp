@@ -1,6 +1,7 @@
 #pragma once
 
 #include <chrono>
+#include <functional>
 #include <memory>
 #include <optional>
 #include <string>
@@ -9,9 +10,19 @@
 #include "collectors/probe/devices/local_port.hpp"
 #include "collectors/probe/plan/options.hpp"
 #include "collectors/probe/verbs/borrowed_fd.hpp"
-#include "collectors/probe/verbs/endpoint.hpp"
+#include "collectors/probe/verbs/queue_pair.hpp"
 
 namespace rdma_exporter::probe {
+
+// Makes the queue pair of each session of an RC prober: the class's
+// parameters, `recv_depth` receives, on the local port's GID at `gid_index`
+// (-1: the port's default).
+using RcQueuePairMaker = std::function<Result<std::unique_ptr<RcQueuePair>>(
+    const QpParams& params, int gid_index, uint32_t recv_depth)>;
+
+// Queue pairs (Endpoint) on the local port's device, with their buffer in
+// `memory`.
+RcQueuePairMaker device_queue_pairs(const LocalPort& local, std::string memory);
 
 // Probes one port of a target from one local port with one RC class (send,
 // write, read), for as long as it runs: over a control connection
@@ -19,8 +30,10 @@ namespace rdma_exporter::probe {
 // posts one probe per interval and times it.
 class Prober : public ControlClient {
  public:
-  Prober(boost::asio::io_context& io, LocalPort local, std::string address, wire::PortAd remote,
-         ProbeClass cls, ProberSettings settings, std::shared_ptr<SeriesStats> stats);
+  // `local_name` names the local port in log lines ("mlx5_0/1").
+  Prober(boost::asio::io_context& io, std::string local_name, RcQueuePairMaker make,
+         std::string address, wire::PortAd remote, ProbeClass cls, ProberSettings settings,
+         std::shared_ptr<SeriesStats> stats);
 
  private:
   void on_hello() override;
@@ -35,12 +48,11 @@ class Prober : public ControlClient {
   void complete();
   void probe_timed_out();
 
-  const LocalPort local_;
-  std::shared_ptr<Device> device_;
+  const RcQueuePairMaker make_;
   const ProbeClass class_;
   const OpRow& row_;  // the class's op
-  std::unique_ptr<Endpoint> endpoint_;
-  BorrowedFd channel_;  // the endpoint's completion channel
+  std::unique_ptr<RcQueuePair> qp_;
+  BorrowedFd channel_;  // the queue pair's completion channel
   wire::Peer remote_;
 
   // The probe in flight.

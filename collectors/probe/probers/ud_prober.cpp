@@ -40,14 +40,14 @@ UdTiming ud_timing(double host_rtt, std::optional<double> device_rtt, double res
   return t;
 }
 
-UdProber::UdProber(boost::asio::io_context& io, const LocalPort& local,
-                   std::shared_ptr<UdPort> port, std::string address, wire::PortAd remote,
+UdProber::UdProber(boost::asio::io_context& io, std::string local_name,
+                   std::shared_ptr<UdProbePort> port, std::string address, wire::PortAd remote,
                    ProbeClass cls, ProberSettings settings, UdProberStats stats)
     : ControlClient(io, address, remote,
-                    address + " " + local.name() + "->" + remote.device + "/" +
+                    address + " " + local_name + "->" + remote.device + "/" +
                         std::to_string(remote.port) + " " + cls.name,
                     std::move(settings), stats.pair),
-      local_name_(local.name()),
+      local_name_(std::move(local_name)),
       port_(std::move(port)),
       class_(std::move(cls)),
       ud_stats_(std::move(stats)) {}
@@ -71,7 +71,7 @@ void UdProber::on_hello() {
 void UdProber::on_accept(const wire::Message& answer) {
   const auto* accept = std::get_if<wire::UdAccept>(&answer);
   if (accept == nullptr) return fail(reason::protocol, "expected ud_accept or reject");
-  UdPort::Session session;
+  UdProbePort::Session session;
   session.responder = accept->peer;
   session.sent = guarded([this](uint64_t seq, std::optional<uint64_t> ticks) {
     if (auto it = in_flight_.find(seq); it != in_flight_.end()) it->second.sent_ticks = ticks;
@@ -136,8 +136,7 @@ void UdProber::on_reply(const UdReply& reply) {
   const double host_rtt = std::chrono::duration<double>(reply.polled - p.posted).count();
   std::optional<double> device_rtt;
   if (p.sent_ticks && reply.ticks && *reply.ticks >= *p.sent_ticks) {
-    device_rtt =
-        ticks_to_seconds(*reply.ticks - *p.sent_ticks, port_->port().device->core_clock_khz());
+    device_rtt = ticks_to_seconds(*reply.ticks - *p.sent_ticks, port_->clock_khz());
   }
   const UdTiming t =
       ud_timing(host_rtt, device_rtt, static_cast<double>(reply.datagram.responder_delay_ns) / 1e9);

@@ -55,9 +55,10 @@ UdTiming ud_timing(double host_rtt, std::optional<double> device_rtt, double res
 // within the timeout is lost, counted against its path.
 class UdProber : public ControlClient {
  public:
-  // `port` is the local port's UD queue pair; without one (it could not be
-  // made) every session fails with reason "setup" until the port has one.
-  UdProber(boost::asio::io_context& io, const LocalPort& local, std::shared_ptr<UdPort> port,
+  // `port` is the local port's UD queue pair, `local_name` names the port
+  // ("mlx5_0/1"); without a queue pair (it could not be made) every session
+  // fails with reason "setup" until the port has one.
+  UdProber(boost::asio::io_context& io, std::string local_name, std::shared_ptr<UdProbePort> port,
            std::string address, wire::PortAd remote, ProbeClass cls, ProberSettings settings,
            UdProberStats stats);
 
@@ -71,7 +72,7 @@ class UdProber : public ControlClient {
   void on_reply(const UdReply& reply);
 
   const std::string local_name_;
-  const std::shared_ptr<UdPort> port_;
+  const std::shared_ptr<UdProbePort> port_;
   const ProbeClass class_;
   const UdProberStats ud_stats_;
   uint32_t session_ = 0;

@@ -20,6 +20,7 @@
 #include "collectors/probe/ud/address_handles.hpp"
 #include "collectors/probe/ud/addressing.hpp"
 #include "collectors/probe/ud/admissions.hpp"
+#include "collectors/probe/ud/probe_port.hpp"
 #include "collectors/probe/verbs/borrowed_fd.hpp"
 #include "collectors/probe/verbs/memory.hpp"
 #include "collectors/probe/wire/datagram.hpp"
@@ -48,26 +49,11 @@ struct UdPortSettings {
   int gid_index = -1;  // -1: the port's default GID
 };
 
-// What the prober's side learns of one probe: when its request left (device
-// clock, when the device has completion timestamps) and when and how its
-// reply came back.
-struct UdReply {
-  wire::Datagram datagram;
-  std::optional<uint64_t> ticks;                 // T5: the reply's receive completion, device clock
-  std::chrono::steady_clock::time_point polled;  // T6: when it was taken from the queue
-};
-
-class UdPort {
+class UdPort final : public UdProbePort {
  public:
   using Clock = std::chrono::steady_clock;
-  // A prober's session on this port.
-  struct Session {
-    wire::UdPeer responder;  // replies from elsewhere are dropped
-    std::function<void(uint64_t seq, std::optional<uint64_t> ticks)> sent;  // T2
-    std::function<void(const UdReply&)> reply;
-  };
 
-  ~UdPort();
+  ~UdPort() override;
   UdPort(const UdPort&) = delete;
   UdPort& operator=(const UdPort&) = delete;
 
@@ -76,12 +62,12 @@ class UdPort {
                                                 std::shared_ptr<UdPortStats> stats);
 
   // How peers address this port's queue pair.
-  wire::UdPeer address() const;
+  wire::UdPeer address() const override;
   const LocalPort& port() const { return port_; }
   bool timestamps() const { return cq_ex_ != nullptr; }
   uint32_t max_size() const { return settings_.max_size; }
   // False once the queue pair failed; the port is made again at the next scan.
-  bool working() const { return !broken_; }
+  bool working() const override { return !broken_; }
 
   // Responder: datagrams from `prober` are answered while it is admitted,
   // one admission per open session, each with its own parameters (see
@@ -98,13 +84,15 @@ class UdPort {
 
   // Prober: a number for a new session, which requests carry and replies
   // are routed by.
-  uint32_t open_session(Session session);
-  void close_session(uint32_t id);
+  uint32_t open_session(Session session) override;
+  void close_session(uint32_t id) override;
   // Sends a request of `size` bytes (at least the datagram header) to the
   // session's responder on the path's flow label.
-  Status send_request(uint32_t id, const wire::Datagram& request, uint32_t size, uint8_t sl);
+  Status send_request(uint32_t id, const wire::Datagram& request, uint32_t size,
+                      uint8_t sl) override;
   // Spins on the completion queue for up to `limit`, until `done` says so.
-  void spin(std::chrono::microseconds limit, const std::function<bool()>& done);
+  void spin(std::chrono::microseconds limit, const std::function<bool()>& done) override;
+  uint64_t clock_khz() const override { return port_.device->core_clock_khz(); }
 
   // Stops waiting for completions; sessions are told nothing more.
   void close();

@@ -258,6 +258,11 @@ Status Endpoint::arm() {
   return ok_status();
 }
 
+std::optional<uint64_t> Endpoint::clock_now() const {
+  if (cq_ex_ == nullptr) return std::nullopt;
+  return device_->raw_clock();
+}
+
 void Endpoint::consume_events() {
   ibv_cq* cq = nullptr;
   void* ctx = nullptr;

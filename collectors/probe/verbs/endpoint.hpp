@@ -11,6 +11,7 @@
 #include "collectors/probe/verbs/access.hpp"
 #include "collectors/probe/verbs/device.hpp"
 #include "collectors/probe/verbs/memory.hpp"
+#include "collectors/probe/verbs/queue_pair.hpp"
 #include "collectors/probe/wire/protocol.hpp"
 #include "collectors/probe/wire/qp_params.hpp"
 #include "common/result.hpp"
@@ -29,21 +30,10 @@ struct EndpointConfig : QpParams {
   Role role = Role::prober;
 };
 
-struct Completion {
-  uint64_t wr_id = 0;
-  ibv_wc_status status = IBV_WC_SUCCESS;
-  ibv_wc_opcode opcode = IBV_WC_SEND;
-  std::optional<uint64_t> timestamp;  // device clock ticks
-};
-
 // One RC queue pair with its completion queue, completion channel and memory.
-class Endpoint {
+class Endpoint final : public RcQueuePair {
  public:
-  // Receives carry this bit in their work request id; connect() posts
-  // `recv_depth` of them, numbered from 0.
-  static constexpr uint64_t kRecvTag = 1ull << 63;
-
-  ~Endpoint();
+  ~Endpoint() override;
   Endpoint(const Endpoint&) = delete;
   Endpoint& operator=(const Endpoint&) = delete;
 
@@ -52,27 +42,29 @@ class Endpoint {
 
   // This end as its peer addresses it; rkey and address are 0 unless the
   // buffer is remotely accessible.
-  wire::Peer local() const;
+  wire::Peer local() const override;
   const EndpointConfig& config() const { return config_; }
   const Device& device() const { return *device_; }
   bool timestamps() const { return cq_ex_ != nullptr; }
 
   // INIT -> RTR -> RTS towards `remote`.
-  Status connect(const wire::Peer& remote);
+  Status connect(const wire::Peer& remote) override;
 
-  Status post_recv(uint64_t wr_id);
+  Status post_recv(uint64_t wr_id) override;
   // The class's operation: a send, or an RDMA write or read of `size` bytes
   // at the remote's address.
-  Status post(uint64_t wr_id, const wire::Peer& remote);
+  Status post(uint64_t wr_id, const wire::Peer& remote) override;
   Status post_send(uint64_t wr_id);
 
   // Fills `out` with up to its size of completions; returns how many.
-  Result<std::size_t> poll(std::span<Completion> out);
+  Result<std::size_t> poll(std::span<Completion> out) override;
   // Asks for an event on the channel at the next completion.
-  Status arm();
-  int channel_fd() const { return channel_->fd; }
+  Status arm() override;
+  int channel_fd() const override { return channel_->fd; }
   // Takes and acknowledges the channel's pending events, without blocking.
-  void consume_events();
+  void consume_events() override;
+  std::optional<uint64_t> clock_now() const override;
+  uint64_t clock_khz() const override { return device_->core_clock_khz(); }
 
  private:
   Endpoint() = default;
