@@ -5,7 +5,7 @@ The exporter runs with its default web limits on the sysfs fixture (8
 mlx5-like devices, 2 ports each, written by build/tests/sysfs_tree or
 --sysfs-tree). A flooder process opens --connections
 connections spread over --sources addresses (127.0.0.2, 127.0.0.3, ...),
-sends the start of a request on each and nothing more; with --reopen it
+or, with --shared, from the scraper's own address 127.0.0.1, sends the start of a request on each and nothing more; with --reopen it
 opens a new one whenever the exporter closes one, so it keeps holding as
 many as it can. Once the flood is in place, a scraper on 127.0.0.1 runs
 --scrapes scrapes of /metrics (gzip, as Prometheus asks), --parallel at a
@@ -18,7 +18,7 @@ connections. Run it against an older build with
 --exporter to compare.
 
 Usage: bench/connection_flood.py [--exporter PATH] [--connections N] [--sources K]
-                                 [--parallel P] [--scrapes S] [--reopen]
+                                 [--parallel P] [--scrapes S] [--reopen] [--shared]
                                  [--sysfs-tree PATH]
 """
 import argparse
@@ -62,11 +62,11 @@ def open_one(port, source):
     return s
 
 
-def flood(port, connections, sources, reopen, ready, stop, opened):
+def flood(port, connections, sources, shared, reopen, ready, stop, opened):
     """Runs in a process of its own, so the scraper's threads do not wait for
     the flooder's GIL."""
     sel = selectors.DefaultSelector()
-    addresses = [f"127.0.0.{2 + i}" for i in range(sources)]
+    addresses = ["127.0.0.1"] if shared else [f"127.0.0.{2 + i}" for i in range(sources)]
     for i in range(connections):
         source = addresses[i % sources]
         sel.register(open_one(port, source), selectors.EVENT_READ, source)
@@ -115,6 +115,8 @@ def main():
     ap.add_argument("--parallel", type=int, default=100)
     ap.add_argument("--scrapes", type=int, default=100)
     ap.add_argument("--reopen", action="store_true")
+    ap.add_argument("--shared", action="store_true",
+                    help="flood from 127.0.0.1, the scraper's own address")
     args = ap.parse_args()
 
     work = tempfile.mkdtemp(prefix="rdma_conn_flood_")
@@ -135,7 +137,8 @@ def main():
     ready, stop = multiprocessing.Event(), multiprocessing.Event()
     opened = multiprocessing.Value("i", 0)
     flooder = multiprocessing.Process(target=flood, args=(port, args.connections, args.sources,
-                                                          args.reopen, ready, stop, opened))
+                                                          args.shared, args.reopen, ready, stop,
+                                                          opened))
     flooder.start()
     ready.wait(60)
     with concurrent.futures.ThreadPoolExecutor(max_workers=args.parallel) as pool:
@@ -156,7 +159,8 @@ def main():
     outcomes = collections.Counter(status for status, _ in results)
     latencies = sorted(ms for status, ms in results if status == "200")
     print(f"exporter: {args.exporter}")
-    print(f"flood: {args.connections} connections from {args.sources} address(es)"
+    where = "the scraper's address" if args.shared else f"{args.sources} address(es)"
+    print(f"flood: {args.connections} connections from {where}"
           f"{', re-opened when closed' if args.reopen else ''}; "
           f"{opened.value} opened in all")
     print(f"scrapes: {args.scrapes}, {args.parallel} at a time: "

@@ -47,7 +47,14 @@ void HttpConnectionSlot::release() {
 HttpConnectionSlots::Admission HttpConnectionSlots::admit(const boost::asio::ip::address& source,
                                                           int max_connections,
                                                           int max_per_source) const {
-  if (held(source) >= max_per_source) return {Verdict::max_connections_per_source, nullptr};
+  if (held(source) >= max_per_source) {
+    // The address's first in the eviction order; its place is counted
+    // overall too, so the overall cap holds after the swap.
+    for (const Entry* e : order_) {
+      if (e->source == source) return {Verdict::admitted, e->connection};
+    }
+    return {Verdict::max_connections_per_source, nullptr};
+  }
   if (held() >= max_connections) {
     if (order_.empty()) return {Verdict::max_connections, nullptr};
     return {Verdict::admitted, order_.front()->connection};

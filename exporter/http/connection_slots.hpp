@@ -23,8 +23,8 @@ class HttpConnectionSlots {
   enum class Verdict { admitted, max_connections, max_connections_per_source };
   struct Admission {
     Verdict verdict = Verdict::admitted;
-    // Admitted at web.max_connections: the connection to evict first; it
-    // gives its place back then (HttpSessionBase::evict releases its slot).
+    // Admitted at a cap: the connection to evict first; it gives its place
+    // back then (HttpSessionBase::evict releases its slot).
     HttpSessionBase* evict = nullptr;
   };
 
@@ -32,9 +32,12 @@ class HttpConnectionSlots {
   HttpConnectionSlots(const HttpConnectionSlots&) = delete;
   HttpConnectionSlots& operator=(const HttpConnectionSlots&) = delete;
 
-  // Whether a new connection from `source` may have a place: refused at
-  // `max_per_source` from that address, and at `max_connections` when no
-  // connection may be evicted for it.
+  // Whether a new connection from `source` may have a place. At
+  // `max_per_source` from that address, the address's connection that has
+  // waited longest for its request (or is closing) makes room for it; at
+  // `max_connections`, the first of every address's. Refused only when no
+  // connection may be evicted for it: all those it would replace are
+  // serving a request.
   Admission admit(const boost::asio::ip::address& source, int max_connections,
                   int max_per_source) const;
   // Registers a connection from `source`, not yet in the eviction order.

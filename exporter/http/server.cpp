@@ -161,10 +161,11 @@ void HttpServer::refuse(tcp::socket& socket, const char* reason) {
   socket.close(ignored);
 }
 
-// A source at web.max_connections_per_source is refused. At
-// web.max_connections the connection that has waited longest for a request
-// (or is closing) is evicted to make room; only when every connection is
-// serving a request is the new one refused (HttpConnectionSlots::admit).
+// At web.max_connections_per_source, the source's connection that has
+// waited longest for a request (or is closing) is evicted to make room; at
+// web.max_connections, the first of any source's. Only when every
+// connection it could replace is serving a request is the new one refused
+// (HttpConnectionSlots::admit).
 void HttpServer::on_accept(tcp::socket socket) {
   boost::system::error_code ec;
   const tcp::endpoint peer = socket.remote_endpoint(ec);

@@ -164,6 +164,32 @@ TEST(HttpConnectionSlots, AConnectionServingARequestIsNeverEvicted) {
   EXPECT_EQ(slots.next_to_evict(), nullptr);
 }
 
+TEST(HttpConnectionSlots, AtTheAddressCapTheAddresssLongestWaitingMakesRoom) {
+  HttpConnectionSlots slots;
+  const int kMax = 100;
+  const int kPerSource = 3;
+  Connection other, a1, a2, a3;
+  other.slot = slots.acquire(kB, &other);
+  for (Connection* c : {&a1, &a2, &a3}) c->slot = slots.acquire(kA, c);
+  other.slot.queue();  // another address's, waiting longest of all: not taken
+  a2.slot.queue();
+  a3.slot.queue();
+  // a1 serves a request; a2 has waited longest of kA's.
+  auto a = slots.admit(kA, kMax, kPerSource);
+  EXPECT_EQ(a.verdict, Verdict::admitted);
+  EXPECT_EQ(a.evict, &a2);
+  a2.evict();
+  EXPECT_EQ(slots.held(kA), 2);
+  EXPECT_EQ(slots.admit(kA, kMax, kPerSource).evict, nullptr);  // under the cap again
+  // Closing goes first, as at the overall cap.
+  Connection a4;
+  a4.slot = slots.acquire(kA, &a4);
+  a4.slot.queue_first();
+  EXPECT_EQ(slots.admit(kA, kMax, kPerSource).evict, &a4);
+  EXPECT_EQ(other.evictions, 0);
+  EXPECT_EQ(a1.evictions, 0);
+}
+
 TEST(HttpConnectionSlots, AdmissionAtTheCaps) {
   HttpConnectionSlots slots;
   const int kMax = 4;
@@ -177,24 +203,34 @@ TEST(HttpConnectionSlots, AdmissionAtTheCaps) {
   auto b = slots.admit(kB, kMax, kPerSource);
   EXPECT_EQ(b.verdict, Verdict::admitted);
   EXPECT_EQ(b.evict, nullptr);
-  // kA holds its two: refused, even with a connection to evict.
-  a1.slot.queue();
+  // kA holds its two, both serving a request: refused.
   auto a = slots.admit(kA, kMax, kPerSource);
   EXPECT_EQ(a.verdict, Verdict::max_connections_per_source);
   EXPECT_EQ(a.evict, nullptr);
+  // b1 waits for its request; kA's connections still serve theirs: kA is
+  // refused still (nobody else's place is taken for it).
+  b1.slot.queue();
+  EXPECT_EQ(slots.admit(kA, kMax, kPerSource).verdict, Verdict::max_connections_per_source);
+  b1.slot.unqueue();
+  // a1 waits for its request: kA's next connection takes a1's place.
+  a1.slot.queue();
+  a = slots.admit(kA, kMax, kPerSource);
+  EXPECT_EQ(a.verdict, Verdict::admitted);
+  EXPECT_EQ(a.evict, &a1);
 
   c1.slot = slots.acquire(kC, &c1);  // four: the cap
   // At the cap with a connection waiting: admitted in its place.
   auto c = slots.admit(kC, kMax, kPerSource);
   EXPECT_EQ(c.verdict, Verdict::admitted);
   EXPECT_EQ(c.evict, &a1);
-  // At both caps the address's cap is the reason.
-  EXPECT_EQ(slots.admit(kA, kMax, kPerSource).verdict, Verdict::max_connections_per_source);
-  // Every connection serving a request: refused.
+  // At both caps: the address's own waiting connection makes room.
+  EXPECT_EQ(slots.admit(kA, kMax, kPerSource).evict, &a1);
+  // Every connection serving a request: refused, at either cap.
   a1.slot.unqueue();
   auto full = slots.admit(kB, kMax, kPerSource);
   EXPECT_EQ(full.verdict, Verdict::max_connections);
   EXPECT_EQ(full.evict, nullptr);
+  EXPECT_EQ(slots.admit(kA, kMax, kPerSource).verdict, Verdict::max_connections_per_source);
   // One gone: room again.
   b1.slot.release();
   EXPECT_EQ(slots.admit(kB, kMax, kPerSource).verdict, Verdict::admitted);
