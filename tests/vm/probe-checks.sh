@@ -22,7 +22,11 @@ SIZE=${PROBE_SIZE:-64}
 ITERS=${PERFTEST_ITERS:-2000}
 WARMUP_SECS=${PROBE_WARMUP_SECS:-12}
 DOWN_SECS=${PROBE_DOWN_SECS:-6}
-CHURN_SECS=${PROBE_CHURN_SECS:-45}
+# Session failures and re-set-ups of C, and oversized set-ups D refuses,
+# before the churn ends (test_probe.py asserts more than 500 and 200).
+CHURN_CYCLES=${PROBE_CHURN_CYCLES:-600}
+CHURN_REFUSALS=${PROBE_CHURN_REFUSALS:-250}
+CHURN_LIMIT_SECS=${PROBE_CHURN_LIMIT_SECS:-600}
 # Spin on the CQ as long as perftest does (it never sleeps), so that the
 # comparison measures the same thing; the default (100us) is in docs/probe.md.
 BUSY_POLL=${PROBE_BUSY_POLL:-20ms}
@@ -35,6 +39,16 @@ PROG=probe-checks
 source "$HERE/guest-lib.sh"
 
 scrape() { t 15 curl -sS -o "$R/$2" "http://127.0.0.1:$1/metrics" 2>>"$R/curl.err" || true; }
+# The sum, as an integer, of the samples in FILE whose line starts with
+# PREFIX (a metric name and "{") and holds LABEL; 0 for a missing file.
+sum_samples() {
+	if [ -s "$1" ]; then
+		awk -v p="$2" -v l="$3" 'index($0, p) == 1 && index($0, l) { s += $NF }
+			END { printf "%d\n", s }' "$1"
+	else
+		echo 0
+	fi
+}
 
 : >"$R/steps.log"
 gid_index=$(t 120 "$RXE_UP" --print-gid-index 2>"$R/rxe-up.log") || die "rxe-up failed"
@@ -187,9 +201,30 @@ ASAN_OPTIONS=detect_leaks=1:exitcode=23 "$ASAN_EXPORTER" --config.file "$R/c.yml
 	--web.listen-address 127.0.0.1:10930 >"$R/c.log" 2>&1 &
 c_pid=$!
 wait_listen 10930 60 || die "exporter C (ASan) did not start (see c.log)"
-sleep "$CHURN_SECS"
-scrape 10930 c-churn.prom
-scrape 10940 d-churn.prom
+# Driven by counts, not by time: churn until C has failed and set up its
+# sessions again CHURN_CYCLES times and D has refused CHURN_REFUSALS
+# oversized set-ups (a slow machine takes longer, and gets as many cycles);
+# CHURN_LIMIT_SECS only ends a run in which churn has stopped.
+churn_deadline=$(($(date +%s) + CHURN_LIMIT_SECS))
+churn_started=$(date +%s)
+while :; do
+	scrape 10930 c-churn.prom
+	scrape 10940 d-churn.prom
+	failures=$(sum_samples "$R/c-churn.prom" 'rdma_probe_errors_total{' 'target="127.0.0.1:10941"')
+	failures=$((failures + $(sum_samples "$R/c-churn.prom" 'rdma_probe_timeouts_total{' \
+		'target="127.0.0.1:10941"')))
+	refused=$(sum_samples "$R/d-churn.prom" 'rdma_probe_responder_rejected_total{' \
+		'reason="unsupported"')
+	if [ "$failures" -ge "$CHURN_CYCLES" ] && [ "$refused" -ge "$CHURN_REFUSALS" ]; then
+		break
+	fi
+	if [ "$(date +%s)" -ge "$churn_deadline" ]; then
+		note "churn stalled: $failures failures, $refused refusals after ${CHURN_LIMIT_SECS}s"
+		break
+	fi
+	sleep 2
+done
+note "churn: $failures failures and re-set-ups, $refused refusals in $(($(date +%s) - churn_started))s"
 stop_recording "c d" "$c_pid" "$d_pid"
 note "churn done: C exit $(<"$R/c.rc"), D exit $(<"$R/d.rc")"
 
