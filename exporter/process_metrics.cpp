@@ -1,6 +1,10 @@
 #include "exporter/process_metrics.hpp"
 
 #include <dirent.h>
+#include <linux/magic.h>
+#include <sys/stat.h>
+#include <sys/statfs.h>
+#include <sys/utsname.h>
 #include <unistd.h>
 
 #include <cerrno>
@@ -46,7 +50,42 @@ std::string quoted(std::string_view s) {
   return out + "\"";
 }
 
+// The number at the front of `s`, which is removed; nullopt when there is none.
+std::optional<uint64_t> leading_number(std::string_view& s) {
+  uint64_t value = 0;
+  const auto [end, ec] = std::from_chars(s.data(), s.data() + s.size(), value);
+  if (ec != std::errc() || end == s.data()) return std::nullopt;
+  s.remove_prefix(static_cast<std::size_t>(end - s.data()));
+  return value;
+}
+
+// Counts the entries of the fd directory but the descriptor that lists it.
+Result<double> list_fd_dir(const std::string& fd_path) {
+  DIR* dir = ::opendir(fd_path.c_str());
+  if (dir == nullptr) return Error::system(errno, fd_path);
+  const std::string own = std::to_string(::dirfd(dir));
+  double open = 0;
+  errno = 0;
+  while (const dirent* entry = ::readdir(dir)) {
+    const std::string_view name = entry->d_name;
+    if (name != "." && name != ".." && name != own) ++open;
+  }
+  const int err = errno;
+  ::closedir(dir);
+  if (err != 0) return Error::system(err, fd_path);
+  return open;
+}
+
 }  // namespace
+
+bool fd_dir_size_counts_fds(std::string_view release) {
+  const auto major = leading_number(release);
+  if (!major || release.empty() || release.front() != '.') return false;
+  release.remove_prefix(1);
+  const auto minor = leading_number(release);
+  if (!minor) return false;
+  return *major > 6 || (*major == 6 && *minor >= 2);
+}
 
 Result<ProcStat> parse_proc_stat(std::string_view text) {
   const auto open = text.find('(');
@@ -196,24 +235,30 @@ std::vector<std::string> ProcessMetrics::collect(MetricSink& sink) {
   }
 
   const std::string fd_path = root_ + "/self/fd";
-  if (DIR* dir = ::opendir(fd_path.c_str()); dir == nullptr) {
-    errors.push_back(Error::system(errno, fd_path).message);
-  } else {
-    // The directory's own descriptor is listed too and is not counted.
-    const std::string own = std::to_string(::dirfd(dir));
-    double open = 0;
-    errno = 0;
-    while (const dirent* entry = ::readdir(dir)) {
-      const std::string_view name = entry->d_name;
-      if (name != "." && name != ".." && name != own) ++open;
+  if (!fd_size_counts_) {
+    struct statfs fs {};
+    utsname u{};
+    fd_size_counts_ = ::statfs(fd_path.c_str(), &fs) == 0 && fs.f_type == PROC_SUPER_MAGIC &&
+                      ::uname(&u) == 0 && fd_dir_size_counts_fds(u.release);
+  }
+  // One stat() instead of a listing of every descriptor. A size of 0 (a
+  // kernel that does not count there after all) falls back to the listing.
+  std::optional<double> open;
+  if (*fd_size_counts_) {
+    struct stat st {};
+    if (::stat(fd_path.c_str(), &st) == 0 && st.st_size > 0) {
+      open = static_cast<double>(st.st_size);
     }
-    const int err = errno;
-    ::closedir(dir);
-    if (err != 0) {
-      errors.push_back(Error::system(err, fd_path).message);
+  }
+  if (!open) {
+    if (auto listed = list_fd_dir(fd_path); !listed) {
+      errors.push_back(listed.error().message);
     } else {
-      sink.gauge("process_open_fds", "File descriptors the exporter process has open.", {}, open);
+      open = *listed;
     }
+  }
+  if (open) {
+    sink.gauge("process_open_fds", "File descriptors the exporter process has open.", {}, *open);
   }
   if (auto max = limit("Max open files")) {
     sink.gauge("process_max_fds",

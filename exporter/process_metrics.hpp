@@ -42,9 +42,18 @@ Result<uint64_t> process_start_time_unix_nano(const std::string& proc_root = "/p
 // nullopt when it reads "unlimited".
 Result<std::optional<uint64_t>> parse_soft_limit(std::string_view text, std::string_view row);
 
+// Whether a kernel of this release (uname -r, "6.8.0-45-generic") gives the
+// number of a process's open descriptors as the st_size of /proc/<pid>/fd:
+// Linux 6.2 and later; earlier kernels give 0 there. False for a release it
+// cannot read.
+bool fd_dir_size_counts_fds(std::string_view release);
+
 // The exporter process's own metrics as the Prometheus client libraries
 // define them (process_cpu_seconds_total, process_resident_memory_bytes,
 // ...), read from <proc_root>/self/{stat,limits,fd} and <proc_root>/stat.
+// The open descriptors are counted by one stat() of <proc_root>/self/fd where
+// the kernel counts them in its size (procfs, Linux 6.2 and later), by
+// listing the directory elsewhere.
 // A file that cannot be read or parsed leaves its metrics out and is
 // reported; nothing here throws. Used from one thread at a time.
 class ProcessMetrics {
@@ -65,6 +74,9 @@ class ProcessMetrics {
   double ticks_per_second_;
   double page_size_;
   long ticks_;
+  // Whether <root>/self/fd is procfs's on a kernel that counts the open
+  // descriptors in its st_size; decided at the first collection.
+  std::optional<bool> fd_size_counts_;
   std::optional<double> start_time_;  // constant for the process: read once
   std::vector<std::string> last_errors_;
 };

@@ -10,6 +10,7 @@
 #include <cmath>
 #include <filesystem>
 #include <fstream>
+#include <vector>
 
 #include "tests/support/snapshot_query.hpp"
 
@@ -118,6 +119,27 @@ constexpr const char* kLimits =
     "Max locked memory         65536                8388608              bytes     \n"
     "Max address space         unlimited            unlimited            bytes     \n"
     "Max open files_x          7                    7                    files     \n";
+
+TEST(FdDirSize, CountsFromLinux62On) {
+  EXPECT_FALSE(fd_dir_size_counts_fds("5.15.0-91-generic"));
+  EXPECT_FALSE(fd_dir_size_counts_fds("6.1.0-18-amd64"));
+  EXPECT_FALSE(fd_dir_size_counts_fds("6.1"));
+  EXPECT_TRUE(fd_dir_size_counts_fds("6.2"));
+  EXPECT_TRUE(fd_dir_size_counts_fds("6.2.0-39-generic"));
+  EXPECT_TRUE(fd_dir_size_counts_fds("6.18.44-fc-v1045"));
+  EXPECT_TRUE(fd_dir_size_counts_fds("7.0.0"));
+  EXPECT_TRUE(fd_dir_size_counts_fds("10.1"));
+  EXPECT_FALSE(fd_dir_size_counts_fds("4.19.0"));
+}
+
+TEST(FdDirSize, UnreadableReleasesDoNotCount) {
+  EXPECT_FALSE(fd_dir_size_counts_fds(""));
+  EXPECT_FALSE(fd_dir_size_counts_fds("6"));
+  EXPECT_FALSE(fd_dir_size_counts_fds("6."));
+  EXPECT_FALSE(fd_dir_size_counts_fds("6-2"));
+  EXPECT_FALSE(fd_dir_size_counts_fds("v6.2"));
+  EXPECT_FALSE(fd_dir_size_counts_fds(".6.2"));
+}
 
 TEST(ProcLimits, SoftLimits) {
   EXPECT_EQ(parse_soft_limit(kLimits, "Max open files")->value(), 1024U);
@@ -265,6 +287,39 @@ TEST(ProcessMetrics, TheRunningProcess) {
   EXPECT_GE(sample(s, "process_threads"), 1.0);
   EXPECT_GT(sample(s, "process_start_time_seconds"), 1577836800.0);
   EXPECT_GT(sample(s, "process_resident_memory_bytes"), 0.0);
+}
+
+// The descriptors /proc/self/fd lists, without the one that lists them:
+// counted here independently of the code under test.
+double listed_fds() {
+  double n = 0;
+  for (const auto& e : std::filesystem::directory_iterator("/proc/self/fd")) {
+    (void)e;
+    ++n;
+  }
+  return n - 1;
+}
+
+TEST(ProcessMetrics, TheRunningProcessCountsEveryDescriptorItOpens) {
+  ProcessMetrics m;
+  auto open_fds = [&] {
+    MetricSink sink;
+    EXPECT_TRUE(m.collect(sink).empty());
+    Snapshot s;
+    s.families = sink.take();
+    return sample(s, "process_open_fds");
+  };
+  const double before = open_fds();
+  EXPECT_EQ(before, listed_fds());
+  std::vector<int> fds;
+  for (int i = 0; i < 5; ++i) {
+    fds.push_back(::open("/dev/null", O_RDONLY | O_CLOEXEC));
+    ASSERT_GE(fds.back(), 0);
+  }
+  EXPECT_EQ(open_fds(), before + 5);
+  EXPECT_EQ(open_fds(), listed_fds());
+  for (int fd : fds) ::close(fd);
+  EXPECT_EQ(open_fds(), before);
 }
 
 }  // namespace

@@ -55,7 +55,9 @@ Budget& budget() {
 // A sysfs attribute hands over its whole value in one read; a short read is
 // the end, which saves a second system call per file.
 Result<std::string> read_value(int fd, bool positional, const fs::path& file) {
-  std::array<char, kMaxAttribute> buf{};
+  // Not cleared: only the bytes read are used (clearing 4 KiB per file
+  // cost more than the pread itself).
+  std::array<char, kMaxAttribute> buf;
   std::size_t used = 0;
   while (used < buf.size()) {
     const ssize_t n =
