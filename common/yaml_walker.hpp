@@ -45,11 +45,16 @@ class Walker {
     }
     for (const auto& kv : node) {
       const std::string key = kv.first.Scalar();
-      const std::string full = path.empty() ? key : path + "." + key;
+      std::string full = path;
+      if (!full.empty()) full += '.';
+      full += key;
       auto it = fields.find(key);
       if (it == fields.end()) {
         std::string known;
-        for (const auto& f : fields) known += (known.empty() ? "" : ", ") + f.first;
+        for (const auto& f : fields) {
+          if (!known.empty()) known += ", ";
+          known += f.first;
+        }
         error(kv.first.Mark(), full, "unknown key (expected one of: " + known + ")");
         continue;
       }
@@ -209,7 +214,8 @@ inline std::string one_of(const std::string& value, std::initializer_list<const 
   std::string list;
   for (const char* a : allowed) {
     if (value == a) return {};
-    list += (list.empty() ? "" : ", ") + std::string(a);
+    if (!list.empty()) list += ", ";
+    list += a;
   }
   return "expected one of " + list + ", got \"" + value + "\"";
 }

@@ -7,6 +7,7 @@
 #include <cstring>
 #include <string_view>
 
+#include "common/errno_text.hpp"
 #include "common/file.hpp"
 #include "common/yaml_walker.hpp"
 #include "exporter/config.hpp"
@@ -358,7 +359,7 @@ std::vector<std::string> parse_web_config(const std::string& yaml_text, const st
 std::vector<std::string> load_web_config_file(const std::string& path, WebConfig& out) {
   auto text = read_file(path, kMaxConfigFileBytes, path);
   if (!text) {
-    return {path + ": cannot read web configuration file: " + std::strerror(text.error().code)};
+    return {path + ": cannot read web configuration file: " + errno_text(text.error().code)};
   }
   return parse_web_config(*text, path, out);
 }
