@@ -28,12 +28,29 @@ class Walker {
 
   using Field = std::function<void(const YAML::Node&, const std::string&)>;
 
+  // Made before reading a part of the document; failed() tells whether any
+  // error was recorded since, so checks that combine fields run only on
+  // fields that were read without a problem. take() does not reset it.
+  class Section {
+   public:
+    bool failed() const { return walker_->recorded_ != start_; }
+
+   private:
+    friend class Walker;
+    explicit Section(const Walker& w) : walker_(&w), start_(w.recorded_) {}
+    const Walker* walker_;
+    std::size_t start_;
+  };
+
+  Section section() const { return Section(*this); }
+
   void error(const YAML::Mark& mark, const std::string& key, const std::string& what) {
     std::ostringstream line;
     line << source_;
     if (mark.line >= 0) line << ':' << mark.line + 1 << ':' << mark.column + 1;
     line << ": " << key << ": " << what;
     errors_.push_back(line.str());
+    ++recorded_;
   }
 
   void mapping(const YAML::Node& node, const std::string& path,
@@ -158,8 +175,6 @@ class Walker {
     };
   }
 
-  std::size_t take_count() const { return errors_.size(); }
-
   Field optional_string_into(std::string& out,
                              const std::function<std::string(const std::string&)>& check) {
     return [this, &out, check](const YAML::Node& n, const std::string& key) {
@@ -207,6 +222,7 @@ class Walker {
 
   std::string source_;
   std::vector<std::string> errors_;
+  std::size_t recorded_ = 0;  // every error ever recorded, also those taken
 };
 
 // "" when `value` is one of `allowed`, else a message listing them.

@@ -145,7 +145,7 @@ std::vector<std::string> parse_web_config(const std::string& yaml_text, const st
 
   WebConfig::Tls tls;
   YAML::Node tls_node;
-  std::size_t tls_errors = 0;  // problems found inside tls_server_config
+  bool tls_failed = false;  // a problem was found inside tls_server_config
   // A file name, resolved against the web configuration file's directory.
   auto file = [&w, &source](std::string& dst) -> Walker::Field {
     return [&w, &source, &dst](const YAML::Node& n, const std::string& key) {
@@ -261,7 +261,7 @@ std::vector<std::string> parse_web_config(const std::string& yaml_text, const st
       {{"tls_server_config",
         [&](const YAML::Node& n, const std::string& p) {
           tls_node = n;
-          tls_errors = w.take_count();
+          const Walker::Section section = w.section();
           std::string choice;
           w.mapping(
               n, p,
@@ -291,7 +291,7 @@ std::vector<std::string> parse_web_config(const std::string& yaml_text, const st
                 w.string_list(tls.client_allowed_sans, [](const std::string& san) {
                   return san.empty() ? std::string("an empty name") : std::string();
                 })}});
-          tls_errors = w.take_count() - tls_errors;
+          tls_failed = section.failed();
         }},
        {"http_server_config",
         [&](const YAML::Node& n, const std::string& p) {
@@ -299,11 +299,11 @@ std::vector<std::string> parse_web_config(const std::string& yaml_text, const st
         }},
        {"basic_auth_users", users},
        {"rate_limit", [&](const YAML::Node& n, const std::string& p) {
-          const std::size_t before = w.take_count();
+          const Walker::Section section = w.section();
           w.mapping(n, p,
                     {{"interval", w.duration(out.rate_limit.interval)},
                      {"burst", w.integer(out.rate_limit.burst, 0, 1000000)}});
-          if (w.take_count() == before && out.rate_limit.interval.count() > 0 &&
+          if (!section.failed() && out.rate_limit.interval.count() > 0 &&
               out.rate_limit.burst < 1) {
             w.error_at(n, p + ".burst",
                        "must be at least 1 when rate_limit.interval is set (a burst of 0 "
@@ -313,7 +313,7 @@ std::vector<std::string> parse_web_config(const std::string& yaml_text, const st
 
   // tls_server_config with no key at all means plain HTTP, as in
   // exporter-toolkit. How the keys go together is checked once each is valid.
-  if (tls_node && tls_node.IsMap() && tls_node.size() > 0 && tls_errors == 0) {
+  if (tls_node && tls_node.IsMap() && tls_node.size() > 0 && !tls_failed) {
     const std::string p = "tls_server_config";
     auto need_one = [&](const std::string& from_file, const std::string& inline_text,
                         const char* file_key, const char* inline_key) {
