@@ -20,6 +20,15 @@
 
 namespace rdma_exporter {
 
+// `child` under `parent` ("web.tls" and "cert" make "web.tls.cert"); `child`
+// alone at the top level (parent "").
+inline std::string key_path(const std::string& parent, const std::string& child) {
+  std::string path = parent;
+  if (!path.empty()) path += '.';
+  path += child;
+  return path;
+}
+
 // Walks a YAML document against the expected shape, collecting one message
 // per problem instead of stopping at the first.
 class Walker {
@@ -62,9 +71,7 @@ class Walker {
     }
     for (const auto& kv : node) {
       const std::string key = kv.first.Scalar();
-      std::string full = path;
-      if (!full.empty()) full += '.';
-      full += key;
+      const std::string full = key_path(path, key);
       auto it = fields.find(key);
       if (it == fields.end()) {
         std::string known;

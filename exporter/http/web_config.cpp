@@ -170,7 +170,7 @@ std::vector<std::string> parse_web_config(const std::string& yaml_text, const st
       auto it = std::find_if(std::begin(kCiphers), std::end(kCiphers),
                              [&](const CipherName& c) { return name == c.go; });
       if (it != std::end(kCiphers)) {
-        (it->tls13 ? tls.tls13_cipher_suites : tls.cipher_suites).push_back(it->openssl);
+        (it->tls13 ? tls.tls13_cipher_suites : tls.cipher_suites).emplace_back(it->openssl);
       } else if (std::find(std::begin(kInsecureCiphers), std::end(kInsecureCiphers), name) !=
                  std::end(kInsecureCiphers)) {
         w.error_at(item, key, "\"" + name + "\" is insecure (RC4 or 3DES) and not supported");
@@ -192,7 +192,7 @@ std::vector<std::string> parse_web_config(const std::string& yaml_text, const st
       if (it == std::end(kCurves)) {
         w.error_at(item, key, one_of(name, {"CurveP256", "CurveP384", "CurveP521", "X25519"}));
       } else {
-        tls.curves.push_back(it->openssl);
+        tls.curves.emplace_back(it->openssl);
       }
     }
   };
@@ -201,7 +201,7 @@ std::vector<std::string> parse_web_config(const std::string& yaml_text, const st
     if (!n.IsMap()) return w.error_at(n, key, "expected a mapping of header names to values");
     for (const auto& kv : n) {
       const std::string name = kv.first.Scalar();
-      const std::string sub = key + "." + name;
+      const std::string sub = key_path(key, name);
       auto rule = std::find_if(std::begin(kHeaders), std::end(kHeaders),
                                [&](const HeaderRule& r) { return equals_nocase(name, r.name); });
       if (rule == std::end(kHeaders)) {
@@ -230,7 +230,11 @@ std::vector<std::string> parse_web_config(const std::string& yaml_text, const st
         std::string allowed;
         for (const char* v : rule->values)
           allowed += (allowed.empty() ? "" : " or ") + std::string(v);
-        w.error_at(kv.second, sub, "expected " + allowed + ", got \"" + value + "\"");
+        std::string message = "expected " + allowed;
+        message += ", got \"";
+        message += value;
+        message += '"';
+        w.error_at(kv.second, sub, message);
         continue;
       }
       out.headers.emplace_back(rule->name, value);
@@ -241,7 +245,7 @@ std::vector<std::string> parse_web_config(const std::string& yaml_text, const st
     if (!n.IsMap()) return w.error_at(n, key, "expected a mapping of user names to bcrypt hashes");
     for (const auto& kv : n) {
       const std::string user = kv.first.Scalar();
-      const std::string sub = key + "." + user;
+      const std::string sub = key_path(key, user);
       if (user.empty() || user.find(':') != std::string::npos) {
         w.error_at(kv.first, sub, "a user name must be non-empty and hold no ':'");
         continue;
