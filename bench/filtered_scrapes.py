@@ -9,8 +9,6 @@ over one keep-alive connection, each path N times, plain and with gzip.
 import argparse
 import http.client
 import os
-import re
-import subprocess
 import sys
 import time
 
@@ -30,16 +28,12 @@ def main():
     ap.add_argument("--requests", type=int, default=300)
     args = ap.parse_args()
     harness.SYSFS_TREE_BIN = os.path.join(args.build, "tests", "sysfs_tree")
-    proc = subprocess.Popen([os.path.join(args.build, "tests", "fake_rdma_host"),
-                             "--web.listen-address", "127.0.0.1:0", "--path.sysfs",
-                             make_sysfs(SYSFS), "--path.proc", make_proc(PROCESSES)],
-                            stderr=subprocess.PIPE, text=True)
-    port = None
-    for line in proc.stderr:
-        m = re.search(r"listening on \S+:(\d+)", line)
-        if m:
-            port = int(m.group(1))
-            break
+    # The harness's Exporter finds the port in the "listening on" line (the
+    # same pattern as the integration tests), fails after 15 s instead of
+    # waiting forever, and keeps reading the log so the pipe never fills.
+    host = harness.Exporter("--path.sysfs", make_sysfs(SYSFS), "--path.proc", make_proc(PROCESSES),
+                            binary=os.path.join(args.build, "tests", "fake_rdma_host"))
+    port = host.port
     try:
         print("| request | gzip | ms per request | body |")
         print("|---|---|---|---|")
@@ -57,8 +51,7 @@ def main():
                 conn.close()
                 print(f"| `{path}` | {'yes' if gz else 'no'} | {elapsed:.2f} | {len(body):,} B |")
     finally:
-        proc.terminate()
-        proc.wait()
+        host.stop()
 
 
 if __name__ == "__main__":

@@ -1,10 +1,11 @@
 #pragma once
 
 #include <cerrno>
-#include <cstring>
 #include <string>
 #include <utility>
 #include <variant>
+
+#include "common/errno_text.hpp"
 
 namespace rdma_exporter {
 
@@ -14,9 +15,9 @@ struct Error {
   int code = 0;
   std::string message;
 
-  // "what: strerror(code)" for a system error.
+  // "what: errno_text(code)" for a system error.
   static Error system(int err, const std::string& what) {
-    return Error{err, what + ": " + std::strerror(err)};
+    return Error{err, what + ": " + errno_text(err)};
   }
 };
 

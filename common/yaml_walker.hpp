@@ -20,6 +20,15 @@
 
 namespace rdma_exporter {
 
+// `child` under `parent` ("web.tls" and "cert" make "web.tls.cert"); `child`
+// alone at the top level (parent "").
+inline std::string key_path(const std::string& parent, const std::string& child) {
+  std::string path = parent;
+  if (!path.empty()) path += '.';
+  path += child;
+  return path;
+}
+
 // Walks a YAML document against the expected shape, collecting one message
 // per problem instead of stopping at the first.
 class Walker {
@@ -28,12 +37,29 @@ class Walker {
 
   using Field = std::function<void(const YAML::Node&, const std::string&)>;
 
+  // Made before reading a part of the document; failed() tells whether any
+  // error was recorded since, so checks that combine fields run only on
+  // fields that were read without a problem. take() does not reset it.
+  class Section {
+   public:
+    bool failed() const { return walker_->recorded_ != start_; }
+
+   private:
+    friend class Walker;
+    explicit Section(const Walker& w) : walker_(&w), start_(w.recorded_) {}
+    const Walker* walker_;
+    std::size_t start_;
+  };
+
+  Section section() const { return Section(*this); }
+
   void error(const YAML::Mark& mark, const std::string& key, const std::string& what) {
     std::ostringstream line;
     line << source_;
     if (mark.line >= 0) line << ':' << mark.line + 1 << ':' << mark.column + 1;
     line << ": " << key << ": " << what;
     errors_.push_back(line.str());
+    ++recorded_;
   }
 
   void mapping(const YAML::Node& node, const std::string& path,
@@ -45,11 +71,14 @@ class Walker {
     }
     for (const auto& kv : node) {
       const std::string key = kv.first.Scalar();
-      const std::string full = path.empty() ? key : path + "." + key;
+      const std::string full = key_path(path, key);
       auto it = fields.find(key);
       if (it == fields.end()) {
         std::string known;
-        for (const auto& f : fields) known += (known.empty() ? "" : ", ") + f.first;
+        for (const auto& f : fields) {
+          if (!known.empty()) known += ", ";
+          known += f.first;
+        }
         error(kv.first.Mark(), full, "unknown key (expected one of: " + known + ")");
         continue;
       }
@@ -153,8 +182,6 @@ class Walker {
     };
   }
 
-  std::size_t take_count() const { return errors_.size(); }
-
   Field optional_string_into(std::string& out,
                              const std::function<std::string(const std::string&)>& check) {
     return [this, &out, check](const YAML::Node& n, const std::string& key) {
@@ -202,6 +229,7 @@ class Walker {
 
   std::string source_;
   std::vector<std::string> errors_;
+  std::size_t recorded_ = 0;  // every error ever recorded, also those taken
 };
 
 // "" when `value` is one of `allowed`, else a message listing them.
@@ -209,7 +237,8 @@ inline std::string one_of(const std::string& value, std::initializer_list<const 
   std::string list;
   for (const char* a : allowed) {
     if (value == a) return {};
-    list += (list.empty() ? "" : ", ") + std::string(a);
+    if (!list.empty()) list += ", ";
+    list += a;
   }
   return "expected one of " + list + ", got \"" + value + "\"";
 }

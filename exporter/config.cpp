@@ -14,6 +14,7 @@
 #include <sstream>
 
 #include "collectors/device_filter.hpp"
+#include "common/errno_text.hpp"
 #include "common/file.hpp"
 #include "common/log.hpp"
 #include "common/yaml_walker.hpp"
@@ -184,7 +185,7 @@ std::string resolve_relative(const std::string& path, const std::string& file) {
 std::vector<std::string> load_config_file(const std::string& path, Config& out) {
   auto text = read_file(path, kMaxConfigFileBytes, path);
   if (!text) {
-    return {path + ": cannot read configuration file: " + std::strerror(text.error().code)};
+    return {path + ": cannot read configuration file: " + errno_text(text.error().code)};
   }
   auto errors = parse_config(*text, path, out);
   out.web.config_file = resolve_relative(out.web.config_file, path);

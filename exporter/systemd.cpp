@@ -8,13 +8,15 @@
 #include <cstring>
 #include <ctime>
 
+#include "common/errno_text.hpp"
+
 namespace rdma_exporter::systemd {
 
 Result<std::vector<int>> listen_fds() {
   const int n = sd_listen_fds(1);
   if (n < 0) {
     return Error{-n, std::string("--web.systemd-socket: reading the sockets systemd passed: ") +
-                         std::strerror(-n)};
+                         errno_text(-n)};
   }
   if (n == 0) {
     return Error{ENOENT,

@@ -15,7 +15,7 @@ namespace rdma_exporter {
 void parse_ethtool_options(Walker& w, const YAML::Node& node, const std::string& path,
                            EthtoolOptions& e) {
   auto mapping = [&w](const YAML::Node& n, const std::string& p, EthtoolMapping& m) {
-    const std::size_t before = w.take_count();
+    const Walker::Section section = w.section();
     std::string scale;
     w.mapping(n, p,
               {{"driver", w.optional_string_into(m.driver, device_pattern_problem)},
@@ -33,7 +33,7 @@ void parse_ethtool_options(Walker& w, const YAML::Node& node, const std::string&
       }
       m.scale = v;
     }
-    if (w.take_count() != before) return;
+    if (section.failed()) return;
     if (std::string problem = ethtool::mapping_problem(m); !problem.empty()) {
       w.error_at(n, p, problem);
     }

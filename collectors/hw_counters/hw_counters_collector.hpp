@@ -27,8 +27,8 @@ class HwCountersCollector final : public Collector {
   // Metric name and HELP text of each kernel counter name, made once.
   using MetricNames = std::unordered_map<std::string, std::pair<std::string, std::string>>;
 
-  HwCountersCollector(std::filesystem::path sysfs_root, HwCountersOptions options)
-      : reader_(std::move(sysfs_root)), options_(options) {}
+  HwCountersCollector(const std::filesystem::path& sysfs_root, HwCountersOptions options)
+      : reader_(sysfs_root), options_(options) {}
   std::string_view name() const override { return "hw_counters"; }
   std::vector<std::string> collect(Scrape& scrape, MetricSink& sink) override;
 

@@ -29,7 +29,7 @@ void parse_qp_counters_options(Walker& w, const YAML::Node& node, const std::str
   auto port_rule = [&w](const YAML::Node& n, const std::string& p, PortRule& r) {
     std::string mode = "observe";
     std::vector<std::string> auto_by = {"qp_type", "pid"};
-    const std::size_t before = w.take_count();
+    const Walker::Section section = w.section();
     w.mapping(n, p,
               {{"device", w.optional_string_into(r.device, device_pattern_problem)},
                {"port", w.integer(r.port, 0, 65535)},
@@ -51,22 +51,22 @@ void parse_qp_counters_options(Walker& w, const YAML::Node& node, const std::str
     r.by_qp_type = std::find(auto_by.begin(), auto_by.end(), "qp_type") != auto_by.end();
     r.by_pid = std::find(auto_by.begin(), auto_by.end(), "pid") != auto_by.end();
     if (r.mode == QpCountersOptions::Mode::auto_mode && !r.by_qp_type && !r.by_pid &&
-        w.take_count() == before) {
+        !section.failed()) {
       w.error_at(n["auto_by"], p + ".auto_by", "auto mode needs qp_type, pid or both");
     }
   };
   auto manual_rule = [&w](const YAML::Node& n, const std::string& p, ManualRule& r) {
-    const std::size_t before = w.take_count();
+    const Walker::Section section = w.section();
     w.mapping(n, p,
               {{"name", w.string(r.name)},
                {"comm", w.optional_string(r.comm, device_pattern_problem)},
                {"pid", w.integer(r.pid, 1, 1 << 30)},
                {"cgroup", w.optional_string(r.cgroup, device_pattern_problem)},
                {"qp_types", w.string_list(r.qp_types, qp_type_problem)}});
-    if (r.name.empty() && w.take_count() == before) {
+    if (r.name.empty() && !section.failed()) {
       w.error_at(n, p, "a manual rule needs a name (unique among the rules)");
     }
-    if (!r.comm && !r.pid && !r.cgroup && r.qp_types.empty() && w.take_count() == before) {
+    if (!r.comm && !r.pid && !r.cgroup && r.qp_types.empty() && !section.failed()) {
       w.error_at(n, p, "a manual rule needs at least one of comm, pid, cgroup, qp_types");
     }
   };

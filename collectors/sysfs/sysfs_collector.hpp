@@ -26,7 +26,7 @@ namespace rdma_exporter {
 // HELP texts are made once per counter file name.
 class SysfsCollector final : public Collector {
  public:
-  explicit SysfsCollector(std::filesystem::path sysfs_root) : reader_(std::move(sysfs_root)) {}
+  explicit SysfsCollector(const std::filesystem::path& sysfs_root) : reader_(sysfs_root) {}
   std::string_view name() const override { return "sysfs"; }
   std::vector<std::string> collect(Scrape& scrape, MetricSink& sink) override;
 

@@ -11,6 +11,7 @@
 #include <utility>
 
 #include "common/address.hpp"
+#include "common/errno_text.hpp"
 #include "common/log.hpp"
 #include "exporter/http/session.hpp"
 
@@ -94,7 +95,7 @@ Status HttpServer::start(const std::vector<int>& listening_fds) {
     socklen_t length = sizeof addr;
     if (::getsockname(fd, reinterpret_cast<sockaddr*>(&addr), &length) != 0) {
       return Error{errno, "socket " + std::to_string(i + 1) + " (fd " + std::to_string(fd) +
-                              "): " + std::strerror(errno)};
+                              "): " + errno_text(errno)};
     }
     if (addr.ss_family != AF_INET && addr.ss_family != AF_INET6) {
       return Error{EINVAL, "socket " + std::to_string(i + 1) + " (fd " + std::to_string(fd) +

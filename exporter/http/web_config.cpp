@@ -7,6 +7,7 @@
 #include <cstring>
 #include <string_view>
 
+#include "common/errno_text.hpp"
 #include "common/file.hpp"
 #include "common/yaml_walker.hpp"
 #include "exporter/config.hpp"
@@ -144,7 +145,7 @@ std::vector<std::string> parse_web_config(const std::string& yaml_text, const st
 
   WebConfig::Tls tls;
   YAML::Node tls_node;
-  std::size_t tls_errors = 0;  // problems found inside tls_server_config
+  bool tls_failed = false;  // a problem was found inside tls_server_config
   // A file name, resolved against the web configuration file's directory.
   auto file = [&w, &source](std::string& dst) -> Walker::Field {
     return [&w, &source, &dst](const YAML::Node& n, const std::string& key) {
@@ -169,7 +170,7 @@ std::vector<std::string> parse_web_config(const std::string& yaml_text, const st
       auto it = std::find_if(std::begin(kCiphers), std::end(kCiphers),
                              [&](const CipherName& c) { return name == c.go; });
       if (it != std::end(kCiphers)) {
-        (it->tls13 ? tls.tls13_cipher_suites : tls.cipher_suites).push_back(it->openssl);
+        (it->tls13 ? tls.tls13_cipher_suites : tls.cipher_suites).emplace_back(it->openssl);
       } else if (std::find(std::begin(kInsecureCiphers), std::end(kInsecureCiphers), name) !=
                  std::end(kInsecureCiphers)) {
         w.error_at(item, key, "\"" + name + "\" is insecure (RC4 or 3DES) and not supported");
@@ -191,7 +192,7 @@ std::vector<std::string> parse_web_config(const std::string& yaml_text, const st
       if (it == std::end(kCurves)) {
         w.error_at(item, key, one_of(name, {"CurveP256", "CurveP384", "CurveP521", "X25519"}));
       } else {
-        tls.curves.push_back(it->openssl);
+        tls.curves.emplace_back(it->openssl);
       }
     }
   };
@@ -200,7 +201,7 @@ std::vector<std::string> parse_web_config(const std::string& yaml_text, const st
     if (!n.IsMap()) return w.error_at(n, key, "expected a mapping of header names to values");
     for (const auto& kv : n) {
       const std::string name = kv.first.Scalar();
-      const std::string sub = key + "." + name;
+      const std::string sub = key_path(key, name);
       auto rule = std::find_if(std::begin(kHeaders), std::end(kHeaders),
                                [&](const HeaderRule& r) { return equals_nocase(name, r.name); });
       if (rule == std::end(kHeaders)) {
@@ -229,7 +230,11 @@ std::vector<std::string> parse_web_config(const std::string& yaml_text, const st
         std::string allowed;
         for (const char* v : rule->values)
           allowed += (allowed.empty() ? "" : " or ") + std::string(v);
-        w.error_at(kv.second, sub, "expected " + allowed + ", got \"" + value + "\"");
+        std::string message = "expected " + allowed;
+        message += ", got \"";
+        message += value;
+        message += '"';
+        w.error_at(kv.second, sub, message);
         continue;
       }
       out.headers.emplace_back(rule->name, value);
@@ -240,7 +245,7 @@ std::vector<std::string> parse_web_config(const std::string& yaml_text, const st
     if (!n.IsMap()) return w.error_at(n, key, "expected a mapping of user names to bcrypt hashes");
     for (const auto& kv : n) {
       const std::string user = kv.first.Scalar();
-      const std::string sub = key + "." + user;
+      const std::string sub = key_path(key, user);
       if (user.empty() || user.find(':') != std::string::npos) {
         w.error_at(kv.first, sub, "a user name must be non-empty and hold no ':'");
         continue;
@@ -260,7 +265,7 @@ std::vector<std::string> parse_web_config(const std::string& yaml_text, const st
       {{"tls_server_config",
         [&](const YAML::Node& n, const std::string& p) {
           tls_node = n;
-          tls_errors = w.take_count();
+          const Walker::Section section = w.section();
           std::string choice;
           w.mapping(
               n, p,
@@ -290,7 +295,7 @@ std::vector<std::string> parse_web_config(const std::string& yaml_text, const st
                 w.string_list(tls.client_allowed_sans, [](const std::string& san) {
                   return san.empty() ? std::string("an empty name") : std::string();
                 })}});
-          tls_errors = w.take_count() - tls_errors;
+          tls_failed = section.failed();
         }},
        {"http_server_config",
         [&](const YAML::Node& n, const std::string& p) {
@@ -298,11 +303,11 @@ std::vector<std::string> parse_web_config(const std::string& yaml_text, const st
         }},
        {"basic_auth_users", users},
        {"rate_limit", [&](const YAML::Node& n, const std::string& p) {
-          const std::size_t before = w.take_count();
+          const Walker::Section section = w.section();
           w.mapping(n, p,
                     {{"interval", w.duration(out.rate_limit.interval)},
                      {"burst", w.integer(out.rate_limit.burst, 0, 1000000)}});
-          if (w.take_count() == before && out.rate_limit.interval.count() > 0 &&
+          if (!section.failed() && out.rate_limit.interval.count() > 0 &&
               out.rate_limit.burst < 1) {
             w.error_at(n, p + ".burst",
                        "must be at least 1 when rate_limit.interval is set (a burst of 0 "
@@ -312,7 +317,7 @@ std::vector<std::string> parse_web_config(const std::string& yaml_text, const st
 
   // tls_server_config with no key at all means plain HTTP, as in
   // exporter-toolkit. How the keys go together is checked once each is valid.
-  if (tls_node && tls_node.IsMap() && tls_node.size() > 0 && tls_errors == 0) {
+  if (tls_node && tls_node.IsMap() && tls_node.size() > 0 && !tls_failed) {
     const std::string p = "tls_server_config";
     auto need_one = [&](const std::string& from_file, const std::string& inline_text,
                         const char* file_key, const char* inline_key) {
@@ -358,7 +363,7 @@ std::vector<std::string> parse_web_config(const std::string& yaml_text, const st
 std::vector<std::string> load_web_config_file(const std::string& path, WebConfig& out) {
   auto text = read_file(path, kMaxConfigFileBytes, path);
   if (!text) {
-    return {path + ": cannot read web configuration file: " + std::strerror(text.error().code)};
+    return {path + ": cannot read web configuration file: " + errno_text(text.error().code)};
   }
   return parse_web_config(*text, path, out);
 }

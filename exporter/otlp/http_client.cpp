@@ -25,8 +25,8 @@ using tcp = asio::ip::tcp;
 
 namespace {
 
-constexpr std::size_t kMaxResponseHeader = 16 * 1024;
-constexpr std::size_t kMaxResponseBody = 64 * 1024;
+constexpr std::size_t kMaxResponseHeader = std::size_t{16} * 1024;
+constexpr std::size_t kMaxResponseBody = std::size_t{64} * 1024;
 constexpr std::size_t kBodyExcerpt = 512;
 
 using TlsStream = beast::ssl_stream<beast::tcp_stream>;

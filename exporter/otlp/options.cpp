@@ -208,9 +208,9 @@ void parse_otlp_options(Walker& w, const YAML::Node& node, const std::string& pa
   auto positive = [&w](Duration& out) -> Walker::Field {
     return [&w, &out](const YAML::Node& v, const std::string& key) {
       Duration d = out;
-      const std::size_t before = w.take_count();
+      const Walker::Section section = w.section();
       w.duration(d)(v, key);
-      if (w.take_count() != before) return;
+      if (section.failed()) return;
       if (d.count() <= 0) return w.error_at(v, key, "must be positive");
       out = d;
     };

@@ -5,6 +5,7 @@
 #include <cstring>
 
 #include "collectors/kernel/netlink/attributes.hpp"
+#include "common/errno_text.hpp"
 
 namespace rdma_exporter::netlink {
 namespace {
@@ -113,7 +114,7 @@ std::string extack_message(const nlmsghdr& msg, std::size_t tlv_offset) {
 }
 
 Error kernel_error(const std::string& what, int err, const std::string& extack) {
-  std::string text = what + ": " + std::strerror(err);
+  std::string text = what + ": " + errno_text(err);
   if (!extack.empty()) text += " (" + extack + ")";
   return Error{err, text};
 }

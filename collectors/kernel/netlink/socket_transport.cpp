@@ -18,9 +18,9 @@ namespace rdma_exporter::netlink {
 namespace {
 
 // Large enough for the biggest datagram the kernel sends for a dump part.
-constexpr std::size_t kReceiveBuffer = 64 * 1024;
+constexpr std::size_t kReceiveBuffer = std::size_t{64} * 1024;
 // A reply larger than this is not a plausible nldev answer.
-constexpr std::size_t kMaxReplyBytes = 64 * 1024 * 1024;
+constexpr std::size_t kMaxReplyBytes = std::size_t{64} * 1024 * 1024;
 
 }  // namespace
 

@@ -1,9 +1,9 @@
 #include "collectors/probe/plan/file_sd.hpp"
 
 #include <cerrno>
-#include <cstring>
 
 #include "collectors/probe/plan/targets.hpp"
+#include "common/errno_text.hpp"
 #include "common/file.hpp"
 #include "common/log.hpp"
 
@@ -67,7 +67,7 @@ void FileSdTargets::failed(const std::string& path, const std::string& problem) 
 bool FileSdTargets::look(const std::string& path, File& f) {
   struct stat st {};
   if (::stat(path.c_str(), &st) != 0) {
-    const std::string problem = "file_sd " + path + ": " + std::strerror(errno);
+    const std::string problem = "file_sd " + path + ": " + errno_text(errno);
     if (!f.missing) {
       log::warn("probe: file_sd keeps its targets", {{"path", path}, {"err", problem}});
     }

@@ -123,69 +123,102 @@ std::vector<std::string> validate_probe_options(const ProbeOptions& o) {
   return errors;
 }
 
+namespace {
+
+// A duration written as microseconds ("50us") or as any other duration.
+Walker::Field microseconds_field(Walker& w, std::chrono::microseconds& out) {
+  return [&w, &out](const YAML::Node& n, const std::string& key) {
+    const std::string text = n.IsScalar() ? n.Scalar() : std::string();
+    long long us = 0;
+    auto [p, ec] = std::from_chars(text.data(), text.data() + text.size(), us);
+    if (ec == std::errc() && us >= 0 && std::string_view(p) == "us") {
+      out = std::chrono::microseconds(us);
+      return;
+    }
+    Duration d{};
+    if (n.IsScalar() && parse_duration(text, d)) {
+      out = d;
+      return;
+    }
+    w.error_at(n, key, "expected a duration such as 50us, 1ms or 0s, got \"" + text + "\"");
+  };
+}
+
+// One entry of probe.classes.
+void parse_probe_class(Walker& w, const YAML::Node& n, const std::string& p, ProbeClass& c) {
+  std::string op = "write";
+  w.mapping(n, p,
+            {{"name", w.string(c.name)},
+             {"op", w.optional_string_into(op,
+                                           [](const std::string& v) {
+                                             return find_op(v) != nullptr
+                                                        ? std::string()
+                                                        : "expected one of " + op_names() +
+                                                              ", got \"" + v + "\"";
+                                           })},
+             {"size", w.integer(c.size, 1, 1 << 30)},
+             {"tclass", w.integer(c.tclass, 0, 255)},
+             {"sl", w.integer(c.sl, 0, 15)},
+             {"port", w.integer(c.port, 1, 255)},
+             {"gid_index", w.integer(c.gid_index, -1, 65535)},
+             {"mtu", w.integer(c.mtu, 256, 4096)},
+             {"interval", w.duration(c.interval)},
+             {"timeout", w.duration(c.timeout)},
+             {"busy_poll", microseconds_field(w, c.busy_poll)},
+             {"flows", w.integer(c.flows, 1, 16)}});
+  if (const OpRow* row = find_op(op)) c.op = row->op;
+}
+
+// One entry of probe.targets.
+void parse_target(Walker& w, const YAML::Node& n, const std::string& p, Target& t) {
+  w.mapping(n, p,
+            {{"address", w.string(t.address)},
+             {"labels",
+              [&w, &t](const YAML::Node& v, const std::string& key) {
+                if (v.IsNull()) return;
+                if (!v.IsMap()) return w.error_at(v, key, "expected a mapping of names to strings");
+                for (const auto& kv : v) {
+                  const std::string name = kv.first.Scalar();
+                  if (!kv.second.IsScalar()) {
+                    w.error_at(kv.second, key + "." + name, "expected a string");
+                  } else if (std::string problem = target_label_problem(name); !problem.empty()) {
+                    w.error_at(kv.first, key + "." + name, problem);
+                  } else {
+                    t.labels[name] = kv.second.Scalar();
+                  }
+                }
+              }},
+             {"classes", w.string_list(t.classes)},
+             {"rail", w.string(t.rail)}});
+}
+
+// probe.rails: device or device/port to a rail name, checked later by
+// validate_probe_options.
+Walker::Field rails_field(Walker& w, std::map<std::string, std::string>& rails) {
+  return [&w, &rails](const YAML::Node& v, const std::string& key) {
+    if (v.IsNull()) return;
+    if (!v.IsMap()) {
+      return w.error_at(v, key, "expected a mapping of device or device/port to a rail");
+    }
+    for (const auto& kv : v) {
+      if (!kv.second.IsScalar()) {
+        w.error_at(kv.second, key + "." + kv.first.Scalar(), "expected a string");
+      } else {
+        rails[kv.first.Scalar()] = kv.second.Scalar();
+      }
+    }
+  };
+}
+
+}  // namespace
+
 void parse_probe_options(Walker& w, const YAML::Node& node, const std::string& path,
                          ProbeOptions& o) {
-  auto microseconds = [&w](std::chrono::microseconds& out) -> Walker::Field {
-    return [&w, &out](const YAML::Node& n, const std::string& key) {
-      const std::string text = n.IsScalar() ? n.Scalar() : std::string();
-      long long us = 0;
-      auto [p, ec] = std::from_chars(text.data(), text.data() + text.size(), us);
-      if (ec == std::errc() && us >= 0 && std::string_view(p) == "us") {
-        out = std::chrono::microseconds(us);
-        return;
-      }
-      Duration d{};
-      if (n.IsScalar() && parse_duration(text, d)) {
-        out = d;
-        return;
-      }
-      w.error_at(n, key, "expected a duration such as 50us, 1ms or 0s, got \"" + text + "\"");
-    };
+  auto probe_class = [&w](const YAML::Node& n, const std::string& p, ProbeClass& c) {
+    parse_probe_class(w, n, p, c);
   };
-  auto probe_class = [&](const YAML::Node& n, const std::string& p, ProbeClass& c) {
-    std::string op = "write";
-    w.mapping(n, p,
-              {{"name", w.string(c.name)},
-               {"op", w.optional_string_into(op,
-                                             [](const std::string& v) {
-                                               return find_op(v) != nullptr
-                                                          ? std::string()
-                                                          : "expected one of " + op_names() +
-                                                                ", got \"" + v + "\"";
-                                             })},
-               {"size", w.integer(c.size, 1, 1 << 30)},
-               {"tclass", w.integer(c.tclass, 0, 255)},
-               {"sl", w.integer(c.sl, 0, 15)},
-               {"port", w.integer(c.port, 1, 255)},
-               {"gid_index", w.integer(c.gid_index, -1, 65535)},
-               {"mtu", w.integer(c.mtu, 256, 4096)},
-               {"interval", w.duration(c.interval)},
-               {"timeout", w.duration(c.timeout)},
-               {"busy_poll", microseconds(c.busy_poll)},
-               {"flows", w.integer(c.flows, 1, 16)}});
-    if (const OpRow* row = find_op(op)) c.op = row->op;
-  };
-  auto target = [&](const YAML::Node& n, const std::string& p, Target& t) {
-    w.mapping(n, p,
-              {{"address", w.string(t.address)},
-               {"labels",
-                [&w, &t](const YAML::Node& v, const std::string& key) {
-                  if (v.IsNull()) return;
-                  if (!v.IsMap())
-                    return w.error_at(v, key, "expected a mapping of names to strings");
-                  for (const auto& kv : v) {
-                    const std::string name = kv.first.Scalar();
-                    if (!kv.second.IsScalar()) {
-                      w.error_at(kv.second, key + "." + name, "expected a string");
-                    } else if (std::string problem = target_label_problem(name); !problem.empty()) {
-                      w.error_at(kv.first, key + "." + name, problem);
-                    } else {
-                      t.labels[name] = kv.second.Scalar();
-                    }
-                  }
-                }},
-               {"classes", w.string_list(t.classes)},
-               {"rail", w.string(t.rail)}});
+  auto target = [&w](const YAML::Node& n, const std::string& p, Target& t) {
+    parse_target(w, n, p, t);
   };
   w.mapping(node, path,
             {{"enabled", w.boolean(o.enabled)},
@@ -195,21 +228,7 @@ void parse_probe_options(Walker& w, const YAML::Node& node, const std::string& p
                                                    [](const std::string& v) {
                                                      return one_of(v, {"ethernet", "infiniband"});
                                                    })},
-             {"rails",
-              [&w, &o](const YAML::Node& v, const std::string& key) {
-                if (v.IsNull()) return;
-                if (!v.IsMap()) {
-                  return w.error_at(v, key,
-                                    "expected a mapping of device or device/port to a rail");
-                }
-                for (const auto& kv : v) {
-                  if (!kv.second.IsScalar()) {
-                    w.error_at(kv.second, key + "." + kv.first.Scalar(), "expected a string");
-                  } else {
-                    o.rails[kv.first.Scalar()] = kv.second.Scalar();
-                  }
-                }
-              }},
+             {"rails", rails_field(w, o.rails)},
              {"cross_rail", w.boolean(o.cross_rail)},
              {"discovery_interval", w.duration(o.discovery_interval)},
              {"gid_index", w.integer(o.gid_index, -1, 65535)},

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <array>
+#include <cerrno>
 #include <cstdint>
 #include <span>
 #include <string>
@@ -12,6 +13,11 @@
 // Big-endian writing and bounds-checked reading of the probe's wire formats
 // (the control messages and the UD datagram); for wire/ only.
 namespace rdma_exporter::probe::wire {
+
+// A message or datagram that breaks its format: EPROTO and what was wrong.
+inline Error protocol_error(const std::string& what) {
+  return Error{EPROTO, what};
+}
 
 class Writer {
  public:

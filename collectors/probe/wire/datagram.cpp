@@ -6,13 +6,6 @@
 #include "collectors/probe/wire/bytes.hpp"
 
 namespace rdma_exporter::probe::wire {
-namespace {
-
-Error protocol_error(const std::string& what) {
-  return Error{EPROTO, what};
-}
-
-}  // namespace
 
 void encode_datagram(const Datagram& d, std::span<uint8_t> out) {
   Writer w;

@@ -17,10 +17,6 @@ constexpr std::size_t kUdAcceptSize = kUdPeerSize + kMacSize;
 constexpr uint8_t kLinkEthernet = 1;
 constexpr uint8_t kLinkInfiniband = 2;
 
-Error protocol_error(const std::string& what) {
-  return Error{EPROTO, what};
-}
-
 void write_setup_fields(Writer& w, const Setup& s) {
   w.u8(static_cast<uint8_t>(s.op));
   w.u32(s.size);

@@ -1,6 +1,6 @@
 // common/yaml_walker: typed integer fields take a value in range into their
 // own type (plain or optional) and report anything else without changing
-// the field.
+// the field; a section tells whether an error was recorded since it was made.
 
 #include "common/yaml_walker.hpp"
 
@@ -73,6 +73,42 @@ TEST(WalkerInteger, TrailingTextAndOverflowAreNotIntegers) {
   const auto big = walk("{u32: 99999999999999999999}\n", g);
   ASSERT_EQ(big.size(), 1u);
   EXPECT_EQ(g.u32, 13u);
+}
+
+TEST(WalkerSection, CleanUntilAnErrorIsRecordedAfterIt) {
+  Walker w("test.yml");
+  int i = 0;
+  const Walker::Section outer = w.section();
+  w.mapping(YAML::Load("{i: 3}"), "", {{"i", w.integer(i, 0, 5)}});
+  EXPECT_EQ(i, 3);
+  EXPECT_FALSE(outer.failed());
+  w.mapping(YAML::Load("{i: 9}"), "", {{"i", w.integer(i, 0, 5)}});
+  EXPECT_TRUE(outer.failed());
+  EXPECT_EQ(i, 3);
+}
+
+TEST(WalkerSection, ErrorsBeforeTheSectionDoNotCount) {
+  Walker w("test.yml");
+  w.error_at(YAML::Load("x"), "a", "first problem");
+  const Walker::Section section = w.section();
+  EXPECT_FALSE(section.failed());
+  w.error_at(YAML::Load("y"), "b", "second problem");
+  EXPECT_TRUE(section.failed());
+  const Walker::Section later = w.section();
+  EXPECT_FALSE(later.failed());
+}
+
+TEST(WalkerSection, TakingTheErrorsNeitherHidesNorInventsOne) {
+  Walker w("test.yml");
+  w.error_at(YAML::Load("x"), "a", "before");
+  const Walker::Section clean = w.section();
+  w.error_at(YAML::Load("y"), "b", "inside");
+  const Walker::Section after = w.section();
+  EXPECT_EQ(w.take().size(), 2u);
+  EXPECT_TRUE(clean.failed());
+  EXPECT_FALSE(after.failed());
+  w.error_at(YAML::Load("z"), "c", "after the take");
+  EXPECT_TRUE(after.failed());
 }
 
 }  // namespace
