@@ -9,6 +9,7 @@
 
 #include "collectors/probe/verbs/access.hpp"
 #include "collectors/probe/verbs/error.hpp"
+#include "common/errno_text.hpp"
 #include "common/log.hpp"
 
 namespace rdma_exporter::probe {
@@ -386,7 +387,7 @@ bool UdPort::drain(std::size_t budget) {
       const int rc = ibv_start_poll(cq_ex_, &attr);
       if (rc == ENOENT) return false;
       if (rc != 0) {
-        fail("polling the CQ: " + std::string(std::strerror(rc)));
+        fail("polling the CQ: " + errno_text(rc));
         return false;
       }
       for (;;) {
@@ -405,7 +406,7 @@ bool UdPort::drain(std::size_t budget) {
       std::array<ibv_wc, 32> raw{};
       const int got = ibv_poll_cq(cq_, static_cast<int>(want), raw.data());
       if (got < 0) {
-        fail("polling the CQ: " + std::string(std::strerror(-got)));
+        fail("polling the CQ: " + errno_text(-got));
         return false;
       }
       if (got == 0) return false;
