@@ -218,21 +218,26 @@ class ServerTlsTest(TlsTestCase):
                 self.assertLess(time.monotonic() - start, 8)
             self.assertEqual(self.failures(exp, "timeout"), 1)
 
-    def test_past_the_per_address_limit_a_connection_is_closed_without_plain_text(self):
-        exp = self.start(TLS, "web: {max_connections_per_source: 1}\n")
+    def test_past_the_per_address_limit_the_oldest_handshake_is_closed_without_plain_text(self):
+        # The address's second connection takes the place of its first, which
+        # is still in its handshake: that one is closed without a byte.
+        exp = self.start(TLS, "web: {max_connections_per_source: 1, header_timeout: 60s, "
+                              "read_timeout: 60s}\n")
         with socket.create_connection(("127.0.0.1", exp.port), timeout=10,
-                                      source_address=("127.0.0.2", 0)):
+                                      source_address=("127.0.0.2", 0)) as first:
             with socket.create_connection(("127.0.0.1", exp.port), timeout=10,
-                                          source_address=("127.0.0.2", 0)) as second:
+                                          source_address=("127.0.0.2", 0)):
                 try:
-                    reply = second.recv(100)
+                    reply = first.recv(100)
                 except ConnectionResetError:
                     reply = b""
                 self.assertEqual(reply, b"")
-            # Another address is served meanwhile.
-            text = self.metrics(exp)
+                # Another address is served meanwhile.
+                text = self.metrics(exp)
+        self.assertEqual(value(text, "rdma_exporter_http_evicted_connections_total",
+                               '{reason="tls_handshake"}'), 1)
         self.assertEqual(value(text, "rdma_exporter_http_rejected_connections_total",
-                               '{reason="max_connections_per_source"}'), 1)
+                               '{reason="max_connections_per_source"}'), 0)
 
     def test_at_the_cap_a_handshake_in_progress_makes_room(self):
         exp = self.start(TLS, "web: {max_connections: 1, header_timeout: 60s, read_timeout: 60s}\n")
