@@ -349,9 +349,14 @@ TEST(HttpServer, ASourceAtItsLimitIsRefusedOnlyWhileItsConnectionsAreServed) {
   EXPECT_EQ(sample(server, "rdma_exporter_http_evicted_connections_total{reason=\"headers\"}"),
             "rdma_exporter_http_evicted_connections_total{reason=\"headers\"} 1");
   // The reloads answered, the source has room again.
+  // Answered and let go on the server's loop: each holds its session.
   server.post([&] {
-    const std::lock_guard lock(mutex);
-    for (auto& done : reloads) done(true, "reloaded");
+    std::vector<std::function<void(bool, std::string)>> answer;
+    {
+      const std::lock_guard lock(mutex);
+      answer.swap(reloads);
+    }
+    for (auto& done : answer) done(true, "reloaded");
   });
   EXPECT_EQ(serving.response().rfind("HTTP/1.1 200 OK\r\n", 0), 0U);
   EXPECT_EQ(third.response().rfind("HTTP/1.1 200 OK\r\n", 0), 0U);
