@@ -142,6 +142,9 @@ class TlsTestCase(unittest.TestCase):
                        config=f"collection: {{max_age: 0s}}\nsysfs: {{root: {self.sysfs}}}\n"
                               + config)
         self.addCleanup(self.stopped_cleanly, exp)
+        # A scrape sharing the first collection, still in flight, would show
+        # the HTTP counters from before the test's connections.
+        wait_log(exp, "first collection done; ready")
         return exp
 
     def stopped_cleanly(self, exp):

@@ -22,6 +22,7 @@
 #include <vector>
 
 #include "tests/support/fake_responder.hpp"
+#include "tests/support/run_until.hpp"
 #include "tests/support/snapshot_query.hpp"
 
 namespace rdma_exporter::probe {
@@ -219,13 +220,7 @@ class RcProberTest : public ::testing::Test {
     prober_->start();
   }
 
-  // Runs the loop until `done()`; fails if nothing at all happens for a
-  // minute (a hang, not a slow machine).
-  void run_until(const std::function<bool()>& done) {
-    while (!done()) {
-      ASSERT_GT(io_.run_one_for(std::chrono::minutes(1)), 0u) << "the loop went idle";
-    }
-  }
+  void run_until(const std::function<bool()>& done) { testing::run_until(io_, done); }
 
   double counter(const std::string& name, const Labels& labels = {}) const {
     const double v = testing::sample(testing::metrics_of(*stats_), name, labels);
