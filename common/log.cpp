@@ -95,7 +95,9 @@ std::string timestamp(std::chrono::system_clock::time_point now) {
 }
 
 bool stderr_is_journal() {
-  static const bool journal = is_journal_stream(STDERR_FILENO, std::getenv("JOURNAL_STREAM"));
+  // Read once; the program never changes its environment.
+  static const bool journal = is_journal_stream(
+      STDERR_FILENO, std::getenv("JOURNAL_STREAM"));  // NOLINT(concurrency-mt-unsafe)
   return journal;
 }
 

@@ -5,11 +5,12 @@
 namespace rdma_exporter {
 namespace {
 
-prometheus::ClientMetric make_metric(Labels labels) {
+prometheus::ClientMetric make_metric(Labels&& labels) {
   prometheus::ClientMetric m;
   m.label.reserve(labels.size());
-  for (auto& [name, value] : labels) {
-    m.label.push_back(prometheus::ClientMetric::Label{std::move(name), std::move(value)});
+  for (auto& label : labels) {
+    m.label.push_back(
+        prometheus::ClientMetric::Label{std::move(label.first), std::move(label.second)});
   }
   return m;
 }

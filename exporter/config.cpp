@@ -110,7 +110,7 @@ std::vector<std::string> parse_config(const std::string& yaml_text, const std::s
 std::vector<std::string> validate_config(const Config& c) {
   std::vector<std::string> errors;
   if (c.web.listen_addresses.empty()) {
-    errors.push_back("web.listen_address: give at least one address");
+    errors.emplace_back("web.listen_address: give at least one address");
   }
   for (std::size_t i = 0; i < c.web.listen_addresses.size(); ++i) {
     const std::string& address = c.web.listen_addresses[i];
@@ -126,16 +126,16 @@ std::vector<std::string> validate_config(const Config& c) {
   if (std::string problem = telemetry_path_problem(c.web.telemetry_path); !problem.empty()) {
     errors.push_back("web.telemetry_path: " + problem);
   }
-  if (c.web.read_timeout.count() <= 0) errors.push_back("web.read_timeout: must be positive");
+  if (c.web.read_timeout.count() <= 0) errors.emplace_back("web.read_timeout: must be positive");
   if (c.web.header_timeout.count() <= 0) {
-    errors.push_back("web.header_timeout: must be positive");
+    errors.emplace_back("web.header_timeout: must be positive");
   }
-  if (c.web.idle_timeout.count() <= 0) errors.push_back("web.idle_timeout: must be positive");
-  if (c.web.write_timeout.count() <= 0) errors.push_back("web.write_timeout: must be positive");
+  if (c.web.idle_timeout.count() <= 0) errors.emplace_back("web.idle_timeout: must be positive");
+  if (c.web.write_timeout.count() <= 0) errors.emplace_back("web.write_timeout: must be positive");
   if (c.collection.netlink_timeout.count() <= 0) {
-    errors.push_back("collection.netlink_timeout: must be positive");
+    errors.emplace_back("collection.netlink_timeout: must be positive");
   }
-  if (c.sysfs.root.empty()) errors.push_back("sysfs.root: must not be empty");
+  if (c.sysfs.root.empty()) errors.emplace_back("sysfs.root: must not be empty");
   for (const auto& e : collector_registry()) {
     if (!e.validate) continue;
     for (auto& problem : e.validate(c.collectors.options_of(e.name))) {

@@ -299,6 +299,7 @@ void ProbeService::run_probers(const std::string& self_group) {
   const std::vector<ProbeClass> classes = effective_classes(options_);
   const std::vector<LocalPort>& ports = devices_.ports();
   std::vector<PlanPort> plan_ports;
+  plan_ports.reserve(ports.size());
   for (const auto& p : ports) {
     plan_ports.push_back({{p.device->name(), p.info.port, p.rail},
                           p.info.gid,

@@ -53,7 +53,7 @@ Numbers numbers(const MetricFamily& f, const OtlpEncodeContext& context, bool cu
   for (const auto& m : f.metric) {
     auto p = point<OtlpNumberPoint>(m, context, cumulative);
     p.value = number(sample_value(f, m), allow_int);
-    out.points.push_back(std::move(p));
+    out.points.push_back(p);
   }
   return out;
 }
@@ -77,7 +77,7 @@ OtlpSummary summary(const MetricFamily& f, const OtlpEncodeContext& context) {
     p.count = m.summary.sample_count;
     p.sum = m.summary.sample_sum;
     p.quantiles = m.summary.quantile;
-    out.points.push_back(std::move(p));
+    out.points.push_back(p);
   }
   return out;
 }

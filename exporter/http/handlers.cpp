@@ -22,7 +22,7 @@ std::string_view trim(std::string_view s) {
 
 // A fixed response, shared by every request that gets it.
 HttpHandler fixed(HttpResponse res) {
-  return [res = std::move(res)](const HttpRequest&, HttpReply reply) { reply(res); };
+  return [res = std::move(res)](const HttpRequest&, const HttpReply& reply) { reply(res); };
 }
 
 // Its links are relative, so the page works behind a proxy that serves the
@@ -70,7 +70,7 @@ HttpHandler metrics(SnapshotCache& cache) {
       return reply(HttpResponse::text(http::status::bad_request, filter.error().message + "\n"));
     }
     cache.get([reply = std::move(reply), gzip,
-               selection = std::move(*filter)](std::shared_ptr<const Snapshot> snap) {
+               selection = std::move(*filter)](const std::shared_ptr<const Snapshot>& snap) {
       if (selection.mode == CollectorFilter::Mode::all) return serve_snapshot(snap, gzip, reply);
       auto chosen = apply_collector_filter(selection, *snap);
       if (!chosen) {
@@ -93,7 +93,7 @@ HttpHandler reload_with(ReloadHook hook) {
 
 }  // namespace
 
-std::shared_ptr<const HttpRouter> exporter_routes(SnapshotCache& cache, ReloadHook reload,
+std::shared_ptr<const HttpRouter> exporter_routes(SnapshotCache& cache, const ReloadHook& reload,
                                                   const std::string& telemetry_path) {
   const std::vector<http::verb> read{http::verb::get, http::verb::head};
   std::vector<HttpRoute> routes{

@@ -22,7 +22,7 @@ using ReloadHook = std::function<void(std::function<void(bool, std::string)>)>;
 //   POST, PUT  /-/reload  runs `reload`; without one (web.enable_lifecycle
 //                         off), every method is answered 403.
 // `cache` must outlive the router.
-std::shared_ptr<const HttpRouter> exporter_routes(SnapshotCache& cache, ReloadHook reload,
+std::shared_ptr<const HttpRouter> exporter_routes(SnapshotCache& cache, const ReloadHook& reload,
                                                   const std::string& telemetry_path = "/metrics");
 
 // Whether an Accept-Encoding header value admits gzip.

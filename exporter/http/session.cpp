@@ -337,7 +337,7 @@ class HttpSession : public HttpSessionBase,
       reply_.head = false;
     }
     static const auto kEmpty = std::make_shared<const std::string>();
-    body_ = res.body ? std::move(res.body) : kEmpty;
+    body_ = res.body ? std::move(res.body) : std::shared_ptr<const std::string>(kEmpty);
     auto fill = [&](auto& msg) {
       msg.version(11);
       msg.set(http::field::server, "rdma_exporter");

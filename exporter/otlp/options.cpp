@@ -174,13 +174,13 @@ std::vector<std::string> validate_otlp_options(const OtlpOptions& o) {
   if (std::string p = otlp_endpoint_problem(o.endpoint); !p.empty()) {
     errors.push_back("otlp.endpoint: " + p);
   }
-  if (o.interval.count() <= 0) errors.push_back("otlp.interval: must be positive");
-  if (o.timeout.count() <= 0) errors.push_back("otlp.timeout: must be positive");
-  if (o.max_backoff.count() <= 0) errors.push_back("otlp.max_backoff: must be positive");
+  if (o.interval.count() <= 0) errors.emplace_back("otlp.interval: must be positive");
+  if (o.timeout.count() <= 0) errors.emplace_back("otlp.timeout: must be positive");
+  if (o.max_backoff.count() <= 0) errors.emplace_back("otlp.max_backoff: must be positive");
   if (o.queue_size < 1 || o.queue_size > 1000) {
-    errors.push_back("otlp.queue_size: expected an integer from 1 to 1000");
+    errors.emplace_back("otlp.queue_size: expected an integer from 1 to 1000");
   }
-  if (o.service_name.empty()) errors.push_back("otlp.service_name: must not be empty");
+  if (o.service_name.empty()) errors.emplace_back("otlp.service_name: must not be empty");
   for (const auto& [name, value] : o.headers) {
     if (std::string p = otlp_header_problem(name, value); !p.empty()) {
       errors.push_back("otlp.headers: " + p);
@@ -192,11 +192,11 @@ std::vector<std::string> validate_otlp_options(const OtlpOptions& o) {
     }
   }
   if (o.cert_file.empty() != o.key_file.empty()) {
-    errors.push_back(o.cert_file.empty()
-                         ? "otlp.key_file: set without otlp.cert_file (a client certificate "
-                           "needs both)"
-                         : "otlp.cert_file: set without otlp.key_file (a client certificate "
-                           "needs both)");
+    errors.emplace_back(o.cert_file.empty()
+                            ? "otlp.key_file: set without otlp.cert_file (a client certificate "
+                              "needs both)"
+                            : "otlp.cert_file: set without otlp.key_file (a client certificate "
+                              "needs both)");
   }
   return errors;
 }
@@ -219,7 +219,7 @@ void parse_otlp_options(Walker& w, const YAML::Node& node, const std::string& pa
   // merged into what `out` holds (from the environment): a name given here
   // replaces the same name (`same` compares names), others are added.
   auto pairs = [&w](OtlpOptions::Pairs& out,
-                    std::function<std::string(const std::string&, const std::string&)> check,
+                    const std::function<std::string(const std::string&, const std::string&)>& check,
                     bool (*same)(std::string_view, std::string_view)) -> Walker::Field {
     return [&w, &out, check, same](const YAML::Node& v, const std::string& key) {
       if (v.IsNull()) return;

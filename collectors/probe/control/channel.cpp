@@ -144,7 +144,7 @@ void next_keepalive(const std::shared_ptr<KeepaliveLoop>& loop) {
   loop->channel->read([loop](Result<wire::Message> m) {
     if (!loop->ended) return;
     if (m && std::holds_alternative<wire::Keepalive>(m.value())) {
-      loop->channel->write(wire::Keepalive{}, [loop](Status s) {
+      loop->channel->write(wire::Keepalive{}, [loop](const Status& s) {
         if (!s)
           loop->finish(s.error().code == ENOBUFS ? KeepaliveEnd::backlog : KeepaliveEnd::closed);
       });

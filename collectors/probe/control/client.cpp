@@ -136,7 +136,7 @@ void ControlClient::sign_and_send(S setup) {
   setup.mac = secret_ ? setup_mac(*secret_, hello_.nonce, setup) : Mac{};
   setup_mac_ = setup.mac;
   control_->write(
-      setup, guarded([this](Status s) {
+      setup, guarded([this](const Status& s) {
         if (!s) return fail(reason::disconnected, s.error().message);
         control_->read(guarded([this](Result<wire::Message> m) { on_answer(std::move(m)); }));
       }));
@@ -191,7 +191,7 @@ void ControlClient::send_keepalive() {
   keepalive_.expires_after(settings_.keepalive);
   keepalive_.async_wait(guarded([this](const boost::system::error_code& ec) {
     if (ec) return;
-    control_->write(wire::Keepalive{}, guarded([this](Status s) {
+    control_->write(wire::Keepalive{}, guarded([this](const Status& s) {
                       if (!s) return fail(reason::disconnected, s.error().message);
                       send_keepalive();
                     }));

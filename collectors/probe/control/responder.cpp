@@ -128,7 +128,7 @@ void Responder::refuse(tcp::socket socket, wire::RejectCode code, const char* wh
   // The write holds the channel until it completes; its handler must not,
   // or a write that never completes (the loop stopped) keeps both.
   channel->write(wire::Reject{code, std::string("refused: ") + why},
-                 [weak = std::weak_ptr<ControlChannel>(channel)](Status) {
+                 [weak = std::weak_ptr<ControlChannel>(channel)](const Status&) {
                    if (auto c = weak.lock()) c->close();
                  });
 }

@@ -64,7 +64,7 @@ void Responder::Session::start() {
     hello.ports.push_back(p.ad());
   }
   arm_deadline(owner_.settings_.limits.handshake_timeout, End::handshake_timeout);
-  control_->write(hello, [self = shared_from_this()](Status s) {
+  control_->write(hello, [self = shared_from_this()](const Status& s) {
     if (!s) return self->close(End::left);
     self->control_->read([self](Result<wire::Message> m) { self->on_setup(std::move(m)); });
   });
@@ -97,7 +97,7 @@ void Responder::Session::reject(wire::RejectCode code, const std::string& reason
   if (closed_) return;
   owner_.stats_->responder_rejected(counted_as);
   control_->write(wire::Reject{code, reason},
-                  [self = shared_from_this()](Status) { self->close(End::answered); });
+                  [self = shared_from_this()](const Status&) { self->close(End::answered); });
 }
 
 void Responder::Session::on_setup(Result<wire::Message> m) {
@@ -232,7 +232,7 @@ void Responder::Session::on_ud_setup(const wire::UdSetup& setup) {
 template <typename A>
 void Responder::Session::accept(A accept, const Mac& setup_mac) {
   if (secret_) accept.mac = accept_mac(*secret_, setup_mac, accept);
-  control_->write(accept, [self = shared_from_this()](Status s) {
+  control_->write(accept, [self = shared_from_this()](const Status& s) {
     if (!s) return self->close(End::left);
     self->listen();
   });

@@ -204,7 +204,7 @@ void DeviceTracker::use_ports() {
   PortSelection selected = select_ports(views, filter, interface_addresses(), previous);
   std::vector<LocalPort> ports;
   for (ChosenPort& c : selected.ports) {
-    ports.push_back(LocalPort{devices_.at(c.device).device, std::move(c.info), c.rail});
+    ports.push_back(LocalPort{devices_.at(c.device).device, c.info, c.rail});
   }
   std::vector<DeviceReport> devices;
   for (const auto& [name, state] : states_) {

@@ -68,7 +68,7 @@ std::vector<std::string> validate_probe_options(const ProbeOptions& o) {
     }
   }
   if (o.backoff_max < o.backoff_initial) {
-    errors.push_back("probe.backoff_max: must not be below probe.backoff_initial");
+    errors.emplace_back("probe.backoff_max: must not be below probe.backoff_initial");
   }
   std::set<std::string> names;
   std::set<std::tuple<Op, uint32_t, uint8_t>> kinds;
@@ -104,7 +104,7 @@ std::vector<std::string> validate_probe_options(const ProbeOptions& o) {
     errors.push_back("probe.pinglist.group_label: " + p);
   }
   if (o.histograms != "group" && o.histograms != "target") {
-    errors.push_back("probe.histograms: expected group or target");
+    errors.emplace_back("probe.histograms: expected group or target");
   }
   for (std::size_t i = 0; i < o.targets.size(); ++i) {
     const Target& t = o.targets[i];
@@ -118,7 +118,7 @@ std::vector<std::string> validate_probe_options(const ProbeOptions& o) {
     if (!t.rail.empty()) rail_problem(t.rail, key + ".rail");
   }
   for (const auto& f : o.file_sd) {
-    if (f.empty()) errors.push_back("probe.file_sd: a path is empty");
+    if (f.empty()) errors.emplace_back("probe.file_sd: a path is empty");
   }
   return errors;
 }

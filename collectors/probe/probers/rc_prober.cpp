@@ -32,9 +32,9 @@ RcQueuePairMaker device_queue_pairs(const LocalPort& local, std::string memory) 
   };
 }
 
-Prober::Prober(boost::asio::io_context& io, std::string local_name, RcQueuePairMaker make,
-               std::string address, wire::PortAd remote, ProbeClass cls, ProberSettings settings,
-               std::shared_ptr<SeriesStats> stats)
+Prober::Prober(boost::asio::io_context& io, const std::string& local_name, RcQueuePairMaker make,
+               const std::string& address, const wire::PortAd& remote, ProbeClass cls,
+               ProberSettings settings, std::shared_ptr<SeriesStats> stats)
     : ControlClient(io, address, remote,
                     address + " " + local_name + "->" + remote.device + "/" +
                         std::to_string(remote.port) + " " + cls.name,

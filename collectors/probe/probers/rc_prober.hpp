@@ -31,9 +31,9 @@ RcQueuePairMaker device_queue_pairs(const LocalPort& local, std::string memory);
 class Prober : public ControlClient {
  public:
   // `local_name` names the local port in log lines ("mlx5_0/1").
-  Prober(boost::asio::io_context& io, std::string local_name, RcQueuePairMaker make,
-         std::string address, wire::PortAd remote, ProbeClass cls, ProberSettings settings,
-         std::shared_ptr<SeriesStats> stats);
+  Prober(boost::asio::io_context& io, const std::string& local_name, RcQueuePairMaker make,
+         const std::string& address, const wire::PortAd& remote, ProbeClass cls,
+         ProberSettings settings, std::shared_ptr<SeriesStats> stats);
 
  private:
   void on_hello() override;

@@ -41,8 +41,9 @@ UdTiming ud_timing(double host_rtt, std::optional<double> device_rtt, double res
 }
 
 UdProber::UdProber(boost::asio::io_context& io, std::string local_name,
-                   std::shared_ptr<UdProbePort> port, std::string address, wire::PortAd remote,
-                   ProbeClass cls, ProberSettings settings, UdProberStats stats)
+                   std::shared_ptr<UdProbePort> port, const std::string& address,
+                   const wire::PortAd& remote, ProbeClass cls, ProberSettings settings,
+                   UdProberStats stats)
     : ControlClient(io, address, remote,
                     address + " " + local_name + "->" + remote.device + "/" +
                         std::to_string(remote.port) + " " + cls.name,

@@ -59,8 +59,8 @@ class UdProber : public ControlClient {
   // ("mlx5_0/1"); without a queue pair (it could not be made) every session
   // fails with reason "setup" until the port has one.
   UdProber(boost::asio::io_context& io, std::string local_name, std::shared_ptr<UdProbePort> port,
-           std::string address, wire::PortAd remote, ProbeClass cls, ProberSettings settings,
-           UdProberStats stats);
+           const std::string& address, const wire::PortAd& remote, ProbeClass cls,
+           ProberSettings settings, UdProberStats stats);
 
  private:
   void on_hello() override;

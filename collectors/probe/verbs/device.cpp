@@ -76,6 +76,7 @@ Result<std::vector<DeviceId>> Device::list() {
   ibv_device** list = ibv_get_device_list(&n);
   if (list == nullptr) return verbs_error(errno, "listing RDMA devices");
   std::vector<DeviceId> out;
+  out.reserve(static_cast<std::size_t>(n));
   for (int i = 0; i < n; ++i) {
     out.push_back({ibv_get_device_name(list[i]), be64toh(ibv_get_device_guid(list[i]))});
   }
