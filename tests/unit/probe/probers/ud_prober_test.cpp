@@ -235,7 +235,7 @@ TEST_F(UdProberTest, WithoutDeviceTimestampsTheHostClockLessTheResponderDelayIsT
   start(ud_class());
   run_until([&] { return histogram(*stats_.latency).count == 1; });
   EXPECT_GT(histogram(*stats_.latency).sum, 0);
-  EXPECT_LT(histogram(*stats_.latency).sum, 100.0);  // not the 500 s the reply's ticks say
+  EXPECT_LT(histogram(*stats_.latency).sum, 100.0);      // not the 500 s the reply's ticks say
   EXPECT_EQ(histogram(*stats_.prober_delay).count, 0u);  // needs the device clock
 }
 
