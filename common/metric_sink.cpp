@@ -15,15 +15,6 @@ prometheus::ClientMetric make_metric(Labels&& labels) {
   return m;
 }
 
-prometheus::ClientMetric make_metric(const Labels& labels) {
-  prometheus::ClientMetric m;
-  m.label.reserve(labels.size());
-  for (const auto& label : labels) {
-    m.label.push_back(prometheus::ClientMetric::Label{label.first, label.second});
-  }
-  return m;
-}
-
 }  // namespace
 
 prometheus::MetricFamily* MetricSink::find_or_add(std::string_view name, std::string_view help,
@@ -57,38 +48,21 @@ void MetricSink::add(prometheus::MetricFamily* family, prometheus::ClientMetric 
   family->metric.push_back(std::move(metric));
 }
 
-template <typename L>
-void MetricSink::sample(std::string_view name, std::string_view help, prometheus::MetricType type,
-                        L&& labels, double value) {
-  if (auto* fam = find_or_add(name, help, type)) {
-    auto m = make_metric(std::forward<L>(labels));
-    if (type == prometheus::MetricType::Counter) {
-      m.counter.value = value;
-    } else {
-      m.gauge.value = value;
-    }
+void MetricSink::counter(std::string_view name, std::string_view help, Labels labels,
+                         double value) {
+  if (auto* fam = find_or_add(name, help, prometheus::MetricType::Counter)) {
+    auto m = make_metric(std::move(labels));
+    m.counter.value = value;
     add(fam, std::move(m));
   }
 }
 
-void MetricSink::counter(std::string_view name, std::string_view help, const Labels& labels,
-                         double value) {
-  sample(name, help, prometheus::MetricType::Counter, labels, value);
-}
-
-void MetricSink::counter(std::string_view name, std::string_view help, Labels&& labels,
-                         double value) {
-  sample(name, help, prometheus::MetricType::Counter, std::move(labels), value);
-}
-
-void MetricSink::gauge(std::string_view name, std::string_view help, const Labels& labels,
-                       double value) {
-  sample(name, help, prometheus::MetricType::Gauge, labels, value);
-}
-
-void MetricSink::gauge(std::string_view name, std::string_view help, Labels&& labels,
-                       double value) {
-  sample(name, help, prometheus::MetricType::Gauge, std::move(labels), value);
+void MetricSink::gauge(std::string_view name, std::string_view help, Labels labels, double value) {
+  if (auto* fam = find_or_add(name, help, prometheus::MetricType::Gauge)) {
+    auto m = make_metric(std::move(labels));
+    m.gauge.value = value;
+    add(fam, std::move(m));
+  }
 }
 
 void MetricSink::family(prometheus::MetricFamily family) {

@@ -20,12 +20,8 @@ using Labels = std::vector<std::pair<std::string, std::string>>;
 // mistake can never produce an invalid exposition.
 class MetricSink {
  public:
-  // A label list the caller keeps (one per port, say) is copied once, into
-  // the sample; a temporary one is moved.
-  void counter(std::string_view name, std::string_view help, const Labels& labels, double value);
-  void counter(std::string_view name, std::string_view help, Labels&& labels, double value);
-  void gauge(std::string_view name, std::string_view help, const Labels& labels, double value);
-  void gauge(std::string_view name, std::string_view help, Labels&& labels, double value);
+  void counter(std::string_view name, std::string_view help, Labels labels, double value);
+  void gauge(std::string_view name, std::string_view help, Labels labels, double value);
   // An info metric: a gauge of value 1 whose labels carry the information.
   void info(std::string_view name, std::string_view help, Labels labels) {
     gauge(name, help, std::move(labels), 1.0);
@@ -55,9 +51,6 @@ class MetricSink {
   };
 
   void add(prometheus::MetricFamily* family, prometheus::ClientMetric metric);
-  template <typename L>
-  void sample(std::string_view name, std::string_view help, prometheus::MetricType type, L&& labels,
-              double value);
 
   std::vector<prometheus::MetricFamily> families_;
   std::vector<std::vector<uint16_t>> tags_;  // per family, the tag of each sample
