@@ -107,7 +107,7 @@ std::size_t fleet_series_per_host(const std::vector<PortPlan>& ports) {
     ud->answered();
   }
   stats.set_local(devices, reports, "host");
-  stats.set_pinglist(PinglistReport{true, "r", 1, 31, 4, 10000});
+  stats.set_pinglist(PinglistReport{true, "r", "h:1", 1, 31, 4, 10000});
   MetricSink sink;
   stats.add_metrics(sink);
   std::size_t n = 0;

@@ -64,7 +64,7 @@ EpochPick pick_epoch(const WantedTargets& wanted, const ThisHost& self,
   std::set<std::string> fleet;
   for (const auto& m : members) fleet.insert(m.id);
   out.report = PinglistReport{
-      listed, self_group, epoch, pinglist.group.size(), remote_hosts.size(), fleet.size()};
+      listed, self_group, self_id, epoch, pinglist.group.size(), remote_hosts.size(), fleet.size()};
   return out;
 }
 

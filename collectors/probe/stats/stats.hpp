@@ -126,6 +126,9 @@ class UdPortStats {
 struct PinglistReport {
   bool self_listed = false;  // this host was found in the target list
   std::string group;         // its group
+  // Its address as the target list names it (host:port), or when not listed
+  // its host name and probe port: what other hosts' series call it `target`.
+  std::string address;
   uint64_t epoch = 0;
   std::size_t group_hosts = 0;   // hosts of its own group it probes
   std::size_t remote_hosts = 0;  // hosts of other groups it probes this epoch

@@ -55,6 +55,7 @@ TEST(PlanEpochPick, ThisHostFoundByNameProbesItsRackAndOneOtherHostPerRail) {
   const EpochPick pick = pick_epoch(fleet(), ThisHost{{}, "h1", 10911}, {"b", "a", "a"}, o, 42);
   EXPECT_TRUE(pick.report.self_listed);
   EXPECT_EQ(pick.report.group, "r1");
+  EXPECT_EQ(pick.report.address, "h1:10911");  // its entry in the list
   EXPECT_EQ(pick.report.epoch, 42u);
   EXPECT_EQ(pick.report.group_hosts, 1u);
   EXPECT_EQ(pick.report.fleet_hosts, 6u);
@@ -83,6 +84,7 @@ TEST(PlanEpochPick, AnUnlistedHostTakesTheConfiguredGroupAndNoRailsMeansOneEmpty
   const EpochPick pick = pick_epoch(fleet(), ThisHost{{}, "elsewhere", 10911}, {}, o, 7);
   EXPECT_FALSE(pick.report.self_listed);
   EXPECT_EQ(pick.report.group, "r2");
+  EXPECT_EQ(pick.report.address, "elsewhere:10911");  // host name and probe port
   EXPECT_EQ(pick.report.group_hosts, 2u);  // h3 and h4
   EXPECT_TRUE(pick.chosen.at("h3:10911").empty());
   EXPECT_TRUE(pick.chosen.at("h4:10911").empty());

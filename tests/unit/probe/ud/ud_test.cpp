@@ -263,13 +263,13 @@ TEST(ProbeUdStats, PortCountsDropsByReasonAnswersAndPeers) {
 TEST(ProbeUdStats, PinglistReport) {
   ProbeStats stats;
   EXPECT_EQ(series_count(metrics_of(stats), "rdma_probe_pinglist_hosts"), 0u);
-  stats.set_pinglist(PinglistReport{true, "rack7", 29000000, 31, 4, 10000});
+  stats.set_pinglist(PinglistReport{true, "rack7", "h7.example:10911", 29000000, 31, 4, 10000});
   const Snapshot snap = metrics_of(stats);
   EXPECT_EQ(sample(snap, "rdma_probe_pinglist_hosts", {{"scope", "group"}}), 31.0);
   EXPECT_EQ(sample(snap, "rdma_probe_pinglist_hosts", {{"scope", "remote"}}), 4.0);
   EXPECT_EQ(sample(snap, "rdma_probe_pinglist_fleet_hosts"), 10000.0);
   EXPECT_EQ(sample(snap, "rdma_probe_pinglist_epoch"), 29000000.0);
-  EXPECT_EQ(sample(snap, "rdma_probe_pinglist_info", {{"group", "rack7"}, {"listed", "true"}}),
+  EXPECT_EQ(sample(snap, "rdma_probe_pinglist_info", {{"group", "rack7"}, {"address", "h7.example:10911"}, {"listed", "true"}}),
             1.0);
 }
 

@@ -1,0 +1,534 @@
+// A fleet's probes under injected faults, simulated second by second: the
+// timeline that bench/fleet_faults backfills into Prometheus to evaluate the
+// culprit rules against. Every host computes its pinglist with the probe's
+// own compute_pinglist, epoch after epoch; every probe of every pair of RNICs
+// crosses the fabric elements of its path (RNIC, leaf, the leaf's link to a
+// spine picked by the flow label, the far leaf, the far RNIC) and is lost
+// with the faults active on them; the series are the probe's own ProbeStats,
+// rendered at every scrape.
+//
+//   build/bench/fleet_faults_sim SCENARIO.yml OUT_DIR --start UNIX_SECONDS
+//
+// Writes OUT_DIR/series.om (OpenMetrics with timestamps: the metrics the
+// culprit rules read, with the job and instance labels a scrape adds) and
+// OUT_DIR/truth.json (the faults, as the elements a culprit names, with their
+// start and end in Unix seconds). The scenario format: docs/fabric.md,
+// "Simulating faults".
+
+#include <yaml-cpp/yaml.h>
+
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+#include <cstdlib>
+#include <fstream>
+#include <iomanip>
+#include <iostream>
+#include <limits>
+#include <map>
+#include <memory>
+#include <random>
+#include <set>
+#include <sstream>
+#include <stdexcept>
+#include <string>
+#include <vector>
+
+#include "collectors/probe/plan/pinglist.hpp"
+#include "collectors/probe/plan/probers.hpp"
+#include "collectors/probe/stats/stats.hpp"
+#include "common/metric_sink.hpp"
+
+namespace rdma_exporter::probe {
+namespace {
+
+constexpr double kForever = std::numeric_limits<double>::infinity();
+
+// "40m", "500ms", "30s", "2h", "1.5s" or a number of seconds.
+double seconds_of(const YAML::Node& n, const std::string& what) {
+  const std::string s = n.as<std::string>();
+  std::size_t used = 0;
+  double v = 0;
+  try {
+    v = std::stod(s, &used);
+  } catch (const std::exception&) {
+    throw std::runtime_error(what + ": not a duration: " + s);
+  }
+  const std::string unit = s.substr(used);
+  if (unit.empty() || unit == "s") return v;
+  if (unit == "ms") return v / 1000;
+  if (unit == "m") return v * 60;
+  if (unit == "h") return v * 3600;
+  throw std::runtime_error(what + ": unknown unit in " + s + " (ms, s, m, h)");
+}
+
+struct Shape {
+  std::size_t hosts = 64;
+  std::size_t group_size = 32;
+  std::size_t rails = 4;
+  std::size_t spines = 8;
+};
+
+struct ProbeSettings {
+  double interval = 1;  // seconds between probes of a pair (the simulation's tick)
+  double timeout = 1;
+  uint8_t flows = 4;
+  std::size_t remote_per_rail = 4;
+  double epoch = 60;
+  double scrape_interval = 15;
+};
+
+struct Fault {
+  std::string kind;  // rnic, leaf, uplink, path, host_down, host_stall
+  long host = -1, group = -1, to_group = -1, rail = -1, spine = -1;
+  double loss = 1;
+  bool request = true, reply = true;
+  double start = 0, end = kForever;
+  // host_stall
+  std::vector<std::size_t> stall_hosts;
+  double stall = 0, every = 0;
+};
+
+struct Scenario {
+  Shape shape;
+  ProbeSettings probe;
+  double duration = 600;
+  uint64_t seed = 1;
+  double background_loss = 0;
+  std::vector<Fault> faults;
+};
+
+long index_of(const YAML::Node& f, const char* key, std::size_t limit, const std::string& what) {
+  if (!f[key]) return -1;
+  const long v = f[key].as<long>();
+  if (v < 0 || static_cast<std::size_t>(v) >= limit) {
+    throw std::runtime_error(what + "." + key + ": " + std::to_string(v) + " is not in 0.." +
+                             std::to_string(limit - 1));
+  }
+  return v;
+}
+
+Scenario read_scenario(const std::string& path) {
+  const YAML::Node root = YAML::LoadFile(path);
+  Scenario s;
+  if (const YAML::Node f = root["fleet"]) {
+    if (f["hosts"]) s.shape.hosts = f["hosts"].as<std::size_t>();
+    if (f["group_size"]) s.shape.group_size = f["group_size"].as<std::size_t>();
+    if (f["rails"]) s.shape.rails = f["rails"].as<std::size_t>();
+    if (f["spines"]) s.shape.spines = f["spines"].as<std::size_t>();
+  }
+  if (s.shape.hosts < 2 || s.shape.group_size < 1 || s.shape.rails < 1 || s.shape.rails > 64 ||
+      s.shape.spines < 1) {
+    throw std::runtime_error("fleet: needs hosts >= 2, group_size >= 1, 1..64 rails, spines >= 1");
+  }
+  if (const YAML::Node p = root["probe"]) {
+    if (p["interval"]) s.probe.interval = seconds_of(p["interval"], "probe.interval");
+    if (p["timeout"]) s.probe.timeout = seconds_of(p["timeout"], "probe.timeout");
+    if (p["flows"]) s.probe.flows = static_cast<uint8_t>(p["flows"].as<unsigned>());
+    if (p["remote_per_rail"]) s.probe.remote_per_rail = p["remote_per_rail"].as<std::size_t>();
+    if (p["epoch"]) s.probe.epoch = seconds_of(p["epoch"], "probe.epoch");
+  }
+  if (root["scrape_interval"]) {
+    s.probe.scrape_interval = seconds_of(root["scrape_interval"], "scrape_interval");
+  }
+  if (s.probe.interval <= 0 || s.probe.flows < 1 || s.probe.flows > 16 || s.probe.epoch <= 0 ||
+      s.probe.scrape_interval < s.probe.interval) {
+    throw std::runtime_error("probe: interval > 0, 1..16 flows, epoch > 0, scrape >= interval");
+  }
+  if (root["duration"]) s.duration = seconds_of(root["duration"], "duration");
+  if (root["seed"]) s.seed = root["seed"].as<uint64_t>();
+  if (root["background_loss"]) s.background_loss = root["background_loss"].as<double>();
+  const std::size_t groups = (s.shape.hosts + s.shape.group_size - 1) / s.shape.group_size;
+  std::mt19937_64 rng(s.seed ^ 0x5eed);
+  std::size_t i = 0;
+  for (const YAML::Node& f : root["faults"]) {
+    const std::string what = "faults[" + std::to_string(i++) + "]";
+    Fault x;
+    x.kind = f["kind"].as<std::string>();
+    static const std::set<std::string> kinds = {"rnic", "leaf", "uplink", "path", "host_down",
+                                                "host_stall"};
+    if (!kinds.contains(x.kind)) throw std::runtime_error(what + ".kind: unknown: " + x.kind);
+    x.host = index_of(f, "host", s.shape.hosts, what);
+    x.group = index_of(f, "group", groups, what);
+    x.to_group = index_of(f, "to_group", groups, what);
+    x.rail = index_of(f, "rail", s.shape.rails, what);
+    x.spine = index_of(f, "spine", s.shape.spines, what);
+    if (f["loss"]) x.loss = f["loss"].as<double>();
+    if (x.loss < 0 || x.loss > 1) throw std::runtime_error(what + ".loss: not in 0..1");
+    if (f["direction"]) {
+      const std::string d = f["direction"].as<std::string>();
+      if (d == "request") {
+        x.reply = false;
+      } else if (d == "reply") {
+        x.request = false;
+      } else if (d != "both") {
+        throw std::runtime_error(what + ".direction: request, reply or both");
+      }
+    }
+    if (f["start"]) x.start = seconds_of(f["start"], what + ".start");
+    if (f["end"]) x.end = seconds_of(f["end"], what + ".end");
+    const auto need = [&](bool ok, const char* keys) {
+      if (!ok) throw std::runtime_error(what + ": kind " + x.kind + " needs " + keys);
+    };
+    if (x.kind == "rnic") need(x.host >= 0 && x.rail >= 0, "host and rail");
+    if (x.kind == "leaf") need(x.group >= 0 && x.rail >= 0, "group and rail");
+    if (x.kind == "uplink") need(x.group >= 0 && x.rail >= 0 && x.spine >= 0, "group, rail, spine");
+    if (x.kind == "path") {
+      need(x.group >= 0 && x.to_group >= 0 && x.rail >= 0 && x.spine >= 0 &&
+               x.group != x.to_group,
+           "group, to_group (another), rail, spine");
+    }
+    if (x.kind == "host_down") need(x.host >= 0, "host");
+    if (x.kind == "host_stall") {
+      need(f["stall"] && f["every"] && f["hosts"], "hosts, stall and every");
+      x.stall = seconds_of(f["stall"], what + ".stall");
+      x.every = seconds_of(f["every"], what + ".every");
+      if (f["hosts"].IsSequence()) {
+        for (const YAML::Node& h : f["hosts"]) x.stall_hosts.push_back(h.as<std::size_t>());
+      } else {
+        const double share = f["hosts"].as<double>();
+        for (std::size_t h = 0; h < s.shape.hosts; ++h) {
+          if (std::uniform_real_distribution<double>(0, 1)(rng) < share) x.stall_hosts.push_back(h);
+        }
+      }
+    }
+    s.faults.push_back(std::move(x));
+  }
+  return s;
+}
+
+std::string host_name(std::size_t h) {
+  char b[32];
+  std::snprintf(b, sizeof b, "h%04zu", h);
+  return b;
+}
+std::string group_name(std::size_t g) {
+  char b[32];
+  std::snprintf(b, sizeof b, "g%03zu", g);
+  return b;
+}
+std::string rail_name(std::size_t r) { return "rail" + std::to_string(r); }
+std::string device_name(std::size_t r) { return "mlx5_" + std::to_string(r); }
+std::string address_of(std::size_t h) { return host_name(h) + ":10911"; }
+std::string instance_of(std::size_t h) { return host_name(h) + ":10910"; }
+
+// One leg of a probe: the request (prober to responder) or the reply.
+struct Leg {
+  std::size_t from, to;  // hosts
+  std::size_t from_group, to_group;
+  std::size_t rail;
+  std::size_t spine;  // between groups: the spine the flow hashes to
+  bool request;
+};
+
+bool crosses(const Fault& f, const Leg& leg) {
+  if (!(leg.request ? f.request : f.reply)) return false;
+  if (f.rail >= 0 && static_cast<std::size_t>(f.rail) != leg.rail) return false;
+  const bool between_groups = leg.from_group != leg.to_group;
+  const auto in = [](long want, std::size_t a, std::size_t b) {
+    return static_cast<std::size_t>(want) == a || static_cast<std::size_t>(want) == b;
+  };
+  if (f.kind == "rnic") return in(f.host, leg.from, leg.to);
+  if (f.kind == "leaf") return in(f.group, leg.from_group, leg.to_group);
+  if (f.kind == "uplink") {
+    return between_groups && static_cast<std::size_t>(f.spine) == leg.spine &&
+           in(f.group, leg.from_group, leg.to_group);
+  }
+  if (f.kind == "path") {
+    return between_groups && static_cast<std::size_t>(f.spine) == leg.spine &&
+           static_cast<std::size_t>(f.group) == leg.from_group &&
+           static_cast<std::size_t>(f.to_group) == leg.to_group;
+  }
+  return false;
+}
+
+struct Pair {
+  std::shared_ptr<SeriesStats> series;
+  std::size_t target;
+  std::size_t rail;
+  uint64_t seq = 0;
+};
+
+struct Host {
+  std::unique_ptr<ProbeStats> stats;
+  std::vector<Pair> pairs;
+  std::vector<std::pair<double, double>> stalls;  // [from, to), sorted, within the run
+};
+
+// The metric families the culprit rules read, as OpenMetrics families.
+const std::map<std::string, std::pair<std::string, std::string>>& families() {
+  static const std::map<std::string, std::pair<std::string, std::string>> f = {
+      {"rdma_probe_sent_total", {"rdma_probe_sent", "counter"}},
+      {"rdma_probe_timeouts_total", {"rdma_probe_timeouts", "counter"}},
+      {"rdma_probe_path_timeouts_total", {"rdma_probe_path_timeouts", "counter"}},
+      {"rdma_probe_pinglist_info", {"rdma_probe_pinglist_info", "gauge"}},
+  };
+  return f;
+}
+
+class Simulation {
+ public:
+  Simulation(Scenario s, double start_unix) : s_(std::move(s)), start_(start_unix) {
+    const std::size_t n = s_.shape.hosts;
+    group_of_.resize(n);
+    for (std::size_t h = 0; h < n; ++h) {
+      group_of_[h] = h / s_.shape.group_size;
+      members_.push_back({address_of(h), group_name(group_of_[h])});
+    }
+    for (std::size_t r = 0; r < s_.shape.rails; ++r) rails_.push_back(rail_name(r));
+    hosts_.resize(n);
+    for (const Fault& f : s_.faults) {
+      if (f.kind != "host_stall") continue;
+      for (std::size_t h : f.stall_hosts) {
+        if (h >= n) continue;
+        const double phase = std::uniform_real_distribution<double>(0, f.every)(rng_);
+        for (double t = f.start + phase; t < std::min(f.end, s_.duration); t += f.every) {
+          hosts_[h].stalls.emplace_back(t, t + f.stall);
+        }
+      }
+    }
+    for (Host& h : hosts_) std::sort(h.stalls.begin(), h.stalls.end());
+  }
+
+  void run(const std::string& out_dir) {
+    std::map<std::string, std::ofstream> out;
+    for (const auto& [name, family] : families()) {
+      out[name].open(out_dir + "/" + name + ".part");
+    }
+    const auto ticks = static_cast<uint64_t>(s_.duration / s_.probe.interval);
+    const auto scrape_every =
+        static_cast<uint64_t>(std::llround(s_.probe.scrape_interval / s_.probe.interval));
+    uint64_t epoch = std::numeric_limits<uint64_t>::max();
+    for (uint64_t tick = 0; tick <= ticks; ++tick) {
+      const double t = static_cast<double>(tick) * s_.probe.interval;
+      const auto e = static_cast<uint64_t>((start_ + t) / s_.probe.epoch);
+      for (std::size_t h = 0; h < hosts_.size(); ++h) {
+        const bool up = !down(h, t);
+        if (!up) {
+          hosts_[h].stats.reset();  // the host and its exporter are off
+          hosts_[h].pairs.clear();
+        } else if (!hosts_[h].stats) {
+          hosts_[h].stats = std::make_unique<ProbeStats>();
+          plan(h, e);
+        } else if (e != epoch) {
+          plan(h, e);
+        }
+      }
+      epoch = e;
+      for (std::size_t h = 0; h < hosts_.size(); ++h) probe(h, t);
+      if (tick % scrape_every == 0) scrape(t, out);
+    }
+    for (auto& [name, stream] : out) stream.close();
+    std::ofstream om(out_dir + "/series.om");
+    for (const auto& [name, family] : families()) {
+      om << "# TYPE " << family.first << " " << family.second << "\n";
+      std::ifstream part(out_dir + "/" + name + ".part");
+      om << part.rdbuf();
+      part.close();
+      std::remove((out_dir + "/" + name + ".part").c_str());
+    }
+    om << "# EOF\n";
+    write_truth(out_dir + "/truth.json");
+  }
+
+ private:
+  bool down(std::size_t h, double t) const {
+    for (const Fault& f : s_.faults) {
+      if (f.kind == "host_down" && static_cast<std::size_t>(f.host) == h && t >= f.start &&
+          t < f.end) {
+        return true;
+      }
+    }
+    return false;
+  }
+
+  // The stall of host h that covers time t, as its end; 0 when none.
+  double stalled_until(std::size_t h, double t) const {
+    for (const auto& [from, to] : hosts_[h].stalls) {
+      if (from > t) break;
+      if (t < to) return to;
+    }
+    return 0;
+  }
+
+  void plan(std::size_t h, uint64_t epoch) {
+    const Pinglist list = compute_pinglist(members_, address_of(h), "", rails_,
+                                           PinglistSettings{s_.probe.remote_per_rail, epoch});
+    Host& host = hosts_[h];
+    ProbeClass cls;
+    cls.name = "default";
+    cls.op = Op::ud;
+    cls.size = 64;
+    std::vector<Pair> pairs;
+    std::vector<std::shared_ptr<SeriesStats>> keep;
+    const auto add = [&](std::size_t target, std::size_t r) {
+      const RailPort local{device_name(r), 1, rail_names(r)};
+      wire::PortAd remote;
+      remote.device = device_name(r);
+      remote.rail = rail_names(r);
+      const Labels labels = series_labels(address_of(target), local, remote, cls,
+                                          {{"rack", group_name(group_of_[target])}});
+      Pair p{host.stats->series(labels, SeriesShape{false, false}), target, r};
+      // A pair kept from the last epoch keeps its place in the flow cycle.
+      for (const Pair& old : host.pairs) {
+        if (old.series == p.series) p.seq = old.seq;
+      }
+      keep.push_back(p.series);
+      pairs.push_back(std::move(p));
+    };
+    for (std::size_t i : list.group) {
+      for (std::size_t r = 0; r < s_.shape.rails; ++r) add(i, r);
+    }
+    for (const auto& [rail, targets] : list.remote) {
+      const std::size_t r = static_cast<std::size_t>(
+          std::find(rails_.begin(), rails_.end(), rail) - rails_.begin());
+      for (std::size_t i : targets) add(i, r);
+    }
+    host.stats->retain(keep);
+    host.pairs = std::move(pairs);
+    host.stats->set_pinglist(PinglistReport{true, group_name(group_of_[h]), address_of(h), epoch,
+                                            list.group.size(), 0, members_.size()});
+  }
+
+  const std::string& rail_names(std::size_t r) const { return rails_[r]; }
+
+  std::size_t spine_of(std::size_t from, std::size_t to, std::size_t rail, uint64_t flow) const {
+    const std::string key = address_of(from) + ">" + address_of(to) + "/" + std::to_string(rail);
+    return stable_hash(key, flow) % s_.shape.spines;
+  }
+
+  double survival(const Leg& leg, double t) const {
+    double p = 1 - s_.background_loss;
+    for (const Fault& f : s_.faults) {
+      if (t < f.start || t >= f.end || f.kind == "host_down" || f.kind == "host_stall") continue;
+      if (crosses(f, leg)) p *= 1 - f.loss;
+    }
+    return p;
+  }
+
+  void probe(std::size_t h, double t) {
+    Host& host = hosts_[h];
+    if (!host.stats) return;
+    // A stalled prober sends nothing until the stall ends; the probe in
+    // flight when it began is handled after the timeout when the stall lasts
+    // longer (counted lost: the exporter has no other account of it yet).
+    const double own_stall = stalled_until(h, t);
+    const bool stall_begins = own_stall > 0 && stalled_until(h, t - s_.probe.interval) == 0;
+    for (Pair& p : host.pairs) {
+      if (own_stall > 0) {
+        if (stall_begins && own_stall - t >= s_.probe.timeout) {
+          p.series->lost(static_cast<uint8_t>((p.seq + s_.probe.flows - 1) % s_.probe.flows));
+        }
+        continue;
+      }
+      const uint8_t flow = static_cast<uint8_t>(p.seq++ % s_.probe.flows);
+      p.series->sent();
+      bool lost = down(p.target, t);
+      if (!lost) {
+        // A stalled responder answers when the stall ends: too late when
+        // more than the timeout remains of it.
+        const double far_stall = stalled_until(p.target, t);
+        lost = far_stall > 0 && far_stall - t > s_.probe.timeout;
+      }
+      if (!lost) {
+        const std::size_t g = group_of_[h], tg = group_of_[p.target];
+        const Leg request{h, p.target, g, tg, p.rail, spine_of(h, p.target, p.rail, flow), true};
+        const Leg reply{p.target, h, tg, g, p.rail, spine_of(p.target, h, p.rail, flow), false};
+        const double survive = survival(request, t) * survival(reply, t);
+        lost = survive < 1 && std::uniform_real_distribution<double>(0, 1)(rng_) >= survive;
+      }
+      if (lost) {
+        p.series->lost(flow);
+      } else {
+        p.series->success(10e-6, start_ + t);
+      }
+    }
+  }
+
+  void scrape(double t, std::map<std::string, std::ofstream>& out) {
+    char stamp[32];
+    std::snprintf(stamp, sizeof stamp, " %.3f\n", start_ + t);
+    for (std::size_t h = 0; h < hosts_.size(); ++h) {
+      if (!hosts_[h].stats) continue;
+      MetricSink sink;
+      hosts_[h].stats->add_metrics(sink);
+      const std::string scrape_labels = "instance=\"" + instance_of(h) + "\",job=\"rdma_exporter\"";
+      for (const prometheus::MetricFamily& f : sink.take()) {
+        const auto it = out.find(f.name);
+        if (it == out.end()) continue;
+        for (const prometheus::ClientMetric& m : f.metric) {
+          std::ostream& o = it->second;
+          o << f.name << '{' << scrape_labels;
+          for (const auto& l : m.label) o << ',' << l.name << "=\"" << l.value << '"';
+          o << "} "
+            << (f.type == prometheus::MetricType::Counter ? m.counter.value : m.gauge.value)
+            << stamp;
+        }
+      }
+    }
+  }
+
+  // The faults as the elements a culprit should name.
+  void write_truth(const std::string& path) const {
+    std::ofstream o(path);
+    o << std::fixed << std::setprecision(3);
+    o << "{\"start\": " << start_ << ", \"end\": " << start_ + s_.duration
+      << ", \"epoch\": " << s_.probe.epoch << ", \"faults\": [\n";
+    bool first = true;
+    for (const Fault& f : s_.faults) {
+      o << (first ? "" : ",\n") << "  {\"kind\": \"" << f.kind << "\"";
+      first = false;
+      const auto field = [&](const char* k, const std::string& v) {
+        o << ", \"" << k << "\": \"" << v << "\"";
+      };
+      if (f.kind == "rnic" || f.kind == "host_down") field("host", address_of(f.host));
+      if (f.kind == "rnic") field("device", device_name(f.rail));
+      if (f.group >= 0) field("group", group_name(f.group));
+      if (f.group < 0 && f.host >= 0) field("group", group_name(group_of_[f.host]));
+      if (f.to_group >= 0) field("to_group", group_name(f.to_group));
+      if (f.rail >= 0) field("rail", rail_name(f.rail));
+      if (f.spine >= 0) o << ", \"spine\": " << f.spine;
+      o << ", \"loss\": " << f.loss << ", \"direction\": \""
+        << (f.request && f.reply ? "both" : f.request ? "request" : "reply") << "\"";
+      o << ", \"start\": " << start_ + f.start
+        << ", \"end\": " << (std::isinf(f.end) ? start_ + s_.duration : start_ + f.end);
+      if (f.kind == "host_stall") {
+        o << ", \"stall\": " << f.stall << ", \"hosts\": [";
+        for (std::size_t i = 0; i < f.stall_hosts.size(); ++i) {
+          o << (i ? ", " : "") << '"' << address_of(f.stall_hosts[i]) << '"';
+        }
+        o << "]";
+      }
+      o << "}";
+    }
+    o << "\n]}\n";
+  }
+
+  Scenario s_;
+  double start_;
+  std::vector<FleetMember> members_;
+  std::vector<std::size_t> group_of_;
+  std::vector<std::string> rails_;
+  std::vector<Host> hosts_;
+  std::mt19937_64 rng_{s_.seed};
+};
+
+}  // namespace
+}  // namespace rdma_exporter::probe
+
+int main(int argc, char** argv) {
+  using namespace rdma_exporter::probe;
+  if (argc != 5 || std::string(argv[3]) != "--start") {
+    std::cerr << "usage: fleet_faults_sim SCENARIO.yml OUT_DIR --start UNIX_SECONDS\n";
+    return 2;
+  }
+  try {
+    Scenario s = read_scenario(argv[1]);
+    Simulation sim(std::move(s), std::stod(argv[4]));
+    sim.run(argv[2]);
+  } catch (const std::exception& e) {
+    std::cerr << argv[1] << ": " << e.what() << "\n";
+    return 2;
+  }
+  return 0;
+}
