@@ -18,6 +18,7 @@
 #include <yaml-cpp/yaml.h>
 
 #include <algorithm>
+#include <array>
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
@@ -247,6 +248,8 @@ struct Pair {
   std::size_t target;
   std::size_t rail;
   uint64_t seq = 0;
+  // By flow label: the spine the request and the reply hash to.
+  std::array<uint16_t, 16> request_spine{}, reply_spine{};
 };
 
 struct Host {
@@ -369,6 +372,10 @@ class Simulation {
       const Labels labels = series_labels(address_of(target), local, remote, cls,
                                           {{"rack", group_name(group_of_[target])}});
       Pair p{host.stats->series(labels, SeriesShape{false, false}), target, r};
+      for (uint8_t flow = 0; flow < s_.probe.flows; ++flow) {
+        p.request_spine[flow] = spine_of(h, target, r, flow);
+        p.reply_spine[flow] = spine_of(target, h, r, flow);
+      }
       // A pair kept from the last epoch keeps its place in the flow cycle.
       for (const Pair& old : host.pairs) {
         if (old.series == p.series) p.seq = old.seq;
@@ -392,9 +399,11 @@ class Simulation {
 
   const std::string& rail_names(std::size_t r) const { return rails_[r]; }
 
-  std::size_t spine_of(std::size_t from, std::size_t to, std::size_t rail, uint64_t flow) const {
+  // ECMP: the spine a flow between two RNICs hashes to, the same for every
+  // probe of the flow.
+  uint16_t spine_of(std::size_t from, std::size_t to, std::size_t rail, uint64_t flow) const {
     const std::string key = address_of(from) + ">" + address_of(to) + "/" + std::to_string(rail);
-    return stable_hash(key, flow) % s_.shape.spines;
+    return static_cast<uint16_t>(stable_hash(key, flow) % s_.shape.spines);
   }
 
   double survival(const Leg& leg, double t) const {
@@ -432,8 +441,8 @@ class Simulation {
       }
       if (!lost) {
         const std::size_t g = group_of_[h], tg = group_of_[p.target];
-        const Leg request{h, p.target, g, tg, p.rail, spine_of(h, p.target, p.rail, flow), true};
-        const Leg reply{p.target, h, tg, g, p.rail, spine_of(p.target, h, p.rail, flow), false};
+        const Leg request{h, p.target, g, tg, p.rail, p.request_spine[flow], true};
+        const Leg reply{p.target, h, tg, g, p.rail, p.reply_spine[flow], false};
         const double survive = survival(request, t) * survival(reply, t);
         lost = survive < 1 && std::uniform_real_distribution<double>(0, 1)(rng_) >= survive;
       }
