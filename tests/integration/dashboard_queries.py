@@ -116,9 +116,11 @@ def prometheus_config(targets):
     job = config["scrape_configs"][0]
     job["scrape_timeout"] = f"{SCRAPE_INTERVAL_S}s"
     job["static_configs"] = [{"targets": list(targets)}]
-    with open(os.path.join(SOURCE_DIR, "config/prometheus/rdma-alerts.yml")) as f:
-        rules = f.read()
-    return yaml.safe_dump(config), {"rdma-alerts.yml": rules}
+    rules = {}
+    for name in config["rule_files"]:
+        with open(os.path.join(SOURCE_DIR, "config/prometheus", name)) as f:
+            rules[name] = f.read()
+    return yaml.safe_dump(config), rules
 
 
 def wait_for_data(prometheus, targets, timeout=90):

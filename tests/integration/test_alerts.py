@@ -1,7 +1,8 @@
-"""The alerting rules (config/prometheus/rdma-alerts.yml) and the scrape
-configuration example: promtool accepts them, the unit tests in
-tests/alerts/ pass and cover every alert firing and not firing, every alert
-has its annotations and a runbook section, and every metric is documented."""
+"""The alerting rules (config/prometheus/rdma-alerts.yml), the culprit rules
+(config/prometheus/rdma-culprits.yml) and the scrape configuration example:
+promtool accepts them, the unit tests in tests/alerts/ pass and cover every
+alert firing and not firing, every alert has its annotations and a runbook
+section, and every metric is documented."""
 import copy
 import os
 import re
@@ -17,6 +18,10 @@ from metrics_doc import MetricsDoc
 
 RULES = os.path.join(SOURCE_DIR, "config/prometheus/rdma-alerts.yml")
 RULE_TESTS = os.path.join(SOURCE_DIR, "tests/alerts/rdma-alerts.test.yml")
+CULPRIT_RULES = os.path.join(SOURCE_DIR, "config/prometheus/rdma-culprits.yml")
+CULPRIT_TESTS = os.path.join(SOURCE_DIR, "tests/alerts/rdma-culprits.test.yml")
+# Each rule file and its promtool tests.
+RULE_SETS = [(RULES, RULE_TESTS), (CULPRIT_RULES, CULPRIT_TESTS)]
 SCRAPE_CONFIG = os.path.join(SOURCE_DIR, "config/prometheus/prometheus.yml")
 RUNBOOKS = os.path.join(SOURCE_DIR, "docs/alerts.md")
 RUNBOOK_PREFIX = "file:///usr/share/doc/rdma_exporter/alerts.md#"
@@ -30,6 +35,10 @@ def load_yaml(path):
 
 def alerts(rules_doc):
     return [r for g in rules_doc["groups"] for r in g["rules"] if "alert" in r]
+
+
+def rules_of(rules_doc):
+    return [r for g in rules_doc["groups"] for r in g["rules"]]
 
 
 def heading_anchors(markdown):
@@ -48,64 +57,68 @@ class AlertRulesTest(unittest.TestCase):
     def setUpClass(cls):
         if promtool() is None:
             raise RuntimeError("promtool not found (scripts/setup installs prometheus)")
-        cls.rules = load_yaml(RULES)
-        cls.alerts = alerts(cls.rules)
+        cls.rule_docs = {path: load_yaml(path) for path, _ in RULE_SETS}
+        cls.alerts = [a for doc in cls.rule_docs.values() for a in alerts(doc)]
 
     def promtool(self, *args, cwd=None):
         return subprocess.run([promtool(), *args], capture_output=True, text=True, timeout=120,
                               cwd=cwd)
 
     def test_promtool_check_rules(self):
-        r = self.promtool("check", "rules", RULES)
-        self.assertEqual(r.returncode, 0, r.stdout + r.stderr)
-        self.assertIn(f"SUCCESS: {len(self.alerts)} rules found", r.stdout)
+        for path, doc in self.rule_docs.items():
+            r = self.promtool("check", "rules", path)
+            self.assertEqual(r.returncode, 0, r.stdout + r.stderr)
+            self.assertIn(f"SUCCESS: {len(rules_of(doc))} rules found", r.stdout)
 
     def test_promtool_unit_tests_pass(self):
-        r = self.promtool("test", "rules", os.path.basename(RULE_TESTS),
-                          cwd=os.path.dirname(RULE_TESTS))
-        self.assertEqual(r.returncode, 0, r.stdout + r.stderr)
-        self.assertIn("SUCCESS", r.stdout)
+        for _, tests in RULE_SETS:
+            r = self.promtool("test", "rules", os.path.basename(tests), cwd=os.path.dirname(tests))
+            self.assertEqual(r.returncode, 0, r.stdout + r.stderr)
+            self.assertIn("SUCCESS", r.stdout)
 
     def test_every_alert_has_a_firing_and_a_quiet_case(self):
-        cases = {}
-        for test in load_yaml(RULE_TESTS)["tests"]:
-            for case in test.get("alert_rule_test", []):
-                kind = "fires" if case.get("exp_alerts") else "quiet"
-                cases.setdefault(case["alertname"], set()).add(kind)
-        for alert in self.alerts:
-            name = alert["alert"]
-            self.assertEqual(cases.get(name), {"fires", "quiet"}, f"{name} in {RULE_TESTS}")
-        self.assertEqual(set(cases), {a["alert"] for a in self.alerts}, "tests of unknown alerts")
+        for path, tests in RULE_SETS:
+            cases = {}
+            for test in load_yaml(tests)["tests"]:
+                for case in test.get("alert_rule_test", []):
+                    kind = "fires" if case.get("exp_alerts") else "quiet"
+                    cases.setdefault(case["alertname"], set()).add(kind)
+            own = alerts(self.rule_docs[path])
+            for alert in own:
+                name = alert["alert"]
+                self.assertEqual(cases.get(name), {"fires", "quiet"}, f"{name} in {tests}")
+            self.assertEqual(set(cases), {a["alert"] for a in own}, "tests of unknown alerts")
 
     def test_the_unit_tests_notice_an_alert_that_never_or_always_fires(self):
         # The tests can fail: for every alert, a rule file in which it never
         # fires, and one in which it fires for everything, each checked by
         # that alert's cases only. One promtool run takes all the files.
-        tests = load_yaml(RULE_TESTS)
         d = tempfile.mkdtemp(prefix="rdma_alerts_")
         try:
             files = []
-            for alert in self.alerts:
-                name = alert["alert"]
-                own = []
-                for test in tests["tests"]:
-                    cases = [c for c in test.get("alert_rule_test", [])
-                             if c["alertname"] == name]
-                    if cases:
-                        own.append({**test, "alert_rule_test": cases})
-                for kind, expr in (("never", "vector(1) == 2"), ("always", "vector(1)")):
-                    rules = copy.deepcopy(self.rules)
-                    for rule in alerts(rules):
-                        if rule["alert"] == name:
-                            rule["expr"] = expr
-                    stem = f"{name}-{kind}"
-                    with open(os.path.join(d, stem + ".rules.yml"), "w") as f:
-                        yaml.safe_dump(rules, f)
-                    with open(os.path.join(d, stem + ".test.yml"), "w") as f:
-                        yaml.safe_dump({"rule_files": [stem + ".rules.yml"],
-                                        "evaluation_interval": tests["evaluation_interval"],
-                                        "tests": own}, f)
-                    files.append(stem + ".test.yml")
+            for path, test_path in RULE_SETS:
+                tests = load_yaml(test_path)
+                for alert in alerts(self.rule_docs[path]):
+                    name = alert["alert"]
+                    own = []
+                    for test in tests["tests"]:
+                        cases = [c for c in test.get("alert_rule_test", [])
+                                 if c["alertname"] == name]
+                        if cases:
+                            own.append({**test, "alert_rule_test": cases})
+                    for kind, expr in (("never", "vector(1) == 2"), ("always", "vector(1)")):
+                        rules = copy.deepcopy(self.rule_docs[path])
+                        for rule in alerts(rules):
+                            if rule["alert"] == name:
+                                rule["expr"] = expr
+                        stem = f"{name}-{kind}"
+                        with open(os.path.join(d, stem + ".rules.yml"), "w") as f:
+                            yaml.safe_dump(rules, f)
+                        with open(os.path.join(d, stem + ".test.yml"), "w") as f:
+                            yaml.safe_dump({"rule_files": [stem + ".rules.yml"],
+                                            "evaluation_interval": tests["evaluation_interval"],
+                                            "tests": own}, f)
+                        files.append(stem + ".test.yml")
             # One stream, so that each verdict follows its file name.
             r = subprocess.run([promtool(), "test", "rules", *files], cwd=d, text=True,
                                stdout=subprocess.PIPE, stderr=subprocess.STDOUT, timeout=300)
@@ -139,12 +152,18 @@ class AlertRulesTest(unittest.TestCase):
         self.assertEqual(documented, {n.lower() for n in names}, "runbooks without an alert")
 
     def test_every_metric_is_documented(self):
+        # Every exporter metric a rule reads; the culprit rules' own records
+        # are defined in their file.
         doc = MetricsDoc(os.path.join(SOURCE_DIR, "docs/metrics.md"))
         problems = []
-        for alert in self.alerts:
-            names, _, found = doc.expression_problems(alert["expr"])
-            self.assertTrue(names, alert["alert"])
-            problems += [f"{alert['alert']}: {p}" for p in found]
+        for rules_doc in self.rule_docs.values():
+            records = {r["record"] for r in rules_of(rules_doc) if "record" in r}
+            for rule in rules_of(rules_doc):
+                names, _, found = doc.expression_problems(rule["expr"])
+                what = rule.get("alert") or rule.get("record")
+                self.assertTrue(names, what)
+                problems += [f"{what}: {p}" for p in found
+                             if p.split(" ", 1)[0] not in records]
         self.assertEqual(problems, [])
 
     def test_scrape_config_example_is_valid(self):
@@ -155,6 +174,7 @@ class AlertRulesTest(unittest.TestCase):
         jobs = {j["job_name"]: j for j in config["scrape_configs"]}
         self.assertIn("rdma_exporter", jobs)
         self.assertIn("rdma-alerts.yml", config["rule_files"])
+        self.assertIn("rdma-culprits.yml", config["rule_files"])
         targets = [t for sc in jobs["rdma_exporter"]["static_configs"] for t in sc["targets"]]
         self.assertTrue(all(t.endswith(":10910") for t in targets), targets)
 

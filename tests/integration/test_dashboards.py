@@ -388,8 +388,10 @@ probe:
         bad = [f"{rule['name']}: {rule.get('lastError')}" for rule in rules
                if rule["health"] != "ok"]
         self.assertEqual(bad, [])
-        with open(os.path.join(SOURCE_DIR, "config/prometheus/rdma-alerts.yml")) as f:
-            shipped = [r for g in yaml.safe_load(f)["groups"] for r in g["rules"]]
+        shipped = []
+        for name in ("rdma-alerts.yml", "rdma-culprits.yml"):
+            with open(os.path.join(SOURCE_DIR, "config/prometheus", name)) as f:
+                shipped += [r for g in yaml.safe_load(f)["groups"] for r in g["rules"]]
         self.assertEqual(len(rules), len(shipped))
 
     def test_the_data_has_what_the_dashboards_need(self):

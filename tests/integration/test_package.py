@@ -99,6 +99,8 @@ class PackageTest(unittest.TestCase):
             "qp-counter-management.conf": "-rw-r--r--",
             "/usr/share/doc/rdma_exporter": "lrwxrwxrwx",
             "/usr/share/rdma_exporter/prometheus/rdma-alerts.yml": "-rw-r--r--",
+            "/usr/share/rdma_exporter/prometheus/rdma-culprits.yml": "-rw-r--r--",
+            "/usr/share/rdma_exporter/alertmanager/rdma-inhibit.yml": "-rw-r--r--",
             "/usr/share/rdma_exporter/dashboards/rdma-latency.json": "-rw-r--r--",
         }
         for path, mode in expected.items():
