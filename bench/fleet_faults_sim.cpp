@@ -146,8 +146,8 @@ Scenario read_scenario(const std::string& path) {
     const std::string what = "faults[" + std::to_string(i++) + "]";
     Fault x;
     x.kind = f["kind"].as<std::string>();
-    static const std::set<std::string> kinds = {"rnic", "leaf", "uplink", "path", "host_down",
-                                                "host_stall"};
+    static const std::set<std::string> kinds = {"rnic", "leaf",      "uplink",
+                                                "path", "host_down", "host_stall"};
     if (!kinds.contains(x.kind)) throw std::runtime_error(what + ".kind: unknown: " + x.kind);
     x.host = index_of(f, "host", s.shape.hosts, what);
     x.group = index_of(f, "group", groups, what);
@@ -175,8 +175,7 @@ Scenario read_scenario(const std::string& path) {
     if (x.kind == "leaf") need(x.group >= 0 && x.rail >= 0, "group and rail");
     if (x.kind == "uplink") need(x.group >= 0 && x.rail >= 0 && x.spine >= 0, "group, rail, spine");
     if (x.kind == "path") {
-      need(x.group >= 0 && x.to_group >= 0 && x.rail >= 0 && x.spine >= 0 &&
-               x.group != x.to_group,
+      need(x.group >= 0 && x.to_group >= 0 && x.rail >= 0 && x.spine >= 0 && x.group != x.to_group,
            "group, to_group (another), rail, spine");
     }
     if (x.kind == "host_down") need(x.host >= 0, "host");
@@ -184,6 +183,9 @@ Scenario read_scenario(const std::string& path) {
       need(f["stall"] && f["every"] && f["hosts"], "hosts, stall and every");
       x.stall = seconds_of(f["stall"], what + ".stall");
       x.every = seconds_of(f["every"], what + ".every");
+      if (x.every <= 0 || x.stall < 0) {
+        throw std::runtime_error(what + ": every must be positive, stall not negative");
+      }
       if (f["hosts"].IsSequence()) {
         for (const YAML::Node& h : f["hosts"]) x.stall_hosts.push_back(h.as<std::size_t>());
       } else {
@@ -208,10 +210,18 @@ std::string group_name(std::size_t g) {
   std::snprintf(b, sizeof b, "g%03zu", g);
   return b;
 }
-std::string rail_name(std::size_t r) { return "rail" + std::to_string(r); }
-std::string device_name(std::size_t r) { return "mlx5_" + std::to_string(r); }
-std::string address_of(std::size_t h) { return host_name(h) + ":10911"; }
-std::string instance_of(std::size_t h) { return host_name(h) + ":10910"; }
+std::string rail_name(std::size_t r) {
+  return "rail" + std::to_string(r);
+}
+std::string device_name(std::size_t r) {
+  return "mlx5_" + std::to_string(r);
+}
+std::string address_of(std::size_t h) {
+  return host_name(h) + ":10911";
+}
+std::string instance_of(std::size_t h) {
+  return host_name(h) + ":10910";
+}
 
 // One leg of a probe: the request (prober to responder) or the reply.
 struct Leg {
@@ -285,7 +295,10 @@ class Simulation {
       for (std::size_t h : f.stall_hosts) {
         if (h >= n) continue;
         const double phase = std::uniform_real_distribution<double>(0, f.every)(rng_);
-        for (double t = f.start + phase; t < std::min(f.end, s_.duration); t += f.every) {
+        const double until = std::min(f.end, s_.duration);
+        for (uint64_t k = 0;; ++k) {
+          const double t = f.start + phase + static_cast<double>(k) * f.every;
+          if (t >= until) break;
           hosts_[h].stalls.emplace_back(t, t + f.stall);
         }
       }
@@ -387,8 +400,8 @@ class Simulation {
       for (std::size_t r = 0; r < s_.shape.rails; ++r) add(i, r);
     }
     for (const auto& [rail, targets] : list.remote) {
-      const std::size_t r = static_cast<std::size_t>(
-          std::find(rails_.begin(), rails_.end(), rail) - rails_.begin());
+      const std::size_t r =
+          static_cast<std::size_t>(std::find(rails_.begin(), rails_.end(), rail) - rails_.begin());
       for (std::size_t i : targets) add(i, r);
     }
     host.stats->retain(keep);
@@ -469,8 +482,7 @@ class Simulation {
           std::ostream& o = it->second;
           o << f.name << '{' << scrape_labels;
           for (const auto& l : m.label) o << ',' << l.name << "=\"" << l.value << '"';
-          o << "} "
-            << (f.type == prometheus::MetricType::Counter ? m.counter.value : m.gauge.value)
+          o << "} " << (f.type == prometheus::MetricType::Counter ? m.counter.value : m.gauge.value)
             << stamp;
         }
       }
@@ -498,7 +510,10 @@ class Simulation {
       if (f.rail >= 0) field("rail", rail_name(f.rail));
       if (f.spine >= 0) o << ", \"spine\": " << f.spine;
       o << ", \"loss\": " << f.loss << ", \"direction\": \""
-        << (f.request && f.reply ? "both" : f.request ? "request" : "reply") << "\"";
+        << (f.request && f.reply ? "both"
+            : f.request          ? "request"
+                                 : "reply")
+        << "\"";
       o << ", \"start\": " << start_ + f.start
         << ", \"end\": " << (std::isinf(f.end) ? start_ + s_.duration : start_ + f.end);
       if (f.kind == "host_stall") {

@@ -374,7 +374,9 @@ void ProbeStats::add_metrics(MetricSink& sink) const {
                 "This host's group in the pinglist, its address as other hosts' probe series name "
                 "it (their target label), and whether it found itself in the target list "
                 "(listed=\"false\": the group is probe.pinglist.group).",
-                {{"group", p.group}, {"address", p.address}, {"listed", p.self_listed ? "true" : "false"}});
+                {{"group", p.group},
+                 {"address", p.address},
+                 {"listed", p.self_listed ? "true" : "false"}});
     }
     for (const auto& [labels, s] : series_) series.push_back(s);
     for (const auto& [labels, t] : targets_by_labels_) targets.push_back(t);

@@ -85,7 +85,7 @@ TEST(PlanEpochPick, AnUnlistedHostTakesTheConfiguredGroupAndNoRailsMeansOneEmpty
   EXPECT_FALSE(pick.report.self_listed);
   EXPECT_EQ(pick.report.group, "r2");
   EXPECT_EQ(pick.report.address, "elsewhere:10911");  // host name and probe port
-  EXPECT_EQ(pick.report.group_hosts, 2u);  // h3 and h4
+  EXPECT_EQ(pick.report.group_hosts, 2u);             // h3 and h4
   EXPECT_TRUE(pick.chosen.at("h3:10911").empty());
   EXPECT_TRUE(pick.chosen.at("h4:10911").empty());
   std::size_t on_no_rail = 0;

@@ -269,7 +269,8 @@ TEST(ProbeUdStats, PinglistReport) {
   EXPECT_EQ(sample(snap, "rdma_probe_pinglist_hosts", {{"scope", "remote"}}), 4.0);
   EXPECT_EQ(sample(snap, "rdma_probe_pinglist_fleet_hosts"), 10000.0);
   EXPECT_EQ(sample(snap, "rdma_probe_pinglist_epoch"), 29000000.0);
-  EXPECT_EQ(sample(snap, "rdma_probe_pinglist_info", {{"group", "rack7"}, {"address", "h7.example:10911"}, {"listed", "true"}}),
+  EXPECT_EQ(sample(snap, "rdma_probe_pinglist_info",
+                   {{"group", "rack7"}, {"address", "h7.example:10911"}, {"listed", "true"}}),
             1.0);
 }
 
