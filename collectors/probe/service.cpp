@@ -72,6 +72,7 @@ Status ProbeService::start() {
   port_ = responder_->port();
   health_.set_listening(true);
   boost::asio::post(io_, [this] {
+    heartbeat();
     devices_.scan();
     files_.refresh();
   });
@@ -103,6 +104,7 @@ void ProbeService::stop() {
     grace_timer_.cancel();
     files_.stop();
     epoch_timer_.cancel();
+    heartbeat_timer_.cancel();
     stop_all();
     if (responder_) responder_->stop();
   });
@@ -349,6 +351,17 @@ void ProbeService::run_probers(const std::string& self_group) {
   probers_ = std::move(next);
   stats_->retain(keep);
   stats_->retain_histograms(keep_histograms);
+}
+
+void ProbeService::heartbeat() {
+  const auto now = std::chrono::steady_clock::now();
+  const std::shared_ptr<StallWatch>& stalls = stats_->stalls();
+  stalls->check(now);
+  stalls->armed(now, now + kHeartbeat);
+  heartbeat_timer_.expires_at(now + kHeartbeat);
+  heartbeat_timer_.async_wait([this](const boost::system::error_code& ec) {
+    if (!ec) heartbeat();
+  });
 }
 
 void ProbeService::schedule_epoch() {

@@ -99,6 +99,9 @@ class ProbeService {
   void stop_all();
   // Runs apply() at the start of the next pinglist epoch.
   void schedule_epoch();
+  // The event loop's heartbeat (StallWatch): checks how late it ran, and
+  // runs again kHeartbeat on.
+  void heartbeat();
 
   ProbeOptions options_;
   // The probe's secrets, shared by the responder and every prober; rotated
@@ -110,6 +113,7 @@ class ProbeService {
   boost::asio::io_context io_;
   boost::asio::steady_timer grace_timer_{io_};  // a rotation's grace period ends
   boost::asio::steady_timer epoch_timer_{io_};
+  boost::asio::steady_timer heartbeat_timer_{io_};
   std::unique_ptr<Responder> responder_;
   UdAttacher ud_ports_;
   DeviceTracker devices_;

@@ -28,6 +28,16 @@ double unix_now() {
 // than this counts the oldest as lost early.
 constexpr std::size_t kMaxInFlight = 64;
 
+// How long a reply is waited for: 4 timeouts, at most 10 s (the longest
+// delay a responder reports). A reply later than the timeout is a loss
+// unless a stall explains it.
+std::chrono::milliseconds overdue_limit(std::chrono::milliseconds timeout) {
+  return std::min<std::chrono::milliseconds>(
+      4 * timeout, std::max<std::chrono::milliseconds>(
+                       timeout, std::chrono::duration_cast<std::chrono::milliseconds>(
+                                    std::chrono::nanoseconds(wire::kMaxResponderDelayNs))));
+}
+
 }  // namespace
 
 UdTiming ud_timing(double host_rtt, std::optional<double> device_rtt, double responder_delay) {
@@ -114,37 +124,73 @@ void UdProber::probe() {
   }));
 }
 
+bool UdProber::stalled_between(Clock::time_point from, Clock::time_point to) const {
+  return ud_stats_.stalls && ud_stats_.stalls->stalled_between(from, to);
+}
+
 void UdProber::sweep(Clock::time_point now) {
+  if (ud_stats_.stalls) ud_stats_.stalls->check(now);
+  // No reply, even a late one: lost, unless this host stalled while it
+  // could have come.
+  const auto unanswered = [this](const Probe& p) {
+    if (stalled_between(p.posted, p.posted + class_.timeout)) {
+      stats_->invalid(invalid::local_stall);
+    } else {
+      stats_->lost(p.path);
+    }
+  };
+  for (auto it = overdue_.begin(); it != overdue_.end();) {
+    if (now - it->second.posted >= overdue_limit(class_.timeout) ||
+        overdue_.size() > kMaxInFlight) {
+      unanswered(it->second);
+      it = overdue_.erase(it);
+    } else {
+      ++it;
+    }
+  }
   for (auto it = in_flight_.begin(); it != in_flight_.end();) {
     if (now - it->second.posted >= class_.timeout || in_flight_.size() > kMaxInFlight) {
-      stats_->lost(it->second.path);
+      overdue_.insert(*it);
       it = in_flight_.erase(it);
     } else {
       ++it;
     }
   }
+  while (overdue_.size() > kMaxInFlight) {
+    unanswered(overdue_.begin()->second);
+    overdue_.erase(overdue_.begin());
+  }
 }
 
 void UdProber::on_reply(const UdReply& reply) {
-  auto it = in_flight_.find(reply.datagram.seq);
-  if (it == in_flight_.end()) return;  // late: already counted as lost
-  const Probe p = it->second;
-  in_flight_.erase(it);
-  if (reply.polled - p.posted >= class_.timeout) {
-    stats_->lost(p.path);
-    return;
+  Probe p;
+  if (auto it = in_flight_.find(reply.datagram.seq); it != in_flight_.end()) {
+    p = it->second;
+    in_flight_.erase(it);
+  } else if (auto late = overdue_.find(reply.datagram.seq); late != overdue_.end()) {
+    p = late->second;
+    overdue_.erase(late);
+  } else {
+    return;  // later still: already counted
   }
+  const double responder_delay = static_cast<double>(reply.datagram.responder_delay_ns) / 1e9;
+  if (ud_stats_.responder_delay) ud_stats_.responder_delay->observe(responder_delay);
+  if (ud_stats_.stalls) ud_stats_.stalls->check(reply.polled);
+  if (stalled_between(p.posted, reply.polled)) return stats_->invalid(invalid::local_stall);
+  if ((reply.datagram.flags & wire::kResponderStalled) != 0 ||
+      responder_delay >= std::chrono::duration<double>(kStallThreshold).count()) {
+    return stats_->invalid(invalid::responder_stall);
+  }
+  if (reply.polled - p.posted >= class_.timeout) return stats_->lost(p.path);
   const double host_rtt = std::chrono::duration<double>(reply.polled - p.posted).count();
   std::optional<double> device_rtt;
   if (p.sent_ticks && reply.ticks && *reply.ticks >= *p.sent_ticks) {
     device_rtt = ticks_to_seconds(*reply.ticks - *p.sent_ticks, port_->clock_khz());
   }
-  const UdTiming t =
-      ud_timing(host_rtt, device_rtt, static_cast<double>(reply.datagram.responder_delay_ns) / 1e9);
+  const UdTiming t = ud_timing(host_rtt, device_rtt, responder_delay);
   recovered();
   stats_->success(t.network, unix_now());
   if (ud_stats_.latency) ud_stats_.latency->observe(t.network);
-  if (ud_stats_.responder_delay) ud_stats_.responder_delay->observe(t.responder_delay);
   if (ud_stats_.prober_delay && t.prober_delay) ud_stats_.prober_delay->observe(*t.prober_delay);
 }
 
@@ -152,9 +198,18 @@ void UdProber::on_teardown() {
   // What was in flight when the session failed got no reply; a prober
   // stopped (its pair left the pinglist) loses nothing.
   if (!stopped_) {
-    for (const auto& [seq, p] : in_flight_) stats_->lost(p.path);
+    for (const auto* probes : {&overdue_, &in_flight_}) {
+      for (const auto& [seq, p] : *probes) {
+        if (stalled_between(p.posted, Clock::now())) {
+          stats_->invalid(invalid::local_stall);
+        } else {
+          stats_->lost(p.path);
+        }
+      }
+    }
   }
   in_flight_.clear();
+  overdue_.clear();
   if (session_ != 0 && port_) {
     port_->close_session(session_);
     session_ = 0;
@@ -173,6 +228,7 @@ UdProberStats ud_prober_histograms(ProbeStats& stats, const LocalPort& local, co
                         {"tclass", std::to_string(cls.tclass)},
                         {"clock", device_clock ? "device" : "host"}};
   UdProberStats ud;
+  ud.stalls = stats.stalls();
   ud.responder_delay =
       stats.histogram("rdma_probe_responder_delay_seconds", kResponderDelayHelp, port_labels);
   keep.push_back(ud.responder_delay);

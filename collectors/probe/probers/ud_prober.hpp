@@ -21,6 +21,7 @@ struct UdProberStats {
   std::shared_ptr<HistogramStats> latency;          // network round trip, per group
   std::shared_ptr<HistogramStats> prober_delay;     // device clock only
   std::shared_ptr<HistogramStats> responder_delay;  // as the responders report it
+  std::shared_ptr<StallWatch> stalls;               // the event loop's; none: never stalls
 };
 
 // The UD latency histograms of a prober of `cls` on `local` whose target is
@@ -53,6 +54,13 @@ UdTiming ud_timing(double host_rtt, std::optional<double> device_rtt, double res
 // through the class's flow labels, and times the responder's echo. Probes
 // may overlap: each carries its sequence number, and one without a reply
 // within the timeout is lost, counted against its path.
+//
+// Stalls (StallWatch) make a probe invalid instead: one whose life this
+// host's event loop stalled in (local_stall), and one whose reply says the
+// responder's did or reports a responder delay of kStallThreshold or more
+// (responder_stall). A probe without a reply in its timeout waits, overdue,
+// for a late reply that a stall explains until 4 timeouts (at most 10 s)
+// have passed; then it is lost.
 class UdProber : public ControlClient {
  public:
   // `port` is the local port's UD queue pair, `local_name` names the port
@@ -70,6 +78,7 @@ class UdProber : public ControlClient {
   void probe();
   void sweep(Clock::time_point now);
   void on_reply(const UdReply& reply);
+  bool stalled_between(Clock::time_point from, Clock::time_point to) const;
 
   const std::string local_name_;
   const std::shared_ptr<UdProbePort> port_;
@@ -82,6 +91,7 @@ class UdProber : public ControlClient {
     uint8_t path = 0;
   };
   std::map<uint64_t, Probe> in_flight_;  // by sequence number
+  std::map<uint64_t, Probe> overdue_;    // past the timeout, by sequence number
   uint64_t seq_ = 0;
   Clock::time_point next_probe_;
 };

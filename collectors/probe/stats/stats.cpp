@@ -44,6 +44,11 @@ void SeriesStats::error(const std::string& why) {
   up_ = false;
 }
 
+void SeriesStats::invalid(const char* why) {
+  const std::lock_guard lock(mutex_);
+  ++invalid_[why];
+}
+
 namespace {
 void add_histogram(MetricSink& sink, const std::string& name, const std::string& help,
                    const Labels& labels, const prometheus::Histogram& histogram) {
@@ -86,6 +91,15 @@ void SeriesStats::add_metrics(MetricSink& sink) const {
     sink.counter("rdma_probe_path_timeouts_total",
                  "UD probes without a reply, by path (the flow label the request was sent with), "
                  "for paths that lost at least one.",
+                 std::move(l), static_cast<double>(n));
+  }
+  for (const auto& [why, n] : invalid_) {
+    Labels l = labels_;
+    l.emplace_back("reason", why);
+    sink.counter("rdma_probe_invalid_total",
+                 "UD probes counted neither lost nor timed because a stall touched them: this "
+                 "host's event loop (local_stall) or the responder's (responder_stall); only "
+                 "reasons that happened.",
                  std::move(l), static_cast<double>(n));
   }
   if (shape_.up) {
@@ -288,6 +302,7 @@ void ProbeStats::responder_rejected(const std::string& why) {
 }
 
 void ProbeStats::add_metrics(MetricSink& sink) const {
+  stalls_->add_metrics(sink);
   std::vector<std::shared_ptr<SeriesStats>> series;
   std::vector<std::shared_ptr<TargetStats>> targets;
   std::vector<std::shared_ptr<HistogramStats>> histograms;

@@ -11,6 +11,7 @@
 #include <string>
 #include <vector>
 
+#include "collectors/probe/stats/stalls.hpp"
 #include "common/metric_sink.hpp"
 
 // What the probe has measured, shared between the probe's event loop (which
@@ -35,6 +36,13 @@ inline constexpr const char* remote_error = "remote_error";
 inline constexpr const char* disconnected = "disconnected";
 }  // namespace reason
 
+// Why a probe counts as invalid (rdma_probe_invalid_total).
+namespace invalid {
+inline constexpr const char* local_stall = "local_stall";  // this host's loop stalled
+inline constexpr const char* responder_stall =
+    "responder_stall";  // the reply says the responder did
+}  // namespace invalid
+
 // What a pair's series include. RC classes have them all; UD classes in the
 // fleet's bounded shape (probe.histograms: group) only the counters and the
 // last success, their latencies going to histograms per group (HistogramStats).
@@ -57,6 +65,8 @@ class SeriesStats {
   // counted as a timeout, and by path once a path has lost one.
   void lost(uint8_t path);
   void error(const std::string& why);
+  // A probe neither lost nor timed because a stall touched it (invalid::).
+  void invalid(const char* why);
 
   void add_metrics(MetricSink& sink) const;
   const Labels& labels() const { return labels_; }
@@ -70,6 +80,7 @@ class SeriesStats {
   uint64_t timeouts_ = 0;
   std::map<uint8_t, uint64_t> path_lost_;
   std::map<std::string, uint64_t> errors_;
+  std::map<std::string, uint64_t> invalid_;
   bool up_ = false;
   double last_success_ = 0;
 };
@@ -222,9 +233,13 @@ class ProbeStats {
   void responder_session_closed(bool idle);
   void responder_rejected(const std::string& why);
 
+  // The event loop's own stalls.
+  const std::shared_ptr<StallWatch>& stalls() const { return stalls_; }
+
   void add_metrics(MetricSink& sink) const;
 
  private:
+  const std::shared_ptr<StallWatch> stalls_ = std::make_shared<StallWatch>();
   mutable std::mutex mutex_;
   std::map<std::pair<Labels, SeriesShape>, std::shared_ptr<SeriesStats>> series_;
   std::map<std::pair<std::string, Labels>, std::shared_ptr<HistogramStats>> histograms_;

@@ -36,6 +36,7 @@ void UdAttacher::attach(std::vector<LocalPort>& ports, const std::vector<LocalPo
     us.send_depth = kUdQueueDepth;
     us.memory = memory_;
     us.gid_index = gid_index_;
+    us.stalls = stats_->stalls();
     auto ud = UdPort::create(io_, p, us, stats);
     if (!ud) {
       if (failed_[p.name()] != ud.error().message) {

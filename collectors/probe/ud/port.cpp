@@ -276,7 +276,7 @@ Status UdPort::send_request(uint32_t id, const wire::Datagram& request, uint32_t
 
 void UdPort::answer(const wire::Datagram& request, std::span<const uint8_t> bytes, const Gid& from,
                     uint32_t qpn, uint16_t lid, uint32_t qkey, uint8_t sl,
-                    std::optional<uint64_t> ticks, Clock::time_point polled) {
+                    std::optional<uint64_t> ticks, Clock::time_point polled, bool stalled) {
   const std::optional<uint32_t> slot = free_slot();
   if (!slot) return stats_->dropped(ud_drop::send_queue_full);
   auto handle = ah(from, lid, request.tclass, sl, request.path);
@@ -304,6 +304,7 @@ void UdPort::answer(const wire::Datagram& request, std::span<const uint8_t> byte
         std::chrono::duration_cast<std::chrono::nanoseconds>(Clock::now() - polled).count());
   }
   d.responder_delay_ns = std::min(d.responder_delay_ns, wire::kMaxResponderDelayNs);
+  if (stalled) d.flags |= wire::kResponderStalled;
   wire::encode_datagram(d, std::span<uint8_t>(buf, bytes.size()));
   if (Status s = post(*slot, static_cast<uint32_t>(bytes.size()), *handle, qpn, qkey); !s) {
     log::debug("probe: UD send failed", {{"port", port_.name()}, {"err", s.error().message}});
@@ -327,6 +328,10 @@ void UdPort::on_receive(uint32_t slot, uint32_t byte_len, uint32_t src_qp, uint1
     // Only the paths a class can have: each is an address handle.
     if (d->path >= kMaxUdPaths) return stats_->dropped(ud_drop::malformed);
     const UdAdmissions::Answer a = admissions_.request(*from, src_qp, d->tclass, polled);
+    // It arrived after the queue was last seen empty, and may have waited
+    // through a stall since.
+    const bool stalled =
+        settings_.stalls && settings_.stalls->stalled_between(cq_empty_at_, polled);
     if (a.verdict == UdAdmissions::Verdict::not_admitted) {
       return stats_->dropped(ud_drop::not_admitted);
     }
@@ -334,7 +339,7 @@ void UdPort::on_receive(uint32_t slot, uint32_t byte_len, uint32_t src_qp, uint1
       return stats_->dropped(ud_drop::rate_limited);
     }
     for (const UdAdmissions::Reply& r : a.list()) {
-      answer(*d, bytes, *from, src_qp, slid, r.qkey, r.sl, ticks, polled);
+      answer(*d, bytes, *from, src_qp, slid, r.qkey, r.sl, ticks, polled, stalled);
     }
     return;
   }
@@ -385,7 +390,10 @@ bool UdPort::drain(std::size_t budget) {
     if (cq_ex_ != nullptr) {
       ibv_poll_cq_attr attr{};
       const int rc = ibv_start_poll(cq_ex_, &attr);
-      if (rc == ENOENT) return false;
+      if (rc == ENOENT) {
+        cq_empty_at_ = Clock::now();
+        return false;
+      }
       if (rc != 0) {
         fail("polling the CQ: " + errno_text(rc));
         return false;
@@ -409,7 +417,10 @@ bool UdPort::drain(std::size_t budget) {
         fail("polling the CQ: " + errno_text(-got));
         return false;
       }
-      if (got == 0) return false;
+      if (got == 0) {
+        cq_empty_at_ = Clock::now();
+        return false;
+      }
       for (int i = 0; i < got; ++i) {
         const ibv_wc& r = raw[static_cast<std::size_t>(i)];
         wc[n++] =
@@ -419,6 +430,7 @@ bool UdPort::drain(std::size_t budget) {
     }
     handled += n;
     const Clock::time_point polled = Clock::now();
+    if (settings_.stalls) settings_.stalls->check(polled);
     for (std::size_t i = 0; i < n; ++i) {
       const Wc& c = wc[i];
       if ((c.wr_id & kSendTag) != 0) {
@@ -442,6 +454,7 @@ bool UdPort::drain(std::size_t budget) {
       }
       if (alive.expired() || closed_) return false;
     }
+    if (n < want) cq_empty_at_ = polled;  // the poll emptied the queue
   }
 }
 

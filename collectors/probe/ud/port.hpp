@@ -47,6 +47,9 @@ struct UdPortSettings {
   uint32_t send_depth = 256;
   std::string memory = "host";
   int gid_index = -1;  // -1: the port's default GID
+  // The event loop's stalls: a request that waited in the completion queue
+  // through one is answered with wire::kResponderStalled. None: never.
+  std::shared_ptr<StallWatch> stalls;
 };
 
 class UdPort final : public UdProbePort {
@@ -127,7 +130,7 @@ class UdPort final : public UdProbePort {
   void on_sent(uint32_t slot, bool ok, std::optional<uint64_t> ticks);
   void answer(const wire::Datagram& request, std::span<const uint8_t> bytes, const Gid& from,
               uint32_t qpn, uint16_t lid, uint32_t qkey, uint8_t sl, std::optional<uint64_t> ticks,
-              Clock::time_point polled);
+              Clock::time_point polled, bool stalled);
   Result<ibv_ah*> ah(const Gid& gid, uint16_t lid, uint8_t tclass, uint8_t sl, uint8_t path);
   std::optional<uint32_t> free_slot();
   Status post(uint32_t slot, uint32_t size, ibv_ah* ah, uint32_t qpn, uint32_t qkey);
@@ -153,6 +156,9 @@ class UdPort final : public UdProbePort {
   std::map<uint32_t, Session> sessions_;
   std::vector<SendSlot> send_slots_;
   uint32_t in_flight_ = 0;
+  // When a poll last left the completion queue empty: what a later poll
+  // finds arrived after it.
+  Clock::time_point cq_empty_at_ = Clock::now();
   uint32_t next_session_ = 1;
   bool broken_ = false;
   bool closed_ = false;

@@ -49,7 +49,8 @@ Result<Datagram> decode_datagram(std::span<const uint8_t> bytes) {
   d.seq = r.u64();
   d.responder_delay_ns = r.u64();
   if (r.u32() != 0) return protocol_error("datagram: reserved bytes are not zero");
-  if ((d.flags & ~kDelayDeviceClock) != 0) return protocol_error("datagram: unknown flags");
+  if ((d.flags & ~(kDelayDeviceClock | kResponderStalled)) != 0)
+    return protocol_error("datagram: unknown flags");
   if (d.kind == DatagramKind::request && (d.flags != 0 || d.responder_delay_ns != 0)) {
     return protocol_error("datagram: a request carries a delay");
   }

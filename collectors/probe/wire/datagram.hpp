@@ -13,7 +13,8 @@ namespace rdma_exporter::probe::wire {
 //   session(32)  seq(64)  responder delay in ns(64)  reserved(32, zero)
 // A request has no flags and a delay of 0. A reply is the request with kind
 // reply, the responder's delay between receiving the request and posting the
-// reply (T4 - T3), and flags saying which clock measured it.
+// reply (T4 - T3), and flags saying which clock measured it and whether the
+// responder's event loop stalled while the request waited.
 inline constexpr uint8_t kDatagramVersion = 1;
 inline constexpr std::size_t kDatagramSize = 32;
 // The largest delay a reply may report: 10 s.
@@ -22,6 +23,7 @@ inline constexpr uint64_t kMaxResponderDelayNs = 10'000'000'000ull;
 enum class DatagramKind : uint8_t { request = 1, reply = 2 };
 // Reply flags.
 inline constexpr uint8_t kDelayDeviceClock = 1;  // T3 and T4 are device clock readings
+inline constexpr uint8_t kResponderStalled = 2;  // answered late: the responder stalled
 
 struct Datagram {
   DatagramKind kind = DatagramKind::request;

@@ -151,8 +151,9 @@ class UdProberTest : public ::testing::Test {
   // completion at `ticks`, taken from the queue at `polled`.
   void reply_later(uint32_t session, wire::Datagram request, std::optional<uint64_t> ticks,
                    uint64_t responder_delay_ns,
-                   std::optional<std::chrono::steady_clock::time_point> polled = {}) {
-    boost::asio::post(io_, [this, session, request, ticks, responder_delay_ns, polled] {
+                   std::optional<std::chrono::steady_clock::time_point> polled = {},
+                   uint8_t flags = 0) {
+    boost::asio::post(io_, [this, session, request, ticks, responder_delay_ns, polled, flags] {
       ++delivered_;
       auto it = port_->sessions.find(session);
       if (it == port_->sessions.end()) return;
@@ -160,6 +161,7 @@ class UdProberTest : public ::testing::Test {
       reply.datagram = request;
       reply.datagram.kind = wire::DatagramKind::reply;
       reply.datagram.responder_delay_ns = responder_delay_ns;
+      reply.datagram.flags = flags;
       reply.ticks = ticks;
       reply.polled = polled.value_or(std::chrono::steady_clock::now());
       it->second.reply(reply);
@@ -340,6 +342,99 @@ TEST_F(UdProberTest, APortWithNoQueuePairIsASetupError) {
   start(ud_class());
   run_until([&] { return counter("rdma_probe_errors_total", {{"reason", "setup"}}) >= 2; });
   EXPECT_TRUE(responder_->setups().empty());
+}
+
+// A watch whose one stall covers the whole test: from an hour ago to an
+// hour on.
+std::shared_ptr<StallWatch> stalled_throughout() {
+  auto watch = std::make_shared<StallWatch>();
+  const auto now = std::chrono::steady_clock::now();
+  watch->armed(now - std::chrono::hours(1), now - std::chrono::hours(1) + kHeartbeat);
+  watch->check(now + std::chrono::hours(1));
+  return watch;
+}
+
+TEST_F(UdProberTest, RepliesTakenWhileThisHostStalledAreInvalidNotTimed) {
+  stats_.stalls = stalled_throughout();
+  port_->on_send = [this](uint32_t session, const wire::Datagram& request) {
+    reply_later(session, request, std::nullopt, 1000);
+  };
+  start(ud_class());
+  run_until([&] {
+    return counter("rdma_probe_invalid_total", {{"reason", "local_stall"}}) +
+               static_cast<double>(histogram(*stats_.latency).count) >=
+           3;
+  });
+  EXPECT_EQ(counter("rdma_probe_invalid_total", {{"reason", "local_stall"}}), 3);
+  EXPECT_EQ(histogram(*stats_.latency).count, 0u);
+  EXPECT_GE(histogram(*stats_.responder_delay).count, 3u);  // the responder's evidence is kept
+  EXPECT_EQ(counter("rdma_probe_timeouts_total"), 0);
+  EXPECT_EQ(counter("rdma_probe_invalid_total", {{"reason", "responder_stall"}}), 0);
+}
+
+TEST_F(UdProberTest, UnansweredProbesOfAStalledHostAreInvalidNotLost) {
+  stats_.stalls = stalled_throughout();
+  ProbeClass cls = ud_class();
+  cls.timeout = std::chrono::milliseconds(1);
+  start(cls);  // nothing is answered
+  run_until([&] {
+    return counter("rdma_probe_invalid_total", {{"reason", "local_stall"}}) +
+               counter("rdma_probe_timeouts_total") >=
+           3;
+  });
+  // A sweep may settle more than one.
+  EXPECT_GE(counter("rdma_probe_invalid_total", {{"reason", "local_stall"}}), 3);
+  EXPECT_EQ(counter("rdma_probe_timeouts_total"), 0);
+  EXPECT_EQ(counter("rdma_probe_path_timeouts_total", {{"path", "1"}}), 0);
+}
+
+TEST_F(UdProberTest, RepliesOfAStalledResponderAreInvalidByFlagOrByItsDelay) {
+  // seq 1: flagged; seq 2: a device-clock delay of 250 ms; seq 3: 199 ms,
+  // below the threshold: timed; then plain replies.
+  port_->on_send = [this](uint32_t session, const wire::Datagram& request) {
+    if (request.seq == 1) {
+      reply_later(session, request, std::nullopt, 5000, std::nullopt, wire::kResponderStalled);
+    } else if (request.seq == 2) {
+      reply_later(session, request, std::nullopt, 250'000'000, std::nullopt,
+                  wire::kDelayDeviceClock);
+    } else if (request.seq == 3) {
+      reply_later(session, request, std::nullopt, 199'000'000);
+    } else {
+      reply_later(session, request, std::nullopt, 0);
+    }
+  };
+  start(ud_class());
+  run_until([&] { return histogram(*stats_.latency).count == 2; });
+  EXPECT_EQ(counter("rdma_probe_invalid_total", {{"reason", "responder_stall"}}), 2);
+  EXPECT_EQ(counter("rdma_probe_invalid_total", {{"reason", "local_stall"}}), 0);
+  EXPECT_EQ(counter("rdma_probe_timeouts_total"), 0);
+  EXPECT_EQ(histogram(*stats_.responder_delay).count, 4u);
+  EXPECT_NEAR(histogram(*stats_.responder_delay).sum, 5e-6 + 0.25 + 0.199, 1e-9);
+}
+
+TEST_F(UdProberTest, AnOverdueReplyIsInvalidWhenItsResponderStalledAndLostWhenNot) {
+  // Each request is answered when the next one is sent, 350 ms on: after
+  // its 300 ms timeout, well within 4 timeouts (1.2 s). Odd ones say their
+  // responder stalled.
+  ProbeClass cls = ud_class();
+  cls.interval = std::chrono::milliseconds(350);
+  cls.timeout = std::chrono::milliseconds(300);
+  cls.flows = 2;
+  port_->on_send = [this](uint32_t session, const wire::Datagram& request) {
+    if (request.seq == 1) return;
+    wire::Datagram previous = request;
+    previous.seq = request.seq - 1;
+    previous.path = static_cast<uint8_t>(previous.seq % 2);
+    const uint8_t flags = previous.seq % 2 == 1 ? wire::kResponderStalled : 0;
+    reply_later(session, previous, std::nullopt, 0, std::nullopt, flags);
+  };
+  start(cls);
+  run_until([&] { return delivered_ == 4; });
+  // seq 1 and 3: invalid; seq 2 and 4: lost on path 0.
+  EXPECT_EQ(counter("rdma_probe_invalid_total", {{"reason", "responder_stall"}}), 2);
+  EXPECT_EQ(counter("rdma_probe_timeouts_total"), 2);
+  EXPECT_EQ(counter("rdma_probe_path_timeouts_total", {{"path", "0"}}), 2);
+  EXPECT_EQ(histogram(*stats_.latency).count, 0u);
 }
 
 }  // namespace

@@ -948,7 +948,11 @@ TEST(ProbeProtocolUd, MalformedDatagramsAreRefused) {
   wire::encode_datagram(reply, good);
   EXPECT_FALSE(wire::decode_datagram(good));
   reply.responder_delay_ns = 0;
-  reply.flags = 2;
+  reply.flags = wire::kDelayDeviceClock | wire::kResponderStalled;  // 3: both known
+  wire::encode_datagram(reply, good);
+  ASSERT_TRUE(wire::decode_datagram(good));
+  EXPECT_EQ(wire::decode_datagram(good).value().flags, 3);
+  reply.flags = 4;
   wire::encode_datagram(reply, good);
   EXPECT_FALSE(wire::decode_datagram(good));
 }
