@@ -4,8 +4,10 @@
 // own compute_pinglist, epoch after epoch; every probe of every pair of RNICs
 // crosses the fabric elements of its path (RNIC, leaf, the leaf's link to a
 // spine picked by the flow label, the far leaf, the far RNIC) and is lost
-// with the faults active on them; the series are the probe's own ProbeStats,
-// rendered at every scrape.
+// with the faults active on them; hosts that stall delay their probes and
+// replies, which count as the exporter counts them (invalid when it notices
+// the stall in time); the series are the probe's own ProbeStats, rendered at
+// every scrape.
 //
 //   build/bench/fleet_faults_sim SCENARIO.yml OUT_DIR --start UNIX_SECONDS
 //
@@ -274,6 +276,8 @@ const std::map<std::string, std::pair<std::string, std::string>>& families() {
       {"rdma_probe_sent_total", {"rdma_probe_sent", "counter"}},
       {"rdma_probe_timeouts_total", {"rdma_probe_timeouts", "counter"}},
       {"rdma_probe_path_timeouts_total", {"rdma_probe_path_timeouts", "counter"}},
+      {"rdma_probe_invalid_total", {"rdma_probe_invalid", "counter"}},
+      {"rdma_probe_stall_seconds_total", {"rdma_probe_stall_seconds", "counter"}},
       {"rdma_probe_pinglist_info", {"rdma_probe_pinglist_info", "gauge"}},
   };
   return f;
@@ -358,13 +362,27 @@ class Simulation {
     return false;
   }
 
-  // The stall of host h that covers time t, as its end; 0 when none.
-  double stalled_until(std::size_t h, double t) const {
+  // The stall of host h that covers time t, [from, to); none: {0, 0}.
+  std::pair<double, double> stall_at(std::size_t h, double t) const {
     for (const auto& [from, to] : hosts_[h].stalls) {
       if (from > t) break;
-      if (t < to) return to;
+      if (t < to) return {from, to};
     }
-    return 0;
+    return {0, 0};
+  }
+  // Whether a stall of host h that its exporter notices overlaps [from, to].
+  bool noticed_stall_between(std::size_t h, double from, double to) const {
+    for (const auto& [a, b] : hosts_[h].stalls) {
+      if (a > to) break;
+      if (b >= from && noticed(b - a)) return true;
+    }
+    return false;
+  }
+  // A stall the exporter notices: its heartbeat (every 100 ms) runs at least
+  // 200 ms late, whatever the stall's phase against it.
+  static bool noticed(double stall) {
+    return stall - std::chrono::duration<double>(kHeartbeat).count() >=
+           std::chrono::duration<double>(kStallThreshold).count();
   }
 
   void plan(std::size_t h, uint64_t epoch) {
@@ -428,29 +446,40 @@ class Simulation {
     return p;
   }
 
+  // The exporter's account of stalls (UdProber): a stalled prober sends
+  // nothing until its stall ends; a probe that would be lost while its own
+  // host stalls within its timeout is invalid; a stalled responder answers
+  // when its stall ends, and the reply is invalid when it comes within the
+  // 4 timeouts (at most 10 s) the prober waits, lost after. Stalls the
+  // exporter does not notice change nothing: they are shorter than the
+  // timeout. A responder's receive queue is taken to hold what a stall
+  // brings.
   void probe(std::size_t h, double t) {
     Host& host = hosts_[h];
     if (!host.stats) return;
-    // A stalled prober sends nothing until the stall ends; the probe in
-    // flight when it began is handled after the timeout when the stall lasts
-    // longer (counted lost: the exporter has no other account of it yet).
-    const double own_stall = stalled_until(h, t);
-    const bool stall_begins = own_stall > 0 && stalled_until(h, t - s_.probe.interval) == 0;
-    for (Pair& p : host.pairs) {
-      if (own_stall > 0) {
-        if (stall_begins && own_stall - t >= s_.probe.timeout) {
-          p.series->lost(static_cast<uint8_t>((p.seq + s_.probe.flows - 1) % s_.probe.flows));
-        }
-        continue;
+    if (stall_at(h, t).second > 0) return;
+    // A stall that ended since the last probe: the heartbeat ran late.
+    for (const auto& [from, to] : host.stalls) {
+      if (from > t) break;
+      if (to > t - s_.probe.interval && to <= t) {
+        host.stats->stalls()->armed(clock_at(from), clock_at(from) + kHeartbeat);
+        host.stats->stalls()->check(clock_at(to));
       }
+    }
+    const double wait = std::min(4 * s_.probe.timeout, std::max(s_.probe.timeout, 10.0));
+    for (Pair& p : host.pairs) {
       const uint8_t flow = static_cast<uint8_t>(p.seq++ % s_.probe.flows);
       p.series->sent();
       bool lost = down(p.target, t);
       if (!lost) {
-        // A stalled responder answers when the stall ends: too late when
-        // more than the timeout remains of it.
-        const double far_stall = stalled_until(p.target, t);
-        lost = far_stall > 0 && far_stall - t > s_.probe.timeout;
+        const auto [far_from, far_to] = stall_at(p.target, t);
+        if (far_to > 0 && noticed(far_to - far_from)) {
+          if (far_to - t < wait) {
+            p.series->invalid(invalid::responder_stall);
+            continue;
+          }
+          lost = true;
+        }
       }
       if (!lost) {
         const std::size_t g = group_of_[h], tg = group_of_[p.target];
@@ -459,12 +488,21 @@ class Simulation {
         const double survive = survival(request, t) * survival(reply, t);
         lost = survive < 1 && std::uniform_real_distribution<double>(0, 1)(rng_) >= survive;
       }
-      if (lost) {
-        p.series->lost(flow);
-      } else {
+      if (!lost) {
         p.series->success(10e-6, start_ + t);
+      } else if (noticed_stall_between(h, t, t + s_.probe.timeout)) {
+        p.series->invalid(invalid::local_stall);
+      } else {
+        p.series->lost(flow);
       }
     }
+  }
+
+  // Simulated time as the exporter's monotonic clock.
+  static StallWatch::Clock::time_point clock_at(double t) {
+    return StallWatch::Clock::time_point{} + std::chrono::hours(1) +
+           std::chrono::duration_cast<StallWatch::Clock::duration>(
+               std::chrono::duration<double>(t));
   }
 
   void scrape(double t, std::map<std::string, std::ofstream>& out) {
