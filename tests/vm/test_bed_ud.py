@@ -22,7 +22,12 @@ scrapes the exporters and checks, in this order:
 - a UD prober written apart from the exporter (tests/vm/ud_peer.py, Python
   and pyverbs) is answered while admitted, gets nothing for malformed
   datagrams or after closing its control connection, and vm2 counts those
-  as malformed and not_admitted.
+  as malformed and not_admitted;
+- vm2's exporter stopped for 1 s (SIGSTOP: a host stall) answers what it
+  held back when it resumes, flagged: vm0 and vm1 count those probes as
+  invalid (responder_stall), none as lost, vm2 reports the stall, and its
+  ports count every request the probers' sequence numbers say was sent as
+  received.
 Results are printed and kept in the bed's directory (bed-ud-results.json)
 when RDMA_VM_KEEP=1 or a test fails.
 """
@@ -307,6 +312,68 @@ class BedUdTest(BedTestCase):
         self.assertEqual(got["answered_after_close"], 0, got)
         self.assertEqual(delta("malformed"), 5)
         self.assertEqual(delta("not_admitted"), 20)
+
+    def test_f_a_stopped_exporter_makes_invalid_probes_not_losses(self):
+        bed = self.bed
+        self.wait_until("every UD pair probing", self.healthy, timeout=120)
+        others = ("vm0", "vm1")
+        pid = bed.run("vm2", "pidof -s rdma_exporter").check().out.strip()
+        before = self.scrape_all()
+        # 1 s: twice the UD class's timeout, within the 4 timeouts (2 s) a
+        # prober waits for a late reply. The kernel's Soft-RoCE keeps taking
+        # the requests into the stopped exporter's receive queue.
+        bed.run("vm2", f"kill -STOP {pid}; sleep 1; kill -CONT {pid}").check()
+
+        def to_vm2(vm, prom):
+            return {r: labels for (peer, r), labels in self.ud_pairs(prom).items()
+                    if peer == "vm2"}
+
+        def delta(vm, now, name, **labels):
+            return ((now[vm].value(name, **labels) or 0)
+                    - (before[vm].value(name, **labels) or 0))
+
+        def settled():
+            # Every pair to vm2 has its late replies counted, and has sent
+            # 30 probes (3 s) since: anything lost would be counted by then.
+            now = self.scrape_all()
+            for vm in others:
+                for labels in to_vm2(vm, before[vm]).values():
+                    if delta(vm, now, "rdma_probe_invalid_total", reason="responder_stall",
+                             **labels) == 0:
+                        return None
+            if any(delta(vm, now, "rdma_probe_sent_total", **labels) < 40
+                   for vm in others for labels in to_vm2(vm, before[vm]).values()):
+                return None
+            return now
+
+        after = self.wait_until("the stopped exporter's probers settled", settled, timeout=120)
+        record = {"vm2_stalls": delta("vm2", after, "rdma_probe_stalls_total"),
+                  "vm2_stall_seconds": round(delta("vm2", after, "rdma_probe_stall_seconds_total"), 3),
+                  "pairs_to_vm2": {}}
+        for vm in others:
+            for r, labels in to_vm2(vm, before[vm]).items():
+                invalid = delta(vm, after, "rdma_probe_invalid_total", reason="responder_stall",
+                                **labels)
+                lost = delta(vm, after, "rdma_probe_timeouts_total", **labels)
+                record["pairs_to_vm2"][f"{vm} rail {r}"] = {"invalid": invalid, "lost": lost}
+                # Held back for 1 s at 10 probes/s: about 10, each invalid,
+                # none lost.
+                self.assertGreaterEqual(invalid, 5, f"{vm} -> vm2 rail {r}")
+                self.assertEqual(lost, 0, f"{vm} -> vm2 rail {r}")
+        # What vm2's ports say of the way in: the requests held back were all
+        # received, late; none is missing.
+        for r in (0, 1):
+            expected = delta("vm2", after, "rdma_probe_ud_requests_expected_total",
+                             device=f"rxe{r}")
+            received = delta("vm2", after, "rdma_probe_ud_requests_received_total",
+                             device=f"rxe{r}")
+            record[f"vm2_rxe{r}_requests"] = {"expected": expected, "received": received}
+            self.assertGreater(expected, 40, f"rxe{r}")
+            self.assertEqual(expected, received, f"rxe{r}")
+        self.record["stopped_exporter"] = record
+        self.assertGreaterEqual(record["vm2_stalls"], 1)
+        self.assertGreater(record["vm2_stall_seconds"], 0.5)
+        self.assertLess(record["vm2_stall_seconds"], 10)
 
 
 if __name__ == "__main__":

@@ -155,6 +155,12 @@ void UdPortStats::answered() {
   ++answered_;
 }
 
+void UdPortStats::request(uint64_t expected) {
+  const std::lock_guard lock(mutex_);
+  expected_ += expected;
+  ++received_;
+}
+
 void UdPortStats::set_peers(std::size_t n) {
   const std::lock_guard lock(mutex_);
   peers_ = n;
@@ -177,6 +183,14 @@ void UdPortStats::add_metrics(MetricSink& sink) const {
              labels_, static_cast<double>(address_handles_));
   sink.counter("rdma_probe_ud_answered_total", "UD probe requests the port answered.", labels_,
                static_cast<double>(answered_));
+  sink.counter("rdma_probe_ud_requests_expected_total",
+               "UD probe requests of admitted probers that their sequence numbers say were sent "
+               "to this port: with rdma_probe_ud_requests_received_total, the loss on the way "
+               "in.",
+               labels_, static_cast<double>(expected_));
+  sink.counter("rdma_probe_ud_requests_received_total",
+               "UD probe requests of admitted probers this port received.", labels_,
+               static_cast<double>(received_));
   for (const auto& [why, n] : dropped_) {
     Labels l = labels_;
     l.emplace_back("reason", why);

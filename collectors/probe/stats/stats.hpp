@@ -118,6 +118,9 @@ class UdPortStats {
   explicit UdPortStats(Labels labels) : labels_(std::move(labels)) {}
   void dropped(const char* why);
   void answered();
+  // An admitted request, and how many requests its sequence number says
+  // were sent up to it that were not counted yet (UdSequences).
+  void request(uint64_t expected);
   void set_peers(std::size_t n);
   // Address handles the queue pair holds (cached, and retired ones whose
   // sends are still in flight).
@@ -129,6 +132,8 @@ class UdPortStats {
   mutable std::mutex mutex_;
   std::map<std::string, uint64_t> dropped_;
   uint64_t answered_ = 0;
+  uint64_t expected_ = 0;
+  uint64_t received_ = 0;
   std::size_t peers_ = 0;
   std::size_t address_handles_ = 0;
 };

@@ -16,14 +16,17 @@ std::optional<uint64_t> UdAdmissions::admit(const Gid& gid, uint32_t qpn,
   return id;
 }
 
-void UdAdmissions::revoke(uint64_t id) {
+std::optional<std::pair<Gid, uint32_t>> UdAdmissions::revoke(uint64_t id) {
   auto it = by_id_.find(id);
-  if (it == by_id_.end()) return;
+  if (it == by_id_.end()) return std::nullopt;
   auto peer = peers_.find(it->second);
   by_id_.erase(it);
-  if (peer == peers_.end()) return;
+  if (peer == peers_.end()) return std::nullopt;
   std::erase_if(peer->second, [id](const Entry& e) { return e.id == id; });
-  if (peer->second.empty()) peers_.erase(peer);
+  if (!peer->second.empty()) return std::nullopt;
+  const Peer gone = peer->first;
+  peers_.erase(peer);
+  return gone;
 }
 
 UdAdmissions::Answer UdAdmissions::request(const Gid& gid, uint32_t qpn, uint8_t tclass,

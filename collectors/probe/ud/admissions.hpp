@@ -67,8 +67,9 @@ class UdAdmissions {
   // nothing when the queue pair already holds kMaxPerPeer.
   std::optional<uint64_t> admit(const Gid& gid, uint32_t qpn, const UdAdmission& admission,
                                 Clock::time_point now);
-  // Ends an admission; unknown ids (and 0) are ignored.
-  void revoke(uint64_t id);
+  // Ends an admission; unknown ids (and 0) are ignored. Returns the queue
+  // pair (GID, QPN) when that was its last admission.
+  std::optional<std::pair<Gid, uint32_t>> revoke(uint64_t id);
 
   // What a request from (gid, qpn) carrying `tclass` gets.
   Answer request(const Gid& gid, uint32_t qpn, uint8_t tclass, Clock::time_point now);

@@ -142,7 +142,8 @@ std::optional<uint64_t> UdPort::admit(const wire::UdPeer& prober, uint8_t sl, ui
 }
 
 void UdPort::revoke(uint64_t admission) {
-  admissions_.revoke(admission);
+  // A queue pair without admissions left: its sessions' numbers go.
+  if (auto gone = admissions_.revoke(admission)) sequences_.forget(gone->first, gone->second);
   stats_->set_peers(admissions_.peers());
 }
 
@@ -335,6 +336,7 @@ void UdPort::on_receive(uint32_t slot, uint32_t byte_len, uint32_t src_qp, uint1
     if (a.verdict == UdAdmissions::Verdict::not_admitted) {
       return stats_->dropped(ud_drop::not_admitted);
     }
+    stats_->request(sequences_.received(*from, src_qp, d->session, d->seq));
     if (a.verdict == UdAdmissions::Verdict::rate_limited) {
       return stats_->dropped(ud_drop::rate_limited);
     }

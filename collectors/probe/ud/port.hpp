@@ -21,6 +21,7 @@
 #include "collectors/probe/ud/addressing.hpp"
 #include "collectors/probe/ud/admissions.hpp"
 #include "collectors/probe/ud/probe_port.hpp"
+#include "collectors/probe/ud/sequences.hpp"
 #include "collectors/probe/verbs/borrowed_fd.hpp"
 #include "collectors/probe/verbs/memory.hpp"
 #include "collectors/probe/wire/datagram.hpp"
@@ -153,6 +154,7 @@ class UdPort final : public UdProbePort {
   AddressHandles ahs_{kMaxAddressHandlesPerDestination, kMaxAddressHandles,
                       [](ibv_ah* h) { ibv_destroy_ah(h); }};
   UdAdmissions admissions_;
+  UdSequences sequences_;
   std::map<uint32_t, Session> sessions_;
   std::vector<SendSlot> send_slots_;
   uint32_t in_flight_ = 0;

@@ -141,17 +141,21 @@ TEST(ProbeUdAdmissions, AWrongQkeyForAVictimsQueuePairLeavesTheVictimsReplies) {
   EXPECT_NE(std::find(r.begin(), r.end(), Reply{0x1234, 3}), r.end());
   EXPECT_EQ(r.size(), 2u);
 
-  // The poisoner leaves: only the victim's admission is left.
-  table.revoke(*poison);
+  // The poisoner leaves: only the victim's admission is left, and the
+  // queue pair is not gone.
+  EXPECT_EQ(table.revoke(*poison), std::nullopt);
   a = table.request(victim, 0x11, 0, t0);
   ASSERT_EQ(a.verdict, Verdict::answer);
   EXPECT_EQ(replies(a), (std::vector<Reply>{{0x1234, 3}}));
   EXPECT_EQ(table.of(victim, 0x11), (std::vector<UdAdmission>{admission(0x1234, 3)}));
 
   // Revoking the victim's admits nothing else; unknown ids change nothing.
-  table.revoke(*poison);
-  table.revoke(0);
-  table.revoke(*own);
+  EXPECT_EQ(table.revoke(*poison), std::nullopt);
+  EXPECT_EQ(table.revoke(0), std::nullopt);
+  const auto gone = table.revoke(*own);  // its last: the queue pair is gone
+  ASSERT_TRUE(gone);
+  EXPECT_EQ(gone->first, victim);
+  EXPECT_EQ(gone->second, 0x11u);
   EXPECT_EQ(table.request(victim, 0x11, 0, t0).verdict, Verdict::not_admitted);
   EXPECT_EQ(table.peers(), 0u);
   EXPECT_EQ(table.size(), 0u);
