@@ -30,12 +30,14 @@ gid=$(timeout 10 "$HERE/rxe-up" --print-gid-index)
 
 # Each exporter's probe answers on its own control port and probes the
 # other's: every port of rxe0 to every port of the peer, one probe per class
-# every 500 ms.
+# every 500 ms. Both list both, as a fleet's target list does, in one rack:
+# each finds itself in the list (its own address and probe port) and probes
+# the other.
 classes="
     - {name: write, op: write, size: 64, interval: 500ms, timeout: 1s}
     - {name: send, op: send, size: 64, interval: 500ms, timeout: 1s}
     - {name: ud, op: ud, size: 64, interval: 500ms, timeout: 1s}"
-probe_config() { # PORT RESPONDER_PORT PEER_RESPONDER_PORT PEER_NAME
+probe_config() { # PORT RESPONDER_PORT
 	cat <<CONF
 web:
   listen_address: ":$1"
@@ -45,12 +47,14 @@ probe:
   listen_address: 127.0.0.1:$2
   classes:$classes
   targets:
-    - address: 127.0.0.1:$3
-      labels: {peer: $4}
+    - address: 127.0.0.1:10911
+      labels: {peer: a, rack: demo}
+    - address: 127.0.0.1:10921
+      labels: {peer: b, rack: demo}
 CONF
 }
-probe_config "$port_a" 10911 10921 b >"$R/a.yml"
-probe_config "$port_b" 10921 10911 a >"$R/b.yml"
+probe_config "$port_a" 10911 >"$R/a.yml"
+probe_config "$port_b" 10921 >"$R/b.yml"
 
 "$exporter" --config.file "$R/a.yml" "$@" 2>"$R/a.log" >/dev/null &
 a_pid=$!

@@ -8,6 +8,7 @@ every temporary directory are gone.
 Environment: RDMA_EXPORTER_BIN (the binary the demo runs; it skips setup and
 build with it).
 """
+import calendar
 import glob
 import json
 import os
@@ -110,6 +111,35 @@ class DemoTest(unittest.TestCase):
             targets = json.loads(get(f"http://127.0.0.1:{port_p}/api/v1/targets"))
             self.assertEqual(sorted(t["health"] for t in targets["data"]["activeTargets"]),
                              ["up", "up"])
+
+            # No false alert: each exporter finds itself in the target list,
+            # and the latency objectives are the demo's. Read once every
+            # rule group was evaluated twice after both probes' latencies
+            # were in (the groups run every 5 s and 30 s).
+            listed = urllib.parse.urlencode(
+                {"query": 'count(rdma_probe_pinglist_info{listed="true"})'})
+            got = json.loads(get(f"http://127.0.0.1:{port_p}/api/v1/query?{listed}"))
+            self.assertEqual([r["value"][1] for r in got["data"]["result"]], ["2"])
+            since = time.time() + 1
+
+            def evaluations_after(t):
+                groups = json.loads(get(f"http://127.0.0.1:{port_p}/api/v1/rules"))["data"]["groups"]
+                # lastEvaluation: RFC 3339 in UTC; whole seconds are enough.
+                return min(calendar.timegm(time.strptime(g["lastEvaluation"][:19],
+                                                         "%Y-%m-%dT%H:%M:%S"))
+                           for g in groups) > t
+
+            deadline = time.monotonic() + 180
+            while not evaluations_after(since):
+                self.assertLess(time.monotonic(), deadline, "the rules were not evaluated")
+                time.sleep(1)
+            first = time.time() + 1
+            while not evaluations_after(first):
+                self.assertLess(time.monotonic(), deadline, "the rules were not evaluated")
+                time.sleep(1)
+            alerts = json.loads(get(f"http://127.0.0.1:{port_p}/api/v1/alerts"))
+            self.assertEqual([(a["labels"]["alertname"], a["state"])
+                              for a in alerts["data"]["alerts"]], [])
 
             # Ctrl-C.
             os.killpg(demo.pid, signal.SIGINT)
