@@ -297,6 +297,7 @@ void ProbeService::run_probers(const std::string& self_group) {
   ps.memory = options_.memory;
   ps.gid_index = options_.gid_index;
   ps.device_suspect = [this] { devices_.scan_soon(); };
+  ps.stalls = stats_->stalls();
 
   const std::vector<ProbeClass> classes = effective_classes(options_);
   const std::vector<LocalPort>& ports = devices_.ports();

@@ -27,16 +27,28 @@ scrapes the exporters and checks, in this order:
   held back when it resumes, flagged: vm0 and vm1 count those probes as
   invalid (responder_stall), none as lost, vm2 reports the stall, and its
   ports count every request the probers' sequence numbers say was sent as
-  received.
+  received;
+- Debian's Prometheus scraping the three exporters with the culprit rules
+  names nothing while all is well, names vm2's rail-1 RNIC alone while
+  `tc netem` drops a fifth of what vm2 sends on rail 1, nothing once that
+  ends, and vm2 as a host while its VM is frozen.
 Results are printed and kept in the bed's directory (bed-ud-results.json)
 when RDMA_VM_KEEP=1 or a test fails.
 """
 import json
+import os
+import sys
 import time
 import unittest
 
 from bed import BedTestCase
-from vmrun import BIN, delta_buckets, quantile
+from vmrun import BIN, HERE, delta_buckets, quantile
+
+sys.path.insert(0, os.path.join(HERE, "..", "integration"))
+
+from harness import Prometheus  # noqa: E402
+
+CULPRIT_RULES = os.path.join(HERE, "..", "..", "config", "prometheus", "rdma-culprits.yml")
 
 RACKS = ("rack1", "rack1", "rack2")
 CONTROL_PORT = 10911
@@ -374,6 +386,77 @@ class BedUdTest(BedTestCase):
         self.assertGreaterEqual(record["vm2_stalls"], 1)
         self.assertGreater(record["vm2_stall_seconds"], 0.5)
         self.assertLess(record["vm2_stall_seconds"], 10)
+
+    def test_g_prometheus_names_a_lossy_rnic_and_a_stopped_host(self):
+        bed = self.bed
+        self.wait_until("every UD pair probing", self.healthy, timeout=120)
+        targets = ", ".join(f"'127.0.0.1:{bed.hostport(vm)}'" for vm in bed.names)
+        with open(CULPRIT_RULES) as f:
+            rules = f.read()
+        prom = Prometheus("global: {scrape_interval: 5s, evaluation_interval: 5s}\n"
+                          "rule_files: [rdma-culprits.yml]\n"
+                          "scrape_configs:\n"
+                          "  - job_name: rdma_exporter\n"
+                          f"    static_configs: [{{targets: [{targets}]}}]\n",
+                          {"rdma-culprits.yml": rules})
+        vm2 = f"{bed.ip('vm2', 0)}:{CONTROL_PORT}"
+
+        def culprits():
+            got = prom.query("rdma:probe_culprit")["data"]["result"]
+            return sorted((r["metric"]["kind"], r["metric"].get("host", ""),
+                           r["metric"].get("device", ""), r["metric"].get("group", ""),
+                           r["metric"].get("rail", "")) for r in got)
+
+        def named(want):
+            got = culprits()
+            return got if want in got else None
+
+        try:
+            # Healthy: the rules run and name nothing.
+            self.wait_until("the culprit rules evaluated twice", lambda: len(
+                prom.query("rdma:probe_rnic:sent:increase2m offset 30s")["data"]["result"]) > 0,
+                timeout=180)
+            self.assertEqual(culprits(), [])
+            # A fifth of the frames vm2 sends on rail 1 lost: its rail-1 RNIC
+            # (rxe1) is named, and nothing else.
+            bed.run("vm2", "modprobe sch_netem; tc qdisc add dev rail1 root netem loss 20%").check()
+            started = time.monotonic()
+            lossy = ("rnic", vm2, "rxe1", "rack2", RAILS[1])
+            try:
+                got = self.wait_until("vm2's rail-1 RNIC named", lambda: named(lossy),
+                                      timeout=300)
+                self.record["culprit_rnic_named_after_s"] = round(time.monotonic() - started)
+                self.assertEqual(got, [lossy])
+                # Which way: what vm2 sends is lost, so its own port misses
+                # no request, and the rack1 ports it probes miss some.
+                ratios = {(r["metric"]["host"], r["metric"]["device"]): float(r["value"][1])
+                          for r in prom.query("rdma:probe_rnic:requests_lost_ratio:2m")[
+                              "data"]["result"]}
+                self.record["requests_lost_ratio_rail1"] = {
+                    h: v for (h, d), v in ratios.items() if d == "rxe1"}
+                self.assertEqual(ratios[(vm2, "rxe1")], 0)
+                self.assertGreater(max(v for (h, d), v in ratios.items()
+                                       if d == "rxe1" and h != vm2), 0)
+            finally:
+                bed.run("vm2", "tc qdisc del dev rail1 root").check()
+            self.wait_until("no culprit after the loss ends", lambda: culprits() == [],
+                            timeout=300)
+            # vm2 frozen (its QEMU stopped): both of its RNICs lose
+            # everything; the host is named, not its RNICs.
+            bed.pause("vm2")
+            paused = time.monotonic()
+            try:
+                got = self.wait_until("vm2 named as a host", lambda: named(
+                    ("host", vm2, "", "rack2", "")), timeout=300)
+                self.record["culprit_host_named_after_s"] = round(time.monotonic() - paused)
+                self.assertEqual(got, [("host", vm2, "", "rack2", "")])
+            finally:
+                bed.resume("vm2")
+        except BaseException:
+            print(prom.log()[-3000:])
+            raise
+        finally:
+            prom.stop()
 
 
 if __name__ == "__main__":

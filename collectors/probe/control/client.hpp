@@ -30,6 +30,9 @@ struct ProberSettings {
   // Called when verbs fail in a way that says the local device may be gone
   // (EIO, ENODEV), so the device list is looked at again at once.
   std::function<void()> device_suspect;
+  // The event loop's stalls: an RC probe one touched counts as invalid
+  // (UD probers have theirs in UdProberStats). None: never.
+  std::shared_ptr<StallWatch> stalls;
 };
 
 // The prober's end of a control connection to one port of a target, shared

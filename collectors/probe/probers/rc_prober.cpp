@@ -80,9 +80,33 @@ void Prober::probe() {
   stats_->sent();
   deadline_.expires_after(class_.timeout);
   deadline_.async_wait(guarded([this](const boost::system::error_code& ec) {
-    if (!ec) probe_timed_out();
+    if (!ec) on_deadline();
   }));
   spin();
+}
+
+bool Prober::stalled_since(Clock::time_point from) const {
+  if (!settings_.stalls) return false;
+  const auto now = Clock::now();
+  settings_.stalls->check(now);
+  return settings_.stalls->stalled_between(from, now);
+}
+
+void Prober::on_deadline() {
+  // A stall may have kept the completion waiting in the queue, or kept
+  // the responder from answering: look, and give it one more timeout.
+  if (!flight_.extended && stalled_since(flight_.started)) {
+    const uint64_t gen = generation_;
+    if (drain()) return complete();
+    if (gen != generation_) return;
+    flight_.extended = true;
+    deadline_.expires_after(class_.timeout);
+    deadline_.async_wait(guarded([this](const boost::system::error_code& ec) {
+      if (!ec) on_deadline();
+    }));
+    return;
+  }
+  probe_timed_out();
 }
 
 void Prober::spin() {
@@ -158,7 +182,11 @@ void Prober::complete() {
   }
   flight_.active = false;
   recovered();
-  stats_->success(seconds, unix_now());
+  if (stalled_since(flight_.started)) {
+    stats_->invalid(invalid::local_stall);
+  } else {
+    stats_->success(seconds, unix_now());
+  }
   timer_.expires_at(std::max(next_probe_, now));
   timer_.async_wait(guarded([this](const boost::system::error_code& ec) {
     if (!ec) probe();

@@ -27,7 +27,10 @@ RcQueuePairMaker device_queue_pairs(const LocalPort& local, std::string memory);
 // Probes one port of a target from one local port with one RC class (send,
 // write, read), for as long as it runs: over a control connection
 // (ControlClient) sets up a pair of RC queue pairs with the responder, then
-// posts one probe per interval and times it.
+// posts one probe per interval and times it. A probe this host's event loop
+// stalled in (StallWatch) counts as invalid, not as a latency; one whose
+// timeout passed in a stall without its completion gets one more timeout
+// before it times out.
 class Prober : public ControlClient {
  public:
   // `local_name` names the local port in log lines ("mlx5_0/1").
@@ -46,7 +49,10 @@ class Prober : public ControlClient {
   // Handles what the CQ holds; true when the probe in flight is complete.
   bool drain();
   void complete();
+  void on_deadline();
   void probe_timed_out();
+  // Whether this host's event loop stalled since `from`.
+  bool stalled_since(Clock::time_point from) const;
 
   const RcQueuePairMaker make_;
   const ProbeClass class_;
@@ -64,6 +70,7 @@ class Prober : public ControlClient {
     bool echo_done = true;  // a send waits for the responder's echo too
     std::optional<uint64_t> end_ticks;
     bool active = false;
+    bool extended = false;  // its timeout passed in a stall: one more
   } flight_;
   uint64_t seq_ = 0;
   Clock::time_point next_probe_;

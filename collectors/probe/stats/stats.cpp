@@ -97,7 +97,7 @@ void SeriesStats::add_metrics(MetricSink& sink) const {
     Labels l = labels_;
     l.emplace_back("reason", why);
     sink.counter("rdma_probe_invalid_total",
-                 "UD probes counted neither lost nor timed because a stall touched them: this "
+                 "Probes counted neither lost nor timed because a stall touched them: this "
                  "host's event loop (local_stall) or the responder's (responder_stall); only "
                  "reasons that happened.",
                  std::move(l), static_cast<double>(n));

@@ -118,6 +118,13 @@ class FakeQp final : public RcQueuePair {
       EXPECT_EQ(::write(fd_, &one, sizeof one), static_cast<ssize_t>(sizeof one));
     }
   }
+  // A completion that enters the queue from the event loop later and raises
+  // no event, as when the loop was stalled when it came.
+  void complete_unseen_later(boost::asio::io_context& io, Completion c) {
+    boost::asio::post(io, [this, alive = alive_, c] {
+      if (*alive) queue_.push_back(c);
+    });
+  }
   // The same, from the event loop later, unless the queue pair is gone by then.
   void complete_later(boost::asio::io_context& io, Completion c) {
     boost::asio::post(io, [this, alive = alive_, c] {
@@ -215,6 +222,7 @@ class RcProberTest : public ::testing::Test {
     settings.backoff_initial = std::chrono::milliseconds(1);
     settings.backoff_max = std::chrono::milliseconds(2);
     settings.device_suspect = [this] { ++suspected_; };
+    settings.stalls = stalls_;
     prober_ = std::make_shared<Prober>(io_, "fake0/1", fake_queue_pairs(device_),
                                        responder_->address(), remote_, cls, settings, stats_);
     prober_->start();
@@ -234,8 +242,19 @@ class RcProberTest : public ::testing::Test {
   std::unique_ptr<testing::FakeResponder> responder_;
   std::shared_ptr<SeriesStats> stats_ = std::make_shared<SeriesStats>(Labels{{"target", "t"}});
   std::shared_ptr<Prober> prober_;
+  std::shared_ptr<StallWatch> stalls_;  // none: the loop never stalls
   int suspected_ = 0;
 };
+
+// A watch whose one stall covers the whole test: from an hour ago to an
+// hour on.
+std::shared_ptr<StallWatch> stalled_throughout() {
+  auto watch = std::make_shared<StallWatch>();
+  const auto now = std::chrono::steady_clock::now();
+  watch->armed(now - std::chrono::hours(1), now - std::chrono::hours(1) + kHeartbeat);
+  watch->check(now + std::chrono::hours(1));
+  return watch;
+}
 
 TEST_F(RcProberTest, AWriteIsSetUpPostedToTheAcceptedPeerAndTimedByTheDeviceClock) {
   // A 500 MHz device clock at 1,000,000 ticks when each probe is posted;
@@ -377,6 +396,38 @@ TEST_F(RcProberTest, NoCompletionWithinTheTimeoutIsATimeoutAndANewSession) {
   EXPECT_EQ(counter("rdma_probe_timeouts_total"), 1);
   EXPECT_EQ(device_.made, 2u);
   EXPECT_EQ(device_.destroyed, 1u);
+}
+
+TEST_F(RcProberTest, AProbeThisHostStalledInIsInvalidNotTimed) {
+  stalls_ = stalled_throughout();
+  device_.on_post = [](FakeQp& qp, std::size_t, uint64_t wr_id) { qp.complete(done(wr_id)); };
+  start(write_class());
+  run_until([&] {
+    return counter("rdma_probe_invalid_total", {{"reason", "local_stall"}}) +
+               static_cast<double>(latency(*stats_).count) >=
+           3;
+  });
+  EXPECT_EQ(counter("rdma_probe_invalid_total", {{"reason", "local_stall"}}), 3);
+  EXPECT_EQ(latency(*stats_).count, 0u);
+  EXPECT_EQ(counter("rdma_probe_timeouts_total"), 0);
+}
+
+TEST_F(RcProberTest, ATimeoutPassedInAStallLooksInTheQueueAndWaitsOneMore) {
+  // The first probe's completion comes without an event, as after a stall:
+  // only the look at the deadline finds it. The second probe's never
+  // comes: after its second timeout it times out.
+  stalls_ = stalled_throughout();
+  device_.on_post = [this](FakeQp& qp, std::size_t made, uint64_t wr_id) {
+    if (made == 1 && wr_id == 1) qp.complete_unseen_later(io_, done(wr_id));
+    if (made > 1) qp.complete(done(wr_id));
+  };
+  ProbeClass cls = write_class();
+  cls.timeout = std::chrono::milliseconds(5);
+  start(cls);
+  run_until([&] { return counter("rdma_probe_timeouts_total") == 1; });
+  EXPECT_EQ(counter("rdma_probe_invalid_total", {{"reason", "local_stall"}}), 1);
+  EXPECT_EQ(device_.made, 1u);  // the session was not set up again for the first
+  run_until([&] { return device_.made == 2; });
 }
 
 TEST_F(RcProberTest, AQueuePairThatCannotBeMadeIsASetupErrorAndTellsOfAGoneDevice) {
