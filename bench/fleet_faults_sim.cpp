@@ -343,7 +343,8 @@ class Simulation {
     for (const auto& [name, family] : families()) {
       om << "# TYPE " << family.first << " " << family.second << "\n";
       std::ifstream part(out_dir + "/" + name + ".part");
-      om << part.rdbuf();
+      // An empty part (a family nothing exported) would fail the stream.
+      if (part.peek() != std::ifstream::traits_type::eof()) om << part.rdbuf();
       part.close();
       std::remove((out_dir + "/" + name + ".part").c_str());
     }
