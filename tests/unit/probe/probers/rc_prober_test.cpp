@@ -24,6 +24,7 @@
 #include "tests/support/fake_responder.hpp"
 #include "tests/support/run_until.hpp"
 #include "tests/support/snapshot_query.hpp"
+#include "tests/support/stalls.hpp"
 
 namespace rdma_exporter::probe {
 namespace {
@@ -246,16 +247,6 @@ class RcProberTest : public ::testing::Test {
   int suspected_ = 0;
 };
 
-// A watch whose one stall covers the whole test: from an hour ago to an
-// hour on.
-std::shared_ptr<StallWatch> stalled_throughout() {
-  auto watch = std::make_shared<StallWatch>();
-  const auto now = std::chrono::steady_clock::now();
-  watch->armed(now - std::chrono::hours(1), now - std::chrono::hours(1) + kHeartbeat);
-  watch->check(now + std::chrono::hours(1));
-  return watch;
-}
-
 TEST_F(RcProberTest, AWriteIsSetUpPostedToTheAcceptedPeerAndTimedByTheDeviceClock) {
   // A 500 MHz device clock at 1,000,000 ticks when each probe is posted;
   // probe k completes 125,000 x k ticks later: 0.25 ms x k.
@@ -399,7 +390,7 @@ TEST_F(RcProberTest, NoCompletionWithinTheTimeoutIsATimeoutAndANewSession) {
 }
 
 TEST_F(RcProberTest, AProbeThisHostStalledInIsInvalidNotTimed) {
-  stalls_ = stalled_throughout();
+  stalls_ = testing::stalled_throughout();
   device_.on_post = [](FakeQp& qp, std::size_t, uint64_t wr_id) { qp.complete(done(wr_id)); };
   start(write_class());
   run_until([&] {
@@ -416,7 +407,7 @@ TEST_F(RcProberTest, ATimeoutPassedInAStallLooksInTheQueueAndWaitsOneMore) {
   // The first probe's completion comes without an event, as after a stall:
   // only the look at the deadline finds it. The second probe's never
   // comes: after its second timeout it times out.
-  stalls_ = stalled_throughout();
+  stalls_ = testing::stalled_throughout();
   device_.on_post = [this](FakeQp& qp, std::size_t made, uint64_t wr_id) {
     if (made == 1 && wr_id == 1) qp.complete_unseen_later(io_, done(wr_id));
     if (made > 1) qp.complete(done(wr_id));

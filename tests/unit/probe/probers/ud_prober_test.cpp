@@ -22,6 +22,7 @@
 #include "tests/support/fake_responder.hpp"
 #include "tests/support/run_until.hpp"
 #include "tests/support/snapshot_query.hpp"
+#include "tests/support/stalls.hpp"
 
 namespace rdma_exporter::probe {
 namespace {
@@ -344,18 +345,8 @@ TEST_F(UdProberTest, APortWithNoQueuePairIsASetupError) {
   EXPECT_TRUE(responder_->setups().empty());
 }
 
-// A watch whose one stall covers the whole test: from an hour ago to an
-// hour on.
-std::shared_ptr<StallWatch> stalled_throughout() {
-  auto watch = std::make_shared<StallWatch>();
-  const auto now = std::chrono::steady_clock::now();
-  watch->armed(now - std::chrono::hours(1), now - std::chrono::hours(1) + kHeartbeat);
-  watch->check(now + std::chrono::hours(1));
-  return watch;
-}
-
 TEST_F(UdProberTest, RepliesTakenWhileThisHostStalledAreInvalidNotTimed) {
-  stats_.stalls = stalled_throughout();
+  stats_.stalls = testing::stalled_throughout();
   port_->on_send = [this](uint32_t session, const wire::Datagram& request) {
     reply_later(session, request, std::nullopt, 1000);
   };
@@ -373,7 +364,7 @@ TEST_F(UdProberTest, RepliesTakenWhileThisHostStalledAreInvalidNotTimed) {
 }
 
 TEST_F(UdProberTest, UnansweredProbesOfAStalledHostAreInvalidNotLost) {
-  stats_.stalls = stalled_throughout();
+  stats_.stalls = testing::stalled_throughout();
   ProbeClass cls = ud_class();
   cls.timeout = std::chrono::milliseconds(1);
   start(cls);  // nothing is answered
