@@ -336,10 +336,11 @@ void UdPort::on_receive(uint32_t slot, uint32_t byte_len, uint32_t src_qp, uint1
     if (a.verdict == UdAdmissions::Verdict::not_admitted) {
       return stats_->dropped(ud_drop::not_admitted);
     }
-    stats_->request(sequences_.received(*from, src_qp, d->session, d->seq));
     if (a.verdict == UdAdmissions::Verdict::rate_limited) {
       return stats_->dropped(ud_drop::rate_limited);
     }
+    // Only within its rate: a flood of session numbers costs at most that.
+    stats_->request(sequences_.received(*from, src_qp, d->session, d->seq));
     for (const UdAdmissions::Reply& r : a.list()) {
       answer(*d, bytes, *from, src_qp, slid, r.qkey, r.sl, ticks, polled, stalled);
     }
