@@ -46,7 +46,24 @@ NEEDS_HARDWARE = {
     ("rdma-latency.json", "*"):
         "the verbs latency probe, which needs an RDMA device (vm.dashboards runs it on "
         "Soft-RoCE); here only its responder runs",
+    ("rdma-fabric.json", "*"):
+        "UD probes between hosts for the culprit rules to record from (FabricBoardTest "
+        "evaluates the board on a culprit's series; vm.bed_ud on the VM bed's)",
 }
+# Boards that read only the records of config/prometheus's rules, never an
+# exporter's series: they have no job or instance variable.
+RULE_BOARDS = ("rdma-fabric.json",)
+
+
+def recorded_names():
+    """Every `record:` of the shipped rule files."""
+    names = set()
+    for f in os.listdir(os.path.join(SOURCE_DIR, "config/prometheus")):
+        if f.startswith("rdma-") and f.endswith(".yml"):
+            with open(os.path.join(SOURCE_DIR, "config/prometheus", f)) as fh:
+                names |= {r["record"] for g in yaml.safe_load(fh)["groups"]
+                          for r in g["rules"] if "record" in r}
+    return names
 
 PROCESSES = {100: ("python3", "/kubepods.slice/pod-a/ctr-1"),
              101: ("python3", "/kubepods.slice/pod-b/ctr-2"),
@@ -82,7 +99,7 @@ class DashboardStructureTest(unittest.TestCase):
                 self.assertEqual(len(ids), len(set(ids)), "panel ids are unique")
                 self.assertTrue(all(isinstance(i, int) and i > 0 for i in ids))
                 self.check_layout(d)
-                self.check_variables(d)
+                self.check_variables(d, rules_only=name in RULE_BOARDS)
                 for p in panels(d):
                     self.check_panel(p)
 
@@ -97,7 +114,7 @@ class DashboardStructureTest(unittest.TestCase):
             self.assertFalse(cells & mine, f"panel {p['title']!r} overlaps another")
             cells |= mine
 
-    def check_variables(self, d):
+    def check_variables(self, d, rules_only):
         vs = variables(d)
         names = [v["name"] for v in vs]
         self.assertEqual(len(names), len(set(names)))
@@ -111,7 +128,17 @@ class DashboardStructureTest(unittest.TestCase):
             # A variable only refers to the ones defined before it.
             _, unknown = substitute(variable_query(v), {}, set(names[:names.index(v["name"])]))
             self.assertEqual(unknown, set(), v["name"])
-        self.assertTrue({"job", "instance"} <= set(names))
+        if not rules_only:
+            self.assertTrue({"job", "instance"} <= set(names))
+            return
+        # A board over the rules' records reads nothing else (it costs the
+        # same at any fleet size) and filters by what the records carry.
+        exprs = [t["expr"] for p in panels(d) for t in p.get("targets", [])]
+        exprs += [LABEL_VALUES_RE.match(variable_query(v)).group(1) for v in vs[1:]]
+        for expr in exprs:
+            read, _ = metric_names(expr)
+            self.assertTrue(read, expr)
+            self.assertEqual([n for n in read if ":" not in n], [], expr)
 
     def check_panel(self, p):
         title = p.get("title", "")
@@ -154,7 +181,10 @@ class DashboardStructureTest(unittest.TestCase):
                     self.assertEqual(unknown, set(), f"{name}: {p['title']}: {t['expr']}")
 
     def test_every_metric_is_documented(self):
+        """Every series a query reads is in docs/metrics.md, or recorded by a
+        shipped rule (the names with a colon)."""
         doc = MetricsDoc(os.path.join(SOURCE_DIR, "docs/metrics.md"))
+        records = recorded_names()
         problems = []
         for name in DASHBOARDS:
             d = load(name)
@@ -162,10 +192,13 @@ class DashboardStructureTest(unittest.TestCase):
             exprs += [(f"variable {v['name']}", LABEL_VALUES_RE.match(variable_query(v)).group(1))
                       for v in variables(d)[1:]]
             for title, expr in exprs:
-                names, regexes, found = doc.expression_problems(expr)
+                names, regexes = metric_names(expr)
                 if not names and not regexes:
                     problems.append(f"{name}: {title}: no metric found in {expr}")
-                problems += [f"{name}: {title}: {p}" for p in found]
+                found = [doc.problem(n) if ":" not in n else None if n in records
+                         else f"{n} is recorded by no rule of config/prometheus" for n in names]
+                found += [doc.name_regex_problem(r) for r in regexes]
+                problems += [f"{name}: {title}: {p}" for p in found if p]
         self.assertEqual(problems, [])
 
     def test_the_name_check_catches_typos(self):
@@ -309,6 +342,111 @@ class UdPanelsOnSyntheticDataTest(unittest.TestCase):
                                 "tests": [{"interval": "1m", "input_series": ud_input_series(),
                                            "promql_expr_test": tests}]}, f)
             r = subprocess.run([promtool(), "test", "rules", "ud.test.yml"], cwd=work,
+                               capture_output=True, text=True, timeout=120)
+            self.assertEqual(r.returncode, 0, r.stdout + r.stderr)
+        finally:
+            shutil.rmtree(work)
+
+
+# The fabric board on the series of a dead RNIC (b2's mlx5_0, of groups A and
+# B of two hosts each, one rail): the first case of
+# tests/alerts/rdma-culprits.test.yml, whose comments work out its records.
+# Panel title, query (refId) -> samples at 5m, every variable at "All".
+FABRIC_CASE = "a dead RNIC is named, and its peers are not"
+B2 = 'host="b2:10911", device="mlx5_0", group="B", rail="r0"'
+
+
+def rnic(host, group):
+    return f'host="{host}:10911", device="mlx5_0", group="{group}", rail="r0"'
+
+
+def pair(prober, group, target, target_group):
+    return (f'{{host="{prober}:10911", group="{group}", device="mlx5_0", rail="r0", '
+            f'target="{target}:10911", target_group="{target_group}", remote_device="mlx5_0"}}')
+
+
+FABRIC_EXPECTED = {
+    ("Culprits", "A"): [("{}", 1)],
+    ("RNICs", "A"): [("{}", 1)],
+    ("Hosts", "A"): [("{}", 0)],
+    ("Leaves", "A"): [("{}", 0)],
+    ("Uplinks", "A"): [("{}", 0)],
+    ("Paths", "A"): [("{}", 0)],
+    # Lost: all of b2's probes; its replies are lost, its requests arrive.
+    ("Culprits now", "A"): [(f'{{kind="rnic", {B2}, direction="transmit"}}', 1)],
+    ("Culprits now", "B"): [(f'rdma:probe_culprit:pairs_failing{{kind="rnic", {B2}}}', 6)],
+    ("Culprits now", "C"): [(f'rdma:probe_culprit:pairs{{kind="rnic", {B2}}}', 6)],
+    # Each other RNIC loses its 2 pairs with b2: 240 of 720.
+    ("RNICs losing probes", "A"): [
+        (f"rdma:probe_rnic:loss_ratio:2m{{{B2}}}", 1),
+        (f"rdma:probe_rnic:loss_ratio:2m{{{rnic('a1', 'A')}}}", 1 / 3),
+        (f"rdma:probe_rnic:loss_ratio:2m{{{rnic('a2', 'A')}}}", 1 / 3),
+        (f"rdma:probe_rnic:loss_ratio:2m{{{rnic('b1', 'B')}}}", 1 / 3)],
+    # Every loss is blamed on b2.
+    ("RNICs losing probes", "B"): [
+        (f"{{{B2}}}", 1), (f"{{{rnic('a1', 'A')}}}", 0), (f"{{{rnic('a2', 'A')}}}", 0),
+        (f"{{{rnic('b1', 'B')}}}", 0)],
+    # Inside B both pairs lose (b1 <-> b2); inside A none.
+    ("RNICs losing probes", "C"): [
+        (f"rdma:probe_rnic:within_group_loss_ratio:2m{{{B2}}}", 1),
+        (f"rdma:probe_rnic:within_group_loss_ratio:2m{{{rnic('a1', 'A')}}}", 0),
+        (f"rdma:probe_rnic:within_group_loss_ratio:2m{{{rnic('a2', 'A')}}}", 0),
+        (f"rdma:probe_rnic:within_group_loss_ratio:2m{{{rnic('b1', 'B')}}}", 1)],
+    ("RNICs losing probes", "D"): [
+        ('rdma:probe_rnic:requests_lost_ratio:2m{host="b2:10911", device="mlx5_0", '
+         'group="B"}', 0)],
+    # A's RNICs lose 480 of 1,440; B's 240 + 720 of 1,440.
+    ("Loss per leaf", "A"): [('{group="A", rail="r0"}', 1 / 3), ('{group="B", rail="r0"}', 2 / 3)],
+    ("Culprits by kind", "A"): [('{kind="rnic"}', 1)],
+    # The pairs between groups without b2 lose nothing.
+    ("Loss between leaves", "A"): [],
+    ("Failing pairs", "A"): [
+        (pair("a1", "A", "b2", "B"), 1), (pair("a2", "A", "b2", "B"), 1),
+        (pair("b1", "B", "b2", "B"), 1), (pair("b2", "B", "a1", "A"), 1),
+        (pair("b2", "B", "a2", "A"), 1), (pair("b2", "B", "b1", "B"), 1)],
+    ("Hosts that stalled", "A"): [],
+}
+
+
+class FabricBoardTest(unittest.TestCase):
+    """The fabric board reads the culprit rules' records, which exist only
+    where hosts probe each other (DashboardQueriesTest only checks that its
+    queries evaluate): promtool evaluates the rules and then every query of
+    the board on the series of a dead RNIC, compared with hand-worked
+    results."""
+
+    def test_every_panel_shows_the_dead_rnic_and_its_evidence(self):
+        if promtool() is None:
+            raise RuntimeError("promtool not found (scripts/setup installs prometheus)")
+        d = load("rdma-fabric.json")
+        names = {v["name"] for v in variables(d)}
+        assignment = {n: ".*" for n in names}
+        tests = []
+        queried = set()
+        for p in panels(d):
+            for t in p.get("targets", []):
+                queried.add((p["title"], t["refId"]))
+                samples = FABRIC_EXPECTED.get((p["title"], t["refId"]))
+                self.assertIsNotNone(samples, f"no expected values for {p['title']} "
+                                              f"[{t['refId']}]")
+                expr, unknown = substitute(t["expr"], assignment, names)
+                self.assertEqual(unknown, set(), p["title"])
+                tests.append({"expr": expr, "eval_time": "5m",
+                              "exp_samples": [{"labels": labels, "value": value}
+                                              for labels, value in samples]})
+        self.assertEqual(set(FABRIC_EXPECTED), queried)
+        with open(os.path.join(SOURCE_DIR, "tests/alerts/rdma-culprits.test.yml")) as f:
+            (case,) = [c for c in yaml.safe_load(f)["tests"] if c["name"] == FABRIC_CASE]
+        work = tempfile.mkdtemp(prefix="rdma_fabric_board_")
+        try:
+            shutil.copy(os.path.join(SOURCE_DIR, "config/prometheus/rdma-culprits.yml"), work)
+            with open(os.path.join(work, "fabric.test.yml"), "w") as f:
+                yaml.safe_dump({"rule_files": ["rdma-culprits.yml"],
+                                "evaluation_interval": case["interval"],
+                                "tests": [{"interval": case["interval"],
+                                           "input_series": case["input_series"],
+                                           "promql_expr_test": tests}]}, f)
+            r = subprocess.run([promtool(), "test", "rules", "fabric.test.yml"], cwd=work,
                                capture_output=True, text=True, timeout=120)
             self.assertEqual(r.returncode, 0, r.stdout + r.stderr)
         finally:
