@@ -46,6 +46,7 @@ from vmrun import BIN, HERE, delta_buckets, quantile
 
 sys.path.insert(0, os.path.join(HERE, "..", "integration"))
 
+from dashboard_queries import Evaluation  # noqa: E402
 from harness import Prometheus  # noqa: E402
 
 CULPRIT_RULES = os.path.join(HERE, "..", "..", "config", "prometheus", "rdma-culprits.yml")
@@ -437,6 +438,29 @@ class BedUdTest(BedTestCase):
                 self.assertEqual(ratios[(vm2, "rxe1")], 0)
                 self.assertGreater(max(v for (h, d), v in ratios.items()
                                        if d == "rxe1" and h != vm2), 0)
+                # The culprit's evidence: it loses what it transmits, on
+                # every pair through it: vm0 and vm1 probe it, and it probes
+                # the one of them its pinglist picks each epoch (one or both
+                # within the window).
+                direction = prom.query("rdma:probe_culprit:direction")["data"]["result"]
+                self.assertEqual([(r["metric"]["host"], r["metric"]["device"],
+                                   r["metric"]["direction"]) for r in direction],
+                                 [(vm2, "rxe1", "transmit")])
+                evidence = {}
+                for record in ("pairs", "pairs_failing"):
+                    (got,) = prom.query(f"rdma:probe_culprit:{record}")["data"]["result"]
+                    evidence[record] = float(got["value"][1])
+                self.record["culprit_evidence"] = evidence
+                self.assertIn(evidence["pairs"], (3, 4))
+                self.assertEqual(evidence["pairs_failing"], evidence["pairs"])
+                # The fabric board on this Prometheus: every query evaluates,
+                # and the culprit table and the failing pairs show it.
+                board = Evaluation(prom, dashboards=("rdma-fabric.json",))
+                errors = [e for r in board.results for e in r.errors]
+                self.assertEqual(errors, [])
+                shown = {r.panel for r in board.results if not r.empty()}
+                self.assertLessEqual({"Culprits", "RNICs", "Culprits now", "RNICs losing probes",
+                                      "Failing pairs", "Culprits by kind"}, shown)
             finally:
                 bed.run("vm2", "tc qdisc del dev rail1 root").check()
             self.wait_until("no culprit after the loss ends", lambda: culprits() == [],

@@ -140,6 +140,15 @@ class DemoTest(unittest.TestCase):
             alerts = json.loads(get(f"http://127.0.0.1:{port_p}/api/v1/alerts"))
             self.assertEqual([(a["labels"]["alertname"], a["state"])
                               for a in alerts["data"]["alerts"]], [])
+            # The Fabric health board's records: the culprit rules see both
+            # exporters' RNIC (rxe0, under each one's probe address) and
+            # name nothing; the demo printed as much before it was up.
+            for expr, want in (("count(rdma:probe_rnic:sent:increase2m)", ["2"]),
+                               ("count(rdma:probe_culprit) or vector(0)", ["0"])):
+                got = json.loads(get(f"http://127.0.0.1:{port_p}/api/v1/query?"
+                                     + urllib.parse.urlencode({"query": expr})))
+                self.assertEqual([r["value"][1] for r in got["data"]["result"]], want, expr)
+            self.assertIn("  culprits: 0\n", out)
 
             # Ctrl-C.
             os.killpg(demo.pid, signal.SIGINT)
