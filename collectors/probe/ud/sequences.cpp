@@ -1,6 +1,8 @@
 #include "collectors/probe/ud/sequences.hpp"
 
 #include <algorithm>
+#include <iterator>
+#include <limits>
 
 namespace rdma_exporter::probe {
 
@@ -10,11 +12,7 @@ uint64_t UdSequences::received(const Gid& gid, uint32_t qpn, uint32_t session, u
   auto it = sessions_.find(key);
   uint64_t added = 1;
   if (it == sessions_.end()) {
-    if (sessions_.size() >= kMaxSessions) {
-      sessions_.erase(std::min_element(
-          sessions_.begin(), sessions_.end(),
-          [](const auto& a, const auto& b) { return a.second.seen < b.second.seen; }));
-    }
+    make_room(gid, qpn);
     it = sessions_.emplace(key, Session{seq, 0}).first;
   } else if (seq > it->second.highest) {
     // Those in between were lost, unless the prober started over.
@@ -29,6 +27,20 @@ uint64_t UdSequences::received(const Gid& gid, uint32_t qpn, uint32_t session, u
   it->second.seen = received_;
   expected_ += added;
   return added;
+}
+
+void UdSequences::make_room(const Gid& gid, uint32_t qpn) {
+  const auto least_recent = [](const auto& a, const auto& b) {
+    return a.second.seen < b.second.seen;
+  };
+  // The queue pair's sessions are adjacent in the map's order.
+  const auto first = sessions_.lower_bound(Key{gid, qpn, 0});
+  const auto last = sessions_.upper_bound(Key{gid, qpn, std::numeric_limits<uint32_t>::max()});
+  if (static_cast<std::size_t>(std::distance(first, last)) >= kMaxSessionsPerQp) {
+    sessions_.erase(std::min_element(first, last, least_recent));
+  } else if (sessions_.size() >= kMaxSessions) {
+    sessions_.erase(std::min_element(sessions_.begin(), sessions_.end(), least_recent));
+  }
 }
 
 void UdSequences::forget(const Gid& gid, uint32_t qpn) {

@@ -21,6 +21,11 @@ class UdSequences {
  public:
   // Sessions followed at once; beyond, the one seen least recently goes.
   static constexpr std::size_t kMaxSessions = 4096;
+  // Sessions of one prober queue pair (its UD classes to this port, and
+  // the numbers of its earlier set-ups); beyond, its own least recently
+  // seen goes, so that one prober's session numbers, however many, never
+  // push out another prober's.
+  static constexpr std::size_t kMaxSessionsPerQp = 64;
   // A number further than this from the highest, either way, is a prober
   // that started over (the same queue pair and session number again): it
   // counts from itself, and no loss.
@@ -43,7 +48,10 @@ class UdSequences {
     uint64_t highest = 0;
     uint64_t seen = 0;  // when last seen, by the count of requests
   };
-  std::map<Key, Session> sessions_;
+  using Sessions = std::map<Key, Session>;
+  // Makes room for one more session of (gid, qpn).
+  void make_room(const Gid& gid, uint32_t qpn);
+  Sessions sessions_;
   uint64_t expected_ = 0;
   uint64_t received_ = 0;
 };

@@ -1,6 +1,7 @@
 // collectors/probe/ud/sequences: what the sequence numbers of the requests
 // a port receives say was sent to it: gaps, late requests, probers that
-// start over, sessions told apart and forgotten, and the bound.
+// start over, sessions told apart and forgotten, and the bounds (in all and
+// per prober queue pair).
 
 #include "collectors/probe/ud/sequences.hpp"
 
@@ -74,6 +75,21 @@ TEST(ProbeUdSequences, BeyondTheBoundTheSessionSeenLeastRecentlyGoes) {
   EXPECT_EQ(s.sessions(), UdSequences::kMaxSessions);
   EXPECT_EQ(s.received(gid(1), 0, 1, 4), 2u);  // kept
   EXPECT_EQ(s.received(gid(1), 1, 1, 4), 1u);  // gone: counts from itself
+}
+
+TEST(ProbeUdSequences, OneQueuePairsSessionsNeverPushOutAnothers) {
+  UdSequences s;
+  s.received(gid(2), 0x20, 1, 10);  // another prober
+  // An admitted prober sends under far more session numbers than the bound.
+  const uint32_t numbers = 2 * UdSequences::kMaxSessions;
+  for (uint32_t n = 0; n < numbers; ++n) s.received(gid(1), 0x10, n, 1);
+  EXPECT_EQ(s.sessions(), 1 + UdSequences::kMaxSessionsPerQp);
+  EXPECT_EQ(s.received(gid(2), 0x20, 1, 13), 3u);  // still followed: 11 and 12 lost
+  // The flooding queue pair keeps its most recent sessions only.
+  const uint32_t oldest_kept = numbers - UdSequences::kMaxSessionsPerQp;
+  EXPECT_EQ(s.received(gid(1), 0x10, oldest_kept, 4), 3u);      // kept: 2 and 3 lost
+  EXPECT_EQ(s.received(gid(1), 0x10, oldest_kept - 1, 5), 1u);  // gone: counts from itself
+  EXPECT_EQ(s.sessions(), 1 + UdSequences::kMaxSessionsPerQp);
 }
 
 }  // namespace
