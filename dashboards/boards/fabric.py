@@ -98,7 +98,8 @@ def dashboard():
         "rather than on the other end (an RNIC is a suspect from 0.5 %); `in group`: the loss "
         "of its pairs inside its group (near 0 while it loses: the losses are between groups, "
         "a path or an uplink); `requests lost`: of the requests sent to it, the share that "
-        "never arrived (read beside `loss`: which way it loses).",
+        "never arrived (read beside `loss`: which way it loses); `pairs failing` of `pairs`: "
+        "the pairs through it that lost a probe.",
         [target(worst, instant=True, fmt="table"),
          target(f"rdma:probe_rnic:lost_blamed:increase2m{{{RNIC_SEL}}} / "
                 f"rdma:probe_rnic:sent:increase2m{{{RNIC_SEL}}} and on (host, device) {worst}",
@@ -106,14 +107,21 @@ def dashboard():
          target(f"rdma:probe_rnic:within_group_loss_ratio:2m{{{RNIC_SEL}}} and on (host, "
                 f"device) {worst}", instant=True, fmt="table"),
          target(f'rdma:probe_rnic:requests_lost_ratio:2m{{group=~"$group"}} and on (host, '
-                f"device) {worst}", instant=True, fmt="table")],
+                f"device) {worst}", instant=True, fmt="table"),
+         target(f"rdma:probe_rnic:pairs_failing:2m{{{RNIC_SEL}}} and on (host, device) {worst}",
+                instant=True, fmt="table"),
+         target(f"rdma:probe_rnic:pairs:2m{{{RNIC_SEL}}} and on (host, device) {worst}",
+                instant=True, fmt="table")],
         "percentunit",
         transformations=[MERGE, organize(
             exclude=("Time", "__name__"),
             rename={"Value #A": "loss", "Value #B": "blamed", "Value #C": "in group",
-                    "Value #D": "requests lost"})],
+                    "Value #D": "requests lost", "Value #E": "pairs failing",
+                    "Value #F": "pairs"})],
         overrides=[field_links("host", "Pairs probing this host",
-                               LATENCY + "&var-target=${__data.fields.host}")]))
+                               LATENCY + "&var-target=${__data.fields.host}"),
+                   {"matcher": {"id": "byRegexp", "options": "pairs.*"},
+                    "properties": [{"id": "unit", "value": "none"}]}]))
     b.add(timeseries(
         "Loss per leaf",
         "The 10 leaves (a group on one rail) whose RNICs lose the largest share of their "

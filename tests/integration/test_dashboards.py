@@ -395,6 +395,15 @@ FABRIC_EXPECTED = {
     ("RNICs losing probes", "D"): [
         ('rdma:probe_rnic:requests_lost_ratio:2m{host="b2:10911", device="mlx5_0", '
          'group="B"}', 0)],
+    # Each RNIC has 6 pairs (3 it probes, 3 probing it); those with b2 fail.
+    ("RNICs losing probes", "E"): [
+        (f"rdma:probe_rnic:pairs_failing:2m{{{B2}}}", 6),
+        (f"rdma:probe_rnic:pairs_failing:2m{{{rnic('a1', 'A')}}}", 2),
+        (f"rdma:probe_rnic:pairs_failing:2m{{{rnic('a2', 'A')}}}", 2),
+        (f"rdma:probe_rnic:pairs_failing:2m{{{rnic('b1', 'B')}}}", 2)],
+    ("RNICs losing probes", "F"): [
+        (f"rdma:probe_rnic:pairs:2m{{{h}}}", 6)
+        for h in (B2, rnic("a1", "A"), rnic("a2", "A"), rnic("b1", "B"))],
     # A's RNICs lose 480 of 1,440; B's 240 + 720 of 1,440.
     ("Loss per leaf", "A"): [('{group="A", rail="r0"}', 1 / 3), ('{group="B", rail="r0"}', 2 / 3)],
     ("Culprits by kind", "A"): [('{kind="rnic"}', 1)],
