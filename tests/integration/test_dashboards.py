@@ -275,6 +275,27 @@ def ud_input_series():
     return [{"series": name, "values": values} for name, values in series]
 
 
+def promtool_test(interval, input_series, tests, rules=None):
+    """`promtool test rules` of TESTS (promql_expr_test entries) on
+    INPUT_SERIES, with the rule file RULES evaluated first if given."""
+    if promtool() is None:
+        raise RuntimeError("promtool not found (scripts/setup installs prometheus)")
+    work = tempfile.mkdtemp(prefix="rdma_panels_")
+    try:
+        rule_files = []
+        if rules:
+            shutil.copy(rules, work)
+            rule_files = [os.path.basename(rules)]
+        with open(os.path.join(work, "panels.test.yml"), "w") as f:
+            yaml.safe_dump({"rule_files": rule_files, "evaluation_interval": interval,
+                            "tests": [{"interval": interval, "input_series": input_series,
+                                       "promql_expr_test": tests}]}, f)
+        return subprocess.run([promtool(), "test", "rules", "panels.test.yml"], cwd=work,
+                              capture_output=True, text=True, timeout=120)
+    finally:
+        shutil.rmtree(work)
+
+
 def pair_labels(i, *names):
     labels = dict(UD_PAIRS[i][0], port="1", remote_device=UD_PAIRS[i][0]["device"],
                   remote_port="1")
@@ -320,8 +341,6 @@ class UdPanelsOnSyntheticDataTest(unittest.TestCase):
     exporters in two racks and compares with hand-worked results."""
 
     def test_ud_panels_compute_what_their_descriptions_say(self):
-        if promtool() is None:
-            raise RuntimeError("promtool not found (scripts/setup installs prometheus)")
         d = load("rdma-latency.json")
         names = {v["name"] for v in variables(d)}
         assignment = {"job": "rdma_exporter", **{n: ".*" for n in names if n != "job"}}
@@ -335,17 +354,8 @@ class UdPanelsOnSyntheticDataTest(unittest.TestCase):
             tests.append({"expr": expr, "eval_time": "10m",
                           "exp_samples": [{"labels": labels, "value": value}
                                           for labels, value in samples]})
-        work = tempfile.mkdtemp(prefix="rdma_ud_panels_")
-        try:
-            with open(os.path.join(work, "ud.test.yml"), "w") as f:
-                yaml.safe_dump({"rule_files": [], "evaluation_interval": "1m",
-                                "tests": [{"interval": "1m", "input_series": ud_input_series(),
-                                           "promql_expr_test": tests}]}, f)
-            r = subprocess.run([promtool(), "test", "rules", "ud.test.yml"], cwd=work,
-                               capture_output=True, text=True, timeout=120)
-            self.assertEqual(r.returncode, 0, r.stdout + r.stderr)
-        finally:
-            shutil.rmtree(work)
+        r = promtool_test("1m", ud_input_series(), tests)
+        self.assertEqual(r.returncode, 0, r.stdout + r.stderr)
 
 
 # The fabric board on the series of a dead RNIC (b2's mlx5_0, of groups A and
@@ -425,8 +435,6 @@ class FabricBoardTest(unittest.TestCase):
     results."""
 
     def test_every_panel_shows_the_dead_rnic_and_its_evidence(self):
-        if promtool() is None:
-            raise RuntimeError("promtool not found (scripts/setup installs prometheus)")
         d = load("rdma-fabric.json")
         names = {v["name"] for v in variables(d)}
         assignment = {n: ".*" for n in names}
@@ -446,20 +454,9 @@ class FabricBoardTest(unittest.TestCase):
         self.assertEqual(set(FABRIC_EXPECTED), queried)
         with open(os.path.join(SOURCE_DIR, "tests/alerts/rdma-culprits.test.yml")) as f:
             (case,) = [c for c in yaml.safe_load(f)["tests"] if c["name"] == FABRIC_CASE]
-        work = tempfile.mkdtemp(prefix="rdma_fabric_board_")
-        try:
-            shutil.copy(os.path.join(SOURCE_DIR, "config/prometheus/rdma-culprits.yml"), work)
-            with open(os.path.join(work, "fabric.test.yml"), "w") as f:
-                yaml.safe_dump({"rule_files": ["rdma-culprits.yml"],
-                                "evaluation_interval": case["interval"],
-                                "tests": [{"interval": case["interval"],
-                                           "input_series": case["input_series"],
-                                           "promql_expr_test": tests}]}, f)
-            r = subprocess.run([promtool(), "test", "rules", "fabric.test.yml"], cwd=work,
-                               capture_output=True, text=True, timeout=120)
-            self.assertEqual(r.returncode, 0, r.stdout + r.stderr)
-        finally:
-            shutil.rmtree(work)
+        r = promtool_test(case["interval"], case["input_series"], tests,
+                          rules=os.path.join(SOURCE_DIR, "config/prometheus/rdma-culprits.yml"))
+        self.assertEqual(r.returncode, 0, r.stdout + r.stderr)
 
 
 class DashboardQueriesTest(unittest.TestCase):
