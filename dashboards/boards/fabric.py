@@ -6,7 +6,8 @@ to the latency board's matrices.
 Every panel reads the rules' records (rdma:...), never the exporters' raw
 series: the board costs the same at 10 hosts as at 10,000. Without a culprit
 most panels are empty, and the counts read 0."""
-from panels.builders import MERGE, organize, stat, table, target, timeseries
+from panels.builders import (MERGE, organize, stat, table, target, timeseries,
+                             unit_override)
 from panels.layout import Board
 from panels.variables import query_variable
 
@@ -24,11 +25,6 @@ def link(title, url):
 
 def field_links(field, title, url):
     return {"matcher": {"id": "byName", "options": field}, "properties": [link(title, url)]}
-
-
-def percent(field):
-    return {"matcher": {"id": "byName", "options": field},
-            "properties": [{"id": "unit", "value": "percentunit"}]}
 
 
 def dashboard():
@@ -83,7 +79,7 @@ def dashboard():
             exclude=("Time", "__name__"),
             rename={"Value #A": "lost", "Value #B": "pairs failing", "Value #C": "pairs",
                     "to_group": "to group"})],
-        overrides=[percent("lost"),
+        overrides=[unit_override("lost", "percentunit"),
                    field_links("host", "Pairs probing this host",
                                LATENCY + "&var-target=${__data.fields.host}"),
                    field_links("kind", "Probe matrices (latency board)", LATENCY)]),
