@@ -13,6 +13,7 @@ CollectorEntry qp_counters_entry();
 CollectorEntry ethtool_entry();
 CollectorEntry dcb_entry();
 CollectorEntry sysfs_entry();
+CollectorEntry pcie_entry();
 
 const std::vector<CollectorEntry>& collector_registry() {
   static const std::vector<CollectorEntry> registry = {
@@ -24,6 +25,7 @@ const std::vector<CollectorEntry>& collector_registry() {
       ethtool_entry(),            // collectors/ethtool
       dcb_entry(),                // collectors/dcb
       sysfs_entry(),              // collectors/sysfs
+      pcie_entry(),               // collectors/pcie
   };
   return registry;
 }

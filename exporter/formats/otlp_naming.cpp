@@ -7,7 +7,7 @@ namespace rdma_exporter {
 namespace {
 
 // The first entry that matches wins, so more specific prefixes come first.
-constexpr std::array<std::pair<std::string_view, std::string_view>, 12> kPrefixes{{
+constexpr std::array<std::pair<std::string_view, std::string_view>, 13> kPrefixes{{
     {"rdma_exporter_collector_", "rdma.exporter.collector."},
     {"rdma_exporter_otlp_", "rdma.exporter.otlp."},
     {"rdma_exporter_http_", "rdma.exporter.http."},
@@ -19,11 +19,14 @@ constexpr std::array<std::pair<std::string_view, std::string_view>, 12> kPrefixe
     {"rdma_port_", "rdma.port."},
     {"rdma_qp_stat_", "rdma.qp.stat."},
     {"rdma_netdev_", "rdma.netdev."},
+    {"rdma_pcie_", "rdma.pcie."},
     {"rdma_", "rdma."},
 }};
 
-constexpr std::array<std::pair<std::string_view, std::string_view>, 3> kUnits{{
+constexpr std::array<std::pair<std::string_view, std::string_view>, 5> kUnits{{
     {"_bytes_per_second", "By/s"},
+    {"_transfers_per_second", "{transfer}/s"},
+    {"_lanes", "{lane}"},
     {"_bytes", "By"},
     {"_seconds", "s"},
 }};

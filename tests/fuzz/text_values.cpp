@@ -1,6 +1,7 @@
 // Fuzz harness: values read from text. The input is, at once, the contents
 // of sysfs files (a device and a port hw counter, a PMA counter, a port's
-// rate and link layer, read through sysfs::Reader from a scratch tree), a
+// rate and link layer, the PCI function's link speed and width and an AER
+// file, read through sysfs::Reader from a scratch tree), a
 // duration, a listen address and a configuration pattern (compiled as the
 // configuration does, and matched against names of every length: RE2 takes
 // time linear in the name, whatever the pattern).
@@ -29,6 +30,7 @@ namespace {
 struct ScratchTree {
   fs::path root;
   fs::path device;
+  fs::path function;
   ScratchTree() {
     // tmpfs when there is one: rewriting a file on a disk file system may
     // wait for its data to be written out, at every input.
@@ -46,6 +48,11 @@ struct ScratchTree {
     write(device / "fw_ver", "20.31.1014\n");
     write(device / "hw_counters" / "lifespan", "10\n");
     write(device / "ports" / "1" / "link_layer", "Ethernet\n");
+    function = root / "devices" / "pci0000:00" / "0000:3b:00.0";
+    fs::create_directories(function);
+    fs::create_directories(root / "bus" / "pci");
+    fs::create_symlink("../../../bus/pci", function / "subsystem");
+    fs::create_symlink("../../../devices/pci0000:00/0000:3b:00.0", device / "device");
   }
   ~ScratchTree() {
     std::error_code ec;
@@ -63,11 +70,17 @@ void sysfs_values(const std::string& text) {
   ScratchTree::write(tree.device / "ports" / "1" / "rate", text);
   ScratchTree::write(tree.device / "ports" / "1" / "counters" / "port_rcv_data", text);
   ScratchTree::write(tree.device / "ports" / "1" / "hw_counters" / "rx_write_requests", text);
+  ScratchTree::write(tree.function / "current_link_speed", text);
+  ScratchTree::write(tree.function / "max_link_width", text);
+  ScratchTree::write(tree.function / "aer_dev_fatal", text);
   sysfs::Reader reader(tree.root);
   sysfs::ReadNotes notes;
   (void)reader.read_device("mlx5_0", notes);
   (void)reader.port_hw_counters("mlx5_0", 1, notes);
+  (void)reader.read_pci_function("mlx5_0", notes);
   (void)sysfs::parse_rate(text);
+  (void)sysfs::parse_pcie_speed(text);
+  (void)sysfs::parse_aer_counts(text);
 }
 
 void pattern(const std::string& text) {

@@ -9,10 +9,11 @@ import urllib.request
 
 from harness import BIN, Exporter, make_sysfs, value
 
-# Only the sysfs collector: this machine has no rdma netlink, and the
-# hw_counters collector would read the ports' hw_counters/ from sysfs too.
+# Only the sysfs collector: this machine has no rdma netlink, the
+# hw_counters collector would read the ports' hw_counters/ from sysfs too, and
+# the pcie collector its devices' PCI function files.
 CONFIG = ("collection: {max_age: 0s}\n"
-          "collectors: {devices: false, hw_counters: false, resources: false}\n")
+          "collectors: {devices: false, hw_counters: false, resources: false, pcie: false}\n")
 
 
 def scrape(exporter):

@@ -85,6 +85,52 @@ void write_hw_counters(const fs::path& dir, int device, int port,
   for (const auto& c : names) write(dir / c, counter_line(device, port, c));
 }
 
+// The AER files' error names, as Linux 5.1 and later print them.
+const std::vector<std::string>& aer_correctable_names() {
+  static const std::vector<std::string> names = {
+      "RxErr", "BadTLP", "BadDLLP", "Rollover", "Timeout", "NonFatalErr", "CorrIntErr", "HeaderOF"};
+  return names;
+}
+const std::vector<std::string>& aer_uncorrectable_names() {
+  static const std::vector<std::string> names = {"Undefined",     "DLP",
+                                                 "SDES",          "TLP",
+                                                 "FCP",           "CmpltTO",
+                                                 "CmpltAbrt",     "UnxCmplt",
+                                                 "RxOF",          "MalfTLP",
+                                                 "ECRC",          "UnsupReq",
+                                                 "ACSViol",       "UncorrIntErr",
+                                                 "BlockedTLP",    "AtomicOpBlocked",
+                                                 "TLPBlockedErr", "PoisonTLPBlocked"};
+  return names;
+}
+
+std::string aer_file(int device, int severity, const std::vector<std::string>& names,
+                     const std::string& total) {
+  std::string text;
+  for (std::size_t i = 0; i < names.size(); ++i) {
+    const uint64_t count = i % 2 == 0 ? sysfs_counter_value(device, severity, names[i]) : 0;
+    text += names[i] + " " + std::to_string(count) + "\n";
+  }
+  return text + total + " " + std::to_string(sysfs_counter_value(device, severity, total)) + "\n";
+}
+
+// The PCI function of device `dir` (<out>/class/infiniband/<name>), at
+// <out>/devices/pci0000:00/<address>, linked as the kernel links it.
+void pci_function(const fs::path& dir, const std::string& address, const std::string& speed,
+                  const std::string& max_speed, const std::string& width,
+                  const std::string& max_width) {
+  const fs::path out = dir.parent_path().parent_path().parent_path();
+  const fs::path function = out / "devices" / "pci0000:00" / address;
+  write(function / "current_link_speed", speed + "\n");
+  write(function / "max_link_speed", max_speed + "\n");
+  write(function / "current_link_width", width + "\n");
+  write(function / "max_link_width", max_width + "\n");
+  fs::create_directories(out / "bus" / "pci");
+  fs::create_symlink("../../../bus/pci", function / "subsystem");
+  fs::create_directories(dir);
+  fs::create_symlink("../../../devices/pci0000:00/" + address, dir / "device");
+}
+
 void mlx5(const fs::path& root, int idx, int ports) {
   const std::string name = "mlx5_" + std::to_string(idx);
   const fs::path d = root / name;
@@ -96,6 +142,14 @@ void mlx5(const fs::path& root, int idx, int ports) {
   write(d / "node_guid", guid);
   write(d / "sys_image_guid", guid);
   write(d / "node_type", "1: CA\n");
+  const std::string address = "0000:" + hex(static_cast<unsigned>(0x10 + idx), 2) + ":00.0";
+  pci_function(d, address, "16.0 GT/s PCIe", "32.0 GT/s PCIe", "8", "16");
+  const fs::path function = root.parent_path().parent_path() / "devices" / "pci0000:00" / address;
+  write(function / "aer_dev_correctable",
+        aer_file(idx, 1, aer_correctable_names(), "TOTAL_ERR_COR"));
+  write(function / "aer_dev_nonfatal",
+        aer_file(idx, 2, aer_uncorrectable_names(), "TOTAL_ERR_NONFATAL"));
+  write(function / "aer_dev_fatal", aer_file(idx, 3, aer_uncorrectable_names(), "TOTAL_ERR_FATAL"));
   for (int p = 1; p <= ports; ++p) {
     const fs::path pd = d / "ports" / std::to_string(p);
     write(pd / "state", "4: ACTIVE\n");
@@ -166,6 +220,12 @@ void broken(const fs::path& root, int idx, int /*ports*/) {
   if (::mkfifo(fifo.c_str(), 0666) != 0) {
     throw std::runtime_error("cannot make fifo " + fifo.string() + ": " + std::strerror(errno));
   }
+  // Its PCI function: a speed, a width and an AER file the kernel never
+  // wrote; no AER for the rest.
+  pci_function(d, "0000:f0:00." + std::to_string(idx % 8), "fast", "Unknown", "0", "99999999999");
+  write(d.parent_path().parent_path().parent_path() / "devices" / "pci0000:00" /
+            ("0000:f0:00." + std::to_string(idx % 8)) / "aer_dev_fatal",
+        "Undefined 0\nDLP\n");
   fs::create_directories(d / "ports" / "notaport");  // ignored: not a port number
   fs::create_directories(d / "ports" / "2");         // a port with nothing in it
   // A device whose class entry dangles (removed while being listed).

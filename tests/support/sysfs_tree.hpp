@@ -5,10 +5,16 @@
 // sysfs_tree tool, tests/support/sysfs_tree_main.cpp).
 //
 // Kinds of device:
-//   mlx5    InfiniBand HCA: info files, IB PMA counters/ and port hw_counters/
+//   mlx5    InfiniBand HCA: info files, IB PMA counters/ and port hw_counters/;
+//           its PCI function 0000:<0x10 + N>:00.0 (<out>/devices/pci0000:00/)
+//           trained to 16.0 GT/s x8 of 32.0 GT/s x16, with AER files whose
+//           counts are sysfs_counter_value(N, S, error name) for the 1st,
+//           3rd, ... error of each file and 0 for the others, S 1 for
+//           correctable, 2 nonfatal, 3 fatal (TOTAL_ERR_* lines as the 1st)
 //   rxe     Soft-RoCE: no counters/ directory, hw_counters/ with "lifespan"
 //   efa     device-level hw_counters/ (what netlink cannot reach)
-//   broken  files that fail the ways real sysfs files fail
+//   broken  files that fail the ways real sysfs files fail, its PCI
+//           function's too
 //
 // A spec is KIND[:COUNT[:PORTS]], COUNT and PORTS 1 when left out: "mlx5:8:2"
 // is eight 2-port mlx5 devices, mlx5_0 to mlx5_7.

@@ -174,6 +174,84 @@ struct PortEntry {
   std::optional<CounterDir> pma;  // ports/<n>/counters/, found at first use
 };
 
+// The PCI function of a device as discovered: its link's files (the
+// physical function's for a virtual function) and its AER files.
+struct PciEntry {
+  bool found = false;  // the device has a PCI function
+  std::string address;
+  std::string physical_function;
+  AttributeFile speed, max_speed, width, max_width;
+  AttributeFile correctable, nonfatal, fatal;
+};
+
+// The function <dev>/device leads to, when its subsystem is pci.
+PciEntry discover_pci(const fs::path& device_dir) {
+  PciEntry e;
+  std::error_code ec;
+  const fs::path function = fs::canonical(device_dir / "device", ec);
+  if (ec) return e;  // no parent device (Soft-RoCE), or a dangling link
+  const fs::path subsystem = fs::read_symlink(function / "subsystem", ec);
+  if (ec || subsystem.filename() != "pci") return e;
+  e.found = true;
+  e.address = function.filename().string();
+  fs::path link = function;
+  if (const fs::path pf = fs::canonical(function / "physfn", ec); !ec) {
+    e.physical_function = pf.filename().string();
+    link = pf;
+  }
+  e.speed = AttributeFile(link / "current_link_speed");
+  e.max_speed = AttributeFile(link / "max_link_speed");
+  e.width = AttributeFile(link / "current_link_width");
+  e.max_width = AttributeFile(link / "max_link_width");
+  e.correctable = AttributeFile(function / "aer_dev_correctable");
+  e.nonfatal = AttributeFile(function / "aer_dev_nonfatal");
+  e.fatal = AttributeFile(function / "aer_dev_fatal");
+  return e;
+}
+
+void read_speed(AttributeFile& file, std::optional<double>& out, ReadNotes& notes, bool& gone) {
+  std::optional<std::string> text;
+  read_text(file, text, notes, gone);
+  if (!text) return;
+  out = parse_pcie_speed(*text);
+  if (out) return;
+  if (text->rfind("Unknown", 0) == 0) {
+    ++notes.unavailable;  // no link trained, or a function without one
+  } else {
+    notes.problems.push_back("read " + file.path().string() + ": unrecognised speed \"" +
+                             text->substr(0, 40) + "\"");
+  }
+}
+
+void read_width(AttributeFile& file, std::optional<uint32_t>& out, ReadNotes& notes, bool& gone) {
+  std::optional<std::string> text;
+  read_text(file, text, notes, gone);
+  if (!text) return;
+  uint32_t lanes = 0;
+  const char* last = text->data() + text->size();
+  auto [ptr, ec] = std::from_chars(text->data(), last, lanes);
+  if (ec != std::errc() || ptr != last) {
+    notes.problems.push_back("read " + file.path().string() + ": not a link width: \"" +
+                             text->substr(0, 40) + "\"");
+  } else if (lanes == 0) {
+    ++notes.unavailable;  // no link trained
+  } else {
+    out = lanes;
+  }
+}
+
+void read_aer(AttributeFile& file, std::optional<AerCounts>& out, ReadNotes& notes, bool& gone) {
+  std::optional<std::string> text;
+  read_text(file, text, notes, gone);
+  if (!text) return;
+  auto counts = parse_aer_counts(*text);
+  if (!counts) {
+    notes.problems.push_back("read " + file.path().string() + ": " + counts.error().message);
+    return;
+  }
+  out = std::move(counts).value();
+}
+
 // One device as discovered; each part found at its first use.
 struct DeviceEntry {
   Identity identity;
@@ -183,6 +261,7 @@ struct DeviceEntry {
   bool ports_listed = false;
   std::vector<PortEntry> ports;            // in the order of their names
   std::map<uint32_t, CounterDir> port_hw;  // ports/<n>/hw_counters/
+  std::optional<PciEntry> pci;             // <dev>/device
   // False when a listing failed: the entry is not kept, the next read
   // discovers the device again.
   bool complete = true;
@@ -253,6 +332,46 @@ std::optional<double> parse_rate(const std::string& text) {
   if (rest.rfind("Gb/sec", 0) == 0) return number * 1e9 / 8;
   if (rest.rfind("Mb/sec", 0) == 0) return number * 1e6 / 8;
   return std::nullopt;
+}
+
+std::optional<double> parse_pcie_speed(const std::string& text) {
+  const char* begin = text.c_str();
+  char* end = nullptr;
+  const double number = std::strtod(begin, &end);
+  if (end == begin || !(number > 0)) return std::nullopt;
+  std::string_view rest(end);
+  if (rest.rfind(" GT/s", 0) != 0) return std::nullopt;
+  rest.remove_prefix(5);
+  if (!rest.empty() && rest != " PCIe") return std::nullopt;
+  return number * 1e9;
+}
+
+Result<AerCounts> parse_aer_counts(const std::string& text) {
+  AerCounts out;
+  std::string_view rest(text);
+  while (!rest.empty()) {
+    const std::size_t eol = rest.find('\n');
+    std::string_view line = rest.substr(0, eol);
+    rest = eol == std::string_view::npos ? std::string_view() : rest.substr(eol + 1);
+    if (line.empty()) continue;
+    const std::size_t blank = line.rfind(' ');
+    uint64_t value = 0;
+    const char* last = line.data() + line.size();
+    bool ok = blank != std::string_view::npos && blank > 0;
+    if (ok) {
+      auto [ptr, ec] = std::from_chars(line.data() + blank + 1, last, value);
+      ok = ec == std::errc() && ptr == last && ptr != line.data() + blank + 1;
+    }
+    if (!ok)
+      return Error{EINVAL, "not \"<error> <count>\": \"" + std::string(line.substr(0, 40)) + "\""};
+    const std::string_view name = line.substr(0, blank);
+    if (name.rfind("TOTAL_ERR_", 0) == 0) {
+      out.messages = value;
+    } else {
+      out.errors.push_back(Counter{std::string(name), value});
+    }
+  }
+  return out;
 }
 
 Reader::Reader(const fs::path& sysfs_root)
@@ -365,6 +484,34 @@ std::optional<std::vector<Counter>> Reader::port_hw_counters(const std::string& 
     append(notes, these);
     if (!exists) return std::nullopt;
     return counters;
+  }
+}
+
+std::optional<PciFunction> Reader::read_pci_function(const std::string& name,
+                                                     ReadNotes& notes) const {
+  if (!is_plain_name(name)) return std::nullopt;
+  for (int attempt = 0;; ++attempt) {
+    DeviceEntry* e = cache_->entry(class_dir_, name);
+    if (e == nullptr) return std::nullopt;
+    if (!e->pci) e->pci = discover_pci(e->dir);
+    PciEntry& pci = *e->pci;
+    if (!pci.found) return std::nullopt;
+    ReadNotes these;
+    bool gone = false;
+    PciFunction f;
+    f.address = pci.address;
+    f.physical_function = pci.physical_function;
+    read_speed(pci.speed, f.link.speed_transfers_per_second, these, gone);
+    read_speed(pci.max_speed, f.link.max_speed_transfers_per_second, these, gone);
+    read_width(pci.width, f.link.width_lanes, these, gone);
+    read_width(pci.max_width, f.link.max_width_lanes, these, gone);
+    read_aer(pci.correctable, f.correctable, these, gone);
+    read_aer(pci.nonfatal, f.nonfatal, these, gone);
+    read_aer(pci.fatal, f.fatal, these, gone);
+    if (gone) cache_->forget(name);
+    if (gone && attempt == 0) continue;
+    append(notes, these);
+    return f;
   }
 }
 

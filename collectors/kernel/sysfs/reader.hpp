@@ -54,6 +54,13 @@ class Reader {
   std::optional<std::vector<Counter>> port_hw_counters(const std::string& device, uint32_t port,
                                                        ReadNotes& notes) const;
 
+  // The PCI function behind a device: <dev>/device when its subsystem is
+  // pci. Its link is read from the physical function for a virtual function
+  // (<function>/physfn). Files the function lacks (a conventional PCI
+  // device, no AER capability) are left out quietly. Empty when the device
+  // has no PCI function (Soft-RoCE, a device on another bus) or is gone.
+  std::optional<PciFunction> read_pci_function(const std::string& name, ReadNotes& notes) const;
+
   const std::filesystem::path& class_dir() const { return class_dir_; }
 
   // Devices discovered and kept (tests).
@@ -68,6 +75,14 @@ class Reader {
 // Parses sysfs "rate" text ("100 Gb/sec (4X EDR)", "2.5 Gb/sec (1X SDR)") into
 // bytes per second.
 std::optional<double> parse_rate(const std::string& text);
+
+// Parses a PCIe link speed ("16.0 GT/s PCIe", "8 GT/s" before Linux 5.x)
+// into transfers per second; empty for "Unknown" and anything unparsable.
+std::optional<double> parse_pcie_speed(const std::string& text);
+
+// Parses an AER statistics file. Lines that are not "<name> <count>" make
+// it fail with the first such line quoted.
+Result<AerCounts> parse_aer_counts(const std::string& text);
 
 // Reads a small sysfs file (at most 4 KiB) whole; trailing newline trimmed.
 Result<std::string> read_attribute(const std::filesystem::path& file);
