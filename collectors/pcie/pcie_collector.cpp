@@ -14,7 +14,7 @@ void add_aer(MetricSink& sink, const Labels& base, const char* severity,
     // gets its series once counted; the messages' total is always there.
     if (e.value == 0) continue;
     Labels labels = base;
-    labels.emplace_back("severity", severity);
+    labels.emplace_back("aer_severity", severity);
     labels.emplace_back("error", e.name);
     sink.counter("rdma_pcie_aer_errors_total",
                  "PCIe errors of the RDMA device's PCI function by AER severity and error, as the "
@@ -23,7 +23,7 @@ void add_aer(MetricSink& sink, const Labels& base, const char* severity,
   }
   if (counts->messages) {
     Labels labels = base;
-    labels.emplace_back("severity", severity);
+    labels.emplace_back("aer_severity", severity);
     sink.counter("rdma_pcie_aer_messages_total",
                  "AER error messages the RDMA device's PCI function sent, by severity (the AER "
                  "files' TOTAL_ERR_* lines; one message may report several errors).",

@@ -279,19 +279,19 @@ TEST(PcieCollector, ExportsTheFixturesFunctions) {
   EXPECT_EQ(sample(*snap, "rdma_pcie_link_max_width_lanes", m1), 16);
   // "RxErr": (82 + 120 + 69 + 114 + 114) * 1000 + 1 * 100 + 1 * 10.
   Labels rx = m1;
-  rx.emplace_back("severity", "correctable");
+  rx.emplace_back("aer_severity", "correctable");
   rx.emplace_back("error", "RxErr");
   EXPECT_EQ(sample(*snap, "rdma_pcie_aer_errors_total", rx), 499110);
   // "DLP", the second nonfatal error, is 0: no series.
   Labels dlp = m1;
-  dlp.emplace_back("severity", "nonfatal");
+  dlp.emplace_back("aer_severity", "nonfatal");
   dlp.emplace_back("error", "DLP");
   EXPECT_TRUE(std::isnan(sample(*snap, "rdma_pcie_aer_errors_total", dlp)));
   // Per device: 4 of the 8 correctable errors, 9 of the 18 of each other.
   EXPECT_EQ(series_count(*snap, "rdma_pcie_aer_errors_total"), 2U * (4 + 9 + 9));
   // "TOTAL_ERR_FATAL": its bytes' sum, 1171, * 1000 + 1 * 100 + 3 * 10.
   Labels fatal = m1;
-  fatal.emplace_back("severity", "fatal");
+  fatal.emplace_back("aer_severity", "fatal");
   EXPECT_EQ(sample(*snap, "rdma_pcie_aer_messages_total", fatal), 1171130);
   EXPECT_EQ(series_count(*snap, "rdma_pcie_aer_messages_total"), 2U * 3);
 }
