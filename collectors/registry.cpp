@@ -14,6 +14,7 @@ CollectorEntry ethtool_entry();
 CollectorEntry dcb_entry();
 CollectorEntry sysfs_entry();
 CollectorEntry pcie_entry();
+CollectorEntry link_entry();
 
 const std::vector<CollectorEntry>& collector_registry() {
   static const std::vector<CollectorEntry> registry = {
@@ -26,6 +27,7 @@ const std::vector<CollectorEntry>& collector_registry() {
       dcb_entry(),                // collectors/dcb
       sysfs_entry(),              // collectors/sysfs
       pcie_entry(),               // collectors/pcie
+      link_entry(),               // collectors/link
   };
   return registry;
 }

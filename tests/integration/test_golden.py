@@ -41,8 +41,23 @@ def normalize(text):
     return "\n".join(out) + "\n"
 
 
+# The carrier files of fake_rdma_host's netdevs: carrier, up and down counts.
+NETDEVS = {"ens1f0": ("1", "3", "2"), "ens1f1": ("0", "5", "5"), "veth0": ("1", "1", "0")}
+
+
+def sysfs_with_netdevs():
+    root = make_sysfs(SYSFS)
+    for name, values in NETDEVS.items():
+        net = os.path.join(root, "class", "net", name)
+        os.makedirs(net)
+        for file, value in zip(("carrier", "carrier_up_count", "carrier_down_count"), values):
+            with open(os.path.join(net, file), "w") as f:
+                f.write(value + "\n")
+    return root
+
+
 def exposition():
-    r = subprocess.run([FAKE_HOST_BIN, "--once", "--path.sysfs", make_sysfs(SYSFS),
+    r = subprocess.run([FAKE_HOST_BIN, "--once", "--path.sysfs", sysfs_with_netdevs(),
                         "--path.proc", make_proc(PROCESSES)],
                        capture_output=True, text=True, timeout=60, check=False)
     if r.returncode != 0:

@@ -33,7 +33,8 @@ std::vector<std::string> enabled(const CommandLine& cli, const std::string& yaml
 using Names = std::vector<std::string>;
 const Names kAll = {"devices",   "hw_counters", "optional_counters",
                     "resources", "qp_counters", "ethtool",
-                    "dcb",       "sysfs",       "pcie"};
+                    "dcb",       "sysfs",       "pcie",
+                    "link"};
 
 TEST(CollectorFlags, DefaultsAndSingleFlags) {
   CommandLine cli;
@@ -44,7 +45,7 @@ TEST(CollectorFlags, DefaultsAndSingleFlags) {
   cli = {};
   ASSERT_TRUE(parse({"--no-collector.qp_counters", "--no-collector.dcb"}, cli).empty());
   EXPECT_EQ(enabled(cli), (Names{"devices", "hw_counters", "optional_counters", "resources",
-                                 "ethtool", "sysfs", "pcie"}));
+                                 "ethtool", "sysfs", "pcie", "link"}));
 }
 
 TEST(CollectorFlags, DisableDefaultsKeepsOnlyTheNamedOnes) {
@@ -66,13 +67,13 @@ TEST(CollectorFlags, FlagsOverrideTheFileAndTheLastFlagWins) {
                   .empty());
   EXPECT_EQ(enabled(cli, "collectors:\n  dcb: false\n  sysfs: false\n  resources: false\n"),
             (Names{"devices", "hw_counters", "optional_counters", "qp_counters", "dcb", "sysfs",
-                   "pcie"}));
+                   "pcie", "link"}));
 }
 
 TEST(CollectorFlags, UnknownCollectorsAreErrorsNamingTheKnownOnes) {
   const std::string known =
       " (collectors: devices, hw_counters, optional_counters, resources, qp_counters, ethtool, "
-      "dcb, sysfs, pcie)";
+      "dcb, sysfs, pcie, link)";
   CommandLine cli;
   EXPECT_EQ(parse({"--collector.infiniband"}, cli),
             Names{"unknown collector \"infiniband\" in --collector.infiniband" + known});

@@ -16,6 +16,7 @@ EXPORTER=${1:?usage: exporter-checks.sh EXPORTER [RXE_UP]}
 RXE_UP=${2:-$HERE/rxe-up}
 RXE=rxe0
 NETDEV=veth0
+PEER=veth1
 LISTEN=127.0.0.1:10910
 URL=http://$LISTEN/metrics
 PINGPONG_PORT=18515
@@ -391,11 +392,47 @@ optional_counters:
 record ethtool-S-after.txt ethtool -S "$NETDEV"
 note "congestion run done"
 
+# ---------------------------------------------------------------- 10. link and PCIe
+
+# The carrier of veth0 lost and regained between two --once runs (its peer
+# down and up, veth0 itself staying administratively up): the link
+# collector's counts must each grow by one, as the kernel's files do. And
+# what sysfs says of rxe0's parent device, against the pcie collector.
+carrier_files=(/sys/class/net/"$NETDEV"/{carrier,carrier_up_count,carrier_down_count})
+wait_carrier() { # VALUE
+	local deadline=$((SECONDS + 20))
+	until [[ $(cat /sys/class/net/"$NETDEV"/carrier 2>/dev/null) == "$1" ]]; do
+		((SECONDS < deadline)) || die "$NETDEV carrier did not become $1"
+		sleep 0.05
+	done
+}
+{
+	if [[ -e /sys/class/infiniband/$RXE/device ]]; then
+		echo "device $(readlink -f "/sys/class/infiniband/$RXE/device")"
+		echo "subsystem $(basename "$(readlink -f "/sys/class/infiniband/$RXE/device/subsystem")")"
+	else
+		echo "device none"
+	fi
+} >"$R/rxe-parent.txt"
+record carrier-before.txt grep -H '' "${carrier_files[@]}"
+once_rc=0
+t 30 "$EXPORTER" --once >"$R/link-before.prom" 2>"$R/link-before.stderr" || once_rc=$?
+echo "$once_rc" >"$R/link-before.rc"
+t 10 ip link set "$PEER" down || die "ip link set $PEER down failed"
+wait_carrier 0
+t 10 ip link set "$PEER" up || die "ip link set $PEER up failed"
+wait_carrier 1
+record carrier-after.txt grep -H '' "${carrier_files[@]}"
+once_rc=0
+t 30 "$EXPORTER" --once >"$R/link-after.prom" 2>"$R/link-after.stderr" || once_rc=$?
+echo "$once_rc" >"$R/link-after.rc"
+note "link flap done"
+
 # ---------------------------------------------------------------- 7. promtool
 
 : >"$R/promtool.txt"
 for f in once.prom once-sysfs.prom scrape1.prom scrape2.prom res.prom after-readd.prom \
-	qp-restore.prom qp-auto.prom qp-manual.prom congestion.prom; do
+	qp-restore.prom qp-auto.prom qp-manual.prom congestion.prom link-before.prom link-after.prom; do
 	rc=0
 	t 60 promtool check metrics <"$R/$f" >"$R/promtool-$f.out" 2>&1 || rc=$?
 	echo "$f $rc" >>"$R/promtool.txt"

@@ -405,7 +405,8 @@ class SoftRoceTest(VmTestCase):
                          "rdma_netdev_ethtool_stat vs ethtool -S veth0")
         # Nothing of veth's maps to a per-priority metric, and it has no DCB.
         for name, labels, _ in prom.samples:
-            if name.startswith("rdma_netdev_") and name != "rdma_netdev_ethtool_stat":
+            if (name.startswith("rdma_netdev_") and name != "rdma_netdev_ethtool_stat"
+                    and not name.startswith("rdma_netdev_carrier")):
                 self.fail(f"veth0 has no mapping or DCB, yet {name}{labels} was exported")
         self.assertNotEqual(self.code("dcb-ets-veth0.rc"), "0",
                             "dcb(8) shows an ETS configuration on a veth")
@@ -422,6 +423,46 @@ class SoftRoceTest(VmTestCase):
         checked = dict(line.split() for line in self.text("promtool.txt").splitlines())
         self.assertEqual(checked.get("congestion.prom"), "0",
                          self.text("promtool-congestion.prom.out"))
+
+    def test_j_link_flap_and_pci_parent(self):
+        """veth0's carrier lost and regained between two --once runs: the
+        link collector's counts grow by one each and equal the kernel's
+        files; the pcie collector exports rxe0's parent exactly as sysfs
+        has it."""
+        def files(name):
+            out = {}
+            for line in self.text(name).splitlines():
+                path, _, value = line.partition(":")
+                out[os.path.basename(path)] = int(value)
+            return out
+
+        before, after = files("carrier-before.txt"), files("carrier-after.txt")
+        self.assertEqual((before["carrier"], after["carrier"]), (1, 1))
+        self.assertEqual(after["carrier_down_count"], before["carrier_down_count"] + 1)
+        self.assertEqual(after["carrier_up_count"], before["carrier_up_count"] + 1)
+        labels = {"device": "rxe0", "port": "1", "netdev": "veth0"}
+        for name, kernel in (("link-before", before), ("link-after", after)):
+            self.assertEqual(self.code(name + ".rc"), "0", self.text(name + ".stderr"))
+            prom = self.prom(name + ".prom")
+            self.assertEqual(prom.value("rdma_netdev_carrier", **labels), 1, name)
+            self.assertEqual(prom.value("rdma_netdev_carrier_up_changes_total", **labels),
+                             kernel["carrier_up_count"], name)
+            self.assertEqual(prom.value("rdma_netdev_carrier_down_changes_total", **labels),
+                             kernel["carrier_down_count"], name)
+            self.assertEqual(prom.value("rdma_exporter_collector_success", collector="link"), 1)
+            self.assertEqual(prom.value("rdma_exporter_collector_success", collector="pcie"), 1)
+
+        prom = self.prom("link-after.prom")
+        parent = dict(line.split(" ", 1) for line in self.text("rxe-parent.txt").splitlines())
+        info = prom.series("rdma_device_pci_info")
+        if parent["device"] == "none" or parent.get("subsystem") != "pci":
+            self.assertEqual(info, [], f"rxe0's parent: {parent}")
+        else:
+            self.assertEqual([l["pci_address"] for l, _ in info],
+                             [os.path.basename(parent["device"])], f"rxe0's parent: {parent}")
+        checked = dict(line.split() for line in self.text("promtool.txt").splitlines())
+        self.assertEqual(checked.get("link-after.prom"), "0",
+                         self.text("promtool-link-after.prom.out"))
 
 
 def parse_ethtool_s(text):

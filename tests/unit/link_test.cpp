@@ -1,0 +1,151 @@
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <filesystem>
+#include <memory>
+
+#include "collectors/kernel/sysfs/net_reader.hpp"
+#include "tests/fake_kernel/fake_nldev.hpp"
+#include "tests/support/collector_run.hpp"
+#include "tests/support/snapshot_query.hpp"
+#include "tests/support/sysfs_files.hpp"
+
+namespace rdma_exporter {
+namespace {
+
+namespace fs = std::filesystem;
+using testing::sample;
+using testing::series_count;
+
+// Two RoCE ports on netdevs of their own and an InfiniBand port; every
+// carrier file of its own value.
+class LinkTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    netdev("ens1f0np0", "1\n", "7\n", "6\n");
+    netdev("ens2f0np0", "0\n", "12\n", "13\n");
+    testing::FakeDevice a{.index = 1, .name = "mlx5_0"};
+    a.ports.push_back(testing::FakePort{.index = 1, .netdev = "ens1f0np0", .netdev_index = 4});
+    testing::FakeDevice b{.index = 2, .name = "mlx5_1"};
+    b.ports.push_back(testing::FakePort{.index = 1, .netdev = "ens2f0np0", .netdev_index = 5});
+    testing::FakeDevice ib{.index = 3, .name = "mlx5_2", .protocol = "ib"};
+    ib.ports.push_back(testing::FakePort{.index = 1, .lid = 3});
+    nldev_->devices = {a, b, ib};
+  }
+
+  void netdev(const std::string& name, const std::string& carrier, const std::string& up,
+              const std::string& down) {
+    const std::string dir = "class/net/" + name + "/";
+    if (!carrier.empty()) sys_.file(dir + "carrier", carrier);
+    if (!up.empty()) sys_.file(dir + "carrier_up_count", up);
+    if (!down.empty()) sys_.file(dir + "carrier_down_count", down);
+  }
+
+  std::shared_ptr<const Snapshot> collect() {
+    if (!run_) {
+      run_ = std::make_unique<testing::CollectorRun>(
+          "link", KernelInterfaces{std::move(nldev_), nullptr, nullptr}, CollectorSettings(),
+          sys_.root().string());
+    }
+    return run_->collect();
+  }
+
+  testing::SysfsFiles sys_;
+  std::unique_ptr<testing::FakeNldev> nldev_ = std::make_unique<testing::FakeNldev>();
+  std::unique_ptr<testing::CollectorRun> run_;
+};
+
+const Labels kA{{"device", "mlx5_0"}, {"port", "1"}, {"netdev", "ens1f0np0"}};
+const Labels kB{{"device", "mlx5_1"}, {"port", "1"}, {"netdev", "ens2f0np0"}};
+
+TEST_F(LinkTest, EveryPortsNetdevWithItsOwnValues) {
+  auto s = collect();
+  EXPECT_TRUE(s->all_succeeded());
+  EXPECT_EQ(sample(*s, "rdma_netdev_carrier", kA), 1);
+  EXPECT_EQ(sample(*s, "rdma_netdev_carrier_up_changes_total", kA), 7);
+  EXPECT_EQ(sample(*s, "rdma_netdev_carrier_down_changes_total", kA), 6);
+  EXPECT_EQ(sample(*s, "rdma_netdev_carrier", kB), 0);
+  EXPECT_EQ(sample(*s, "rdma_netdev_carrier_up_changes_total", kB), 12);
+  EXPECT_EQ(sample(*s, "rdma_netdev_carrier_down_changes_total", kB), 13);
+  // The InfiniBand port has no netdev.
+  EXPECT_EQ(series_count(*s, "rdma_netdev_carrier"), 2U);
+}
+
+// A flap between two scrapes: the counts grow, the carrier is up again.
+TEST_F(LinkTest, AFlapBetweenTwoScrapesIsCounted) {
+  collect();
+  const std::string dir = "class/net/ens1f0np0/";
+  sys_.file(dir + "carrier_up_count", "8\n");
+  sys_.file(dir + "carrier_down_count", "7\n");
+  auto s = collect();
+  EXPECT_EQ(sample(*s, "rdma_netdev_carrier", kA), 1);
+  EXPECT_EQ(sample(*s, "rdma_netdev_carrier_up_changes_total", kA), 8);
+  EXPECT_EQ(sample(*s, "rdma_netdev_carrier_down_changes_total", kA), 7);
+}
+
+// An administratively down device answers EINVAL for its carrier (here: a
+// file that is absent), a kernel before 4.16 has no counts: those series
+// are left out, without an error.
+TEST_F(LinkTest, MissingFilesLeaveTheirSeriesOut) {
+  fs::remove(sys_.root() / "class/net/ens1f0np0/carrier");
+  fs::remove(sys_.root() / "class/net/ens2f0np0/carrier_up_count");
+  fs::remove(sys_.root() / "class/net/ens2f0np0/carrier_down_count");
+  auto s = collect();
+  EXPECT_TRUE(s->all_succeeded());
+  EXPECT_TRUE(std::isnan(sample(*s, "rdma_netdev_carrier", kA)));
+  EXPECT_EQ(sample(*s, "rdma_netdev_carrier_up_changes_total", kA), 7);
+  EXPECT_EQ(sample(*s, "rdma_netdev_carrier", kB), 0);
+  EXPECT_TRUE(std::isnan(sample(*s, "rdma_netdev_carrier_down_changes_total", kB)));
+  EXPECT_EQ(series_count(*s, "rdma_netdev_carrier_down_changes_total"), 1U);
+}
+
+// A netdev in another namespace (not under class/net): nothing, no error.
+TEST_F(LinkTest, ANetdevThatIsNotThereHasNoSeries) {
+  fs::remove_all(sys_.root() / "class/net/ens2f0np0");
+  auto s = collect();
+  EXPECT_TRUE(s->all_succeeded());
+  EXPECT_EQ(series_count(*s, "rdma_netdev_carrier"), 1U);
+  EXPECT_TRUE(std::isnan(sample(*s, "rdma_netdev_carrier_up_changes_total", kB)));
+}
+
+TEST_F(LinkTest, MalformedValuesFailTheCollectorNamingTheFile) {
+  sys_.file("class/net/ens1f0np0/carrier", "2\n");
+  sys_.file("class/net/ens2f0np0/carrier_down_count", "many\n");
+  auto s = collect();
+  const std::string net = (sys_.root() / "class/net").string();
+  EXPECT_EQ(
+      s->outcomes.at(0).errors,
+      (std::vector<std::string>{
+          "ens1f0np0: read " + net + "/ens1f0np0/carrier: not 0 or 1: 2",
+          "ens2f0np0: read " + net + "/ens2f0np0/carrier_down_count: not a number: \"many\""}));
+  EXPECT_TRUE(std::isnan(sample(*s, "rdma_netdev_carrier", kA)));
+  EXPECT_EQ(sample(*s, "rdma_netdev_carrier_down_changes_total", kA), 6);
+  EXPECT_EQ(sample(*s, "rdma_netdev_carrier_up_changes_total", kB), 12);
+}
+
+// The reader keeps the files of the netdevs still behind a port only, and
+// finds a netdev made again under the same name.
+TEST(NetReader, ForgetsNetdevsAndFindsThemAgain) {
+  testing::SysfsFiles sys;
+  sys.file("class/net/eth1/carrier_down_count", "3\n");
+  sys.file("class/net/eth2/carrier_down_count", "4\n");
+  sysfs::NetReader reader(sys.root());
+  sysfs::ReadNotes notes;
+  EXPECT_EQ(reader.read_carrier("eth1", notes)->down_changes, 3U);
+  EXPECT_EQ(reader.read_carrier("eth2", notes)->down_changes, 4U);
+  EXPECT_EQ(reader.cached_devices(), 2U);
+  reader.keep_only({"eth2"});
+  EXPECT_EQ(reader.cached_devices(), 1U);
+  fs::remove_all(sys.root() / "class/net/eth2");
+  EXPECT_FALSE(reader.read_carrier("eth2", notes));
+  EXPECT_EQ(reader.cached_devices(), 0U);
+  sys.file("class/net/eth2/carrier_down_count", "0\n");
+  EXPECT_EQ(reader.read_carrier("eth2", notes)->down_changes, 0U);
+  for (const char* name : {"", ".", "..", "eth1/../eth2"}) {
+    EXPECT_FALSE(reader.read_carrier(name, notes)) << name;
+  }
+  EXPECT_TRUE(notes.problems.empty());
+}
+
+}  // namespace
+}  // namespace rdma_exporter
