@@ -1,12 +1,17 @@
-"""rdma-port.json: one port in depth: its state and state history, every hw
-counter of its driver, the IB PMA counters, its QPs and counter mode."""
+"""rdma-port.json: one port in depth: its state and state history, its link
+(carrier flaps of its netdev, the PCIe link and errors of its device), every
+hw counter of its driver, the IB PMA counters, its QPs and counter mode."""
 from panels.builders import (MERGE, organize, stat, state_timeline, table, target, timeseries,
                              unit_override, value_mappings)
 from panels.layout import Board
 from panels.ports import (PHYS_STATES, PORT_STATES, counter_rates, packets_panel,
                           throughput_panel)
-from panels.promql import ONE_PORT, all_counters, rate
+from panels.promql import ONE_DEVICE, ONE_PORT, all_counters, rate
 from panels.variables import port_variables
+
+CARRIER = [(0, "NO CARRIER", "red"), (1, "UP", "green")]
+PCIE_LINK = ("rdma_pcie_link_speed_transfers_per_second", "rdma_pcie_link_max_speed_transfers_per_second",
+             "rdma_pcie_link_width_lanes", "rdma_pcie_link_max_width_lanes")
 
 PMA_ERRORS = ["symbol_error", "link_error_recovery", "link_downed", "port_rcv_errors",
               "port_rcv_remote_physical_errors", "port_rcv_switch_relay_errors",
@@ -40,6 +45,43 @@ def dashboard():
                          [target(f"rdma_port_state{{{ONE_PORT}}}", "logical"),
                           target(f"rdma_port_phys_state{{{ONE_PORT}}}", "physical")],
                          {"A": PORT_STATES, "B": PHYS_STATES}), w=24, h=5)
+
+    b.row("Link and PCIe")
+    b.add(stat("Carrier", "Whether the netdev behind the port has a carrier "
+               "(`rdma_netdev_carrier`; RoCE ports only, absent while the netdev is "
+               "administratively down).", f"rdma_netdev_carrier{{{ONE_PORT}}}", "none",
+               mappings=value_mappings(CARRIER), base="text"), w=4, h=4)
+    b.add(stat("Carrier losses in range", "Times the netdev's carrier went down in the "
+               "selected time range, flaps between two scrapes included "
+               "(`carrier_down_count`). A healthy link has none.",
+               f"increase(rdma_netdev_carrier_down_changes_total{{{ONE_PORT}}}[$__range])",
+               "none", limits=((1, "red"),)), w=4, h=4)
+    b.add(table(
+        "PCIe link", "The link between the host and the device's PCI function: the speed "
+        "(per lane) and width it trained to against the card's maxima. Below them, the RNIC "
+        "cannot reach line rate (RdmaPcieLinkDegraded).",
+        [target(f"{m}{{{ONE_DEVICE}}}" + (" / 1e9" if "speed" in m else ""), instant=True,
+                fmt="table") for m in PCIE_LINK],
+        "none", transformations=[MERGE, organize(
+            exclude=("Time", "__name__", "job", "instance", "device"),
+            rename={"Value #A": "speed", "Value #B": "max speed", "Value #C": "lanes",
+                    "Value #D": "max lanes"})],
+        overrides=[unit_override("speed", "suffix: GT/s"),
+                   unit_override("max speed", "suffix: GT/s")]),
+        w=16, h=4)
+    b.add(timeseries(
+        "Carrier changes", "Carrier losses and recoveries of the netdev per interval, from "
+        "its counts: a flap shows even when no scrape saw the link down.",
+        [target(f"increase(rdma_netdev_carrier_down_changes_total{{{ONE_PORT}}}"
+                "[$__rate_interval])", "down"),
+         target(f"increase(rdma_netdev_carrier_up_changes_total{{{ONE_PORT}}}"
+                "[$__rate_interval])", "up")], "short"))
+    b.add(timeseries(
+        "PCIe errors", "AER error messages of the device's PCI function per interval, by "
+        "severity: correctable ones cost replays, nonfatal and fatal ones lose transactions "
+        "(RdmaPcieUncorrectableErrors). `rdma_pcie_aer_errors_total` names the errors.",
+        [target(f"increase(rdma_pcie_aer_messages_total{{{ONE_DEVICE}}}[$__rate_interval])",
+                "{{aer_severity}}")], "short", limits=((1, "red"),)))
 
     b.row("Traffic")
     b.add(throughput_panel(ONE_PORT))

@@ -10,6 +10,8 @@ JOB = 'job=~"$job"'
 INSTANCES = sel(JOB, 'instance=~"$instance"')
 PORTS = sel(INSTANCES, 'device=~"$device"', 'port=~"$port"')
 ONE_PORT = sel(JOB, 'instance="$instance"', 'device="$device"', 'port="$port"')
+# The device of the selected port: its PCI function's series have no port.
+ONE_DEVICE = sel(JOB, 'instance="$instance"', 'device="$device"')
 
 
 def rate(metric, selector, window="$__rate_interval"):

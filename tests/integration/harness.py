@@ -38,6 +38,22 @@ def make_sysfs(specs):
     return root
 
 
+def add_netdevs(root, netdevs):
+    """Carrier files below root/class/net: {name: (carrier, up count, down
+    count)}, as the link collector reads them."""
+    for name, values in netdevs.items():
+        net = os.path.join(root, "class", "net", name)
+        os.makedirs(net)
+        for file, value in zip(("carrier", "carrier_up_count", "carrier_down_count"), values):
+            with open(os.path.join(net, file), "w") as f:
+                f.write(f"{value}\n")
+    return root
+
+
+# The netdevs of fake_rdma_host's RoCE ports, each file of its own value.
+FAKE_HOST_NETDEVS = {"ens1f0": (1, 3, 2), "ens1f1": (0, 5, 4), "veth0": (1, 1, 0)}
+
+
 def fixture_counter(root, device, port, name):
     """The value a counter file of a make_sysfs() tree holds, e.g.
     fixture_counter(root, "mlx5_0", 1, "symbol_error")."""

@@ -34,8 +34,8 @@ import yaml
 from dashboard_queries import (DASHBOARD_DIR, DASHBOARDS, DATASOURCE_REF, LABEL_VALUES_RE,
                                Evaluation, load, panels, prometheus_config, substitute,
                                variable_query, variables, wait_for_data)
-from harness import (FAKE_HOST_BIN, SOURCE_DIR, Exporter, Prometheus, free_port, make_proc,
-                     make_sysfs, promtool)
+from harness import (FAKE_HOST_BIN, FAKE_HOST_NETDEVS, SOURCE_DIR, Exporter, Prometheus,
+                     add_netdevs, free_port, make_proc, make_sysfs, promtool)
 from metrics_doc import MetricsDoc, metric_names
 
 # The needs-hardware list: panels whose queries may return nothing here,
@@ -465,7 +465,8 @@ class DashboardQueriesTest(unittest.TestCase):
         started = time.monotonic()
         cls.fake = cls.real = cls.prometheus = None
         try:
-            cls.fake = Exporter("--path.sysfs", make_sysfs("mlx5:2:2 rxe"),
+            cls.fake = Exporter("--path.sysfs",
+                                add_netdevs(make_sysfs("mlx5:2:2 rxe"), FAKE_HOST_NETDEVS),
                                 "--path.proc", make_proc(PROCESSES), binary=FAKE_HOST_BIN)
             # The probe's responder runs without a device; its probers wait
             # for one.

@@ -16,7 +16,7 @@ import subprocess
 import sys
 import unittest
 
-from harness import SOURCE_DIR, make_proc, make_sysfs
+from harness import FAKE_HOST_NETDEVS, SOURCE_DIR, add_netdevs, make_proc, make_sysfs
 
 FAKE_HOST_BIN = os.environ.get("RDMA_FAKE_HOST_BIN",
                                os.path.join(SOURCE_DIR, "build", "tests", "fake_rdma_host"))
@@ -41,23 +41,9 @@ def normalize(text):
     return "\n".join(out) + "\n"
 
 
-# The carrier files of fake_rdma_host's netdevs: carrier, up and down counts.
-NETDEVS = {"ens1f0": ("1", "3", "2"), "ens1f1": ("0", "5", "5"), "veth0": ("1", "1", "0")}
-
-
-def sysfs_with_netdevs():
-    root = make_sysfs(SYSFS)
-    for name, values in NETDEVS.items():
-        net = os.path.join(root, "class", "net", name)
-        os.makedirs(net)
-        for file, value in zip(("carrier", "carrier_up_count", "carrier_down_count"), values):
-            with open(os.path.join(net, file), "w") as f:
-                f.write(value + "\n")
-    return root
-
-
 def exposition():
-    r = subprocess.run([FAKE_HOST_BIN, "--once", "--path.sysfs", sysfs_with_netdevs(),
+    r = subprocess.run([FAKE_HOST_BIN, "--once", "--path.sysfs",
+                        add_netdevs(make_sysfs(SYSFS), FAKE_HOST_NETDEVS),
                         "--path.proc", make_proc(PROCESSES)],
                        capture_output=True, text=True, timeout=60, check=False)
     if r.returncode != 0:

@@ -33,6 +33,7 @@ MLX5 = "mlx5's congestion and receive counters (np_*, rp_*, out_of_buffer, ...)"
 QP_SETS = "per-QP counter sets, which mlx5 and ionic fill and Soft-RoCE never binds"
 VETH = ("per-priority NIC statistics and DCB (the Soft-RoCE port's netdev is a veth: no "
         "priority counters, no DCB)")
+NO_PCI = "a PCI function (a Soft-RoCE device has no parent device in sysfs)"
 SOFT_ROCE_LACKS = {
     ("rdma-fleet.json", "Throughput"): PMA,
     ("rdma-fleet.json", "Link utilization"): PMA,
@@ -44,6 +45,8 @@ SOFT_ROCE_LACKS = {
     ("rdma-port.json", "PMA error counters (per second)"): PMA,
     ("rdma-port.json", "Transmit wait (per second)"): PMA,
     ("rdma-port.json", "PMA counters"): PMA,
+    ("rdma-port.json", "PCIe link"): NO_PCI,
+    ("rdma-port.json", "PCIe errors"): NO_PCI,
     ("rdma-congestion.json", "CNPs sent (notification point)"): MLX5,
     ("rdma-congestion.json", "CNPs handled (reaction point)"): MLX5,
     ("rdma-congestion.json", "ECN-marked packets received"): MLX5,
