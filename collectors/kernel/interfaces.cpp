@@ -12,6 +12,8 @@ KernelInterfaces KernelInterfaces::real(std::chrono::milliseconds netlink_timeou
   k.route =
       std::make_unique<netlink::SocketTransport>(netlink_timeout, NETLINK_ROUTE, "NETLINK_ROUTE");
   k.ethtool = std::make_unique<ethtool::SocketIoctl>();
+  k.generic = std::make_unique<netlink::SocketTransport>(netlink_timeout, NETLINK_GENERIC,
+                                                         "NETLINK_GENERIC");
   return k;
 }
 

@@ -14,6 +14,7 @@ struct KernelInterfaces {
   std::unique_ptr<netlink::Transport> rdma;   // NETLINK_RDMA (nldev)
   std::unique_ptr<netlink::Transport> route;  // NETLINK_ROUTE (DCB)
   std::unique_ptr<ethtool::Ioctl> ethtool;    // SIOCETHTOOL
+  std::unique_ptr<netlink::Transport> generic;  // NETLINK_GENERIC (ethtool netlink); may be null
 
   // The running kernel's; a netlink reply must arrive within `netlink_timeout`.
   static KernelInterfaces real(std::chrono::milliseconds netlink_timeout);

@@ -6,48 +6,137 @@
 #include "collectors/registry.hpp"
 
 namespace rdma_exporter {
+namespace {
+
+// What ethtool netlink may answer without it being a failure: the driver
+// does not give it, the netdev is gone, the kernel predates ethtool netlink.
+bool quiet(const Error& e) {
+  return e.code == EOPNOTSUPP || e.code == ENODEV || e.code == ENOENT;
+}
+
+void add_fec_counter(MetricSink& sink, const Labels& labels, const std::string& what,
+                     const char* help, const std::optional<ethnl::FecCounter>& c) {
+  if (!c) return;
+  sink.counter("rdma_netdev_fec_" + what + "_total", help, labels, static_cast<double>(c->total));
+  for (std::size_t lane = 0; lane < c->lanes.size(); ++lane) {
+    Labels with_lane = labels;
+    with_lane.emplace_back("lane", std::to_string(lane));
+    sink.counter("rdma_netdev_fec_lane_" + what + "_total",
+                 std::string(help) + " Per lane, where the driver counts per lane.",
+                 std::move(with_lane), static_cast<double>(c->lanes[lane]));
+  }
+}
+
+}  // namespace
+
+LinkCollector::Read LinkCollector::read(const std::string& netdev,
+                                        std::vector<std::string>& errors) {
+  Read r;
+  sysfs::ReadNotes notes;
+  r.carrier = net_.read_carrier(netdev, notes);
+  for (auto& problem : notes.problems) errors.push_back(netdev + ": " + problem);
+  if (!ethnl_) return r;
+  if (auto s = ethnl_->linkstate(netdev)) {
+    r.state = std::move(s).value();
+  } else if (!quiet(s.error())) {
+    errors.push_back(netdev + ": " + s.error().message);
+  }
+  if (auto f = ethnl_->fec(netdev)) {
+    r.fec = std::move(f).value();
+  } else if (!quiet(f.error())) {
+    errors.push_back(netdev + ": " + f.error().message);
+  }
+  return r;
+}
 
 std::vector<std::string> LinkCollector::collect(Scrape& scrape, MetricSink& sink) {
   std::vector<std::string> errors;
   const Topology* topology = scrape.topology_for(errors);
   if (topology == nullptr) return errors;
   // Each netdev is read once, however many ports it is behind.
-  std::map<std::string, std::optional<sysfs::Carrier>> read;
+  std::map<std::string, Read> read_by_netdev;
   std::set<std::string> present;
   for_each_port(*topology, [&](const PortRef& p) {
     const std::string* netdev = p.netdev();
     if (netdev == nullptr) return;  // InfiniBand
     present.insert(*netdev);
-    auto it = read.find(*netdev);
-    if (it == read.end()) {
-      sysfs::ReadNotes notes;
-      it = read.emplace(*netdev, net_.read_carrier(*netdev, notes)).first;
-      for (auto& problem : notes.problems) errors.push_back(*netdev + ": " + problem);
-    }
-    if (!it->second) return;  // gone, or in another network namespace
-    const sysfs::Carrier& c = *it->second;
+    auto it = read_by_netdev.find(*netdev);
+    if (it == read_by_netdev.end())
+      it = read_by_netdev.emplace(*netdev, read(*netdev, errors)).first;
+    const Read& r = it->second;
     Labels labels = p.labels();
     labels.emplace_back("netdev", *netdev);
-    if (c.up) {
-      sink.gauge("rdma_netdev_carrier",
-                 "Whether the network device behind the RDMA port has a carrier: 1 up, 0 down "
-                 "(absent while the device is administratively down).",
-                 labels, *c.up ? 1 : 0);
+    if (r.carrier) {
+      const sysfs::Carrier& c = *r.carrier;
+      if (c.up) {
+        sink.gauge("rdma_netdev_carrier",
+                   "Whether the network device behind the RDMA port has a carrier: 1 up, 0 down "
+                   "(absent while the device is administratively down).",
+                   labels, *c.up ? 1 : 0);
+      }
+      if (c.up_changes) {
+        sink.counter("rdma_netdev_carrier_up_changes_total",
+                     "Times the carrier of the network device behind the RDMA port came up "
+                     "(carrier_up_count).",
+                     labels, static_cast<double>(*c.up_changes));
+      }
+      if (c.down_changes) {
+        sink.counter("rdma_netdev_carrier_down_changes_total",
+                     "Times the carrier of the network device behind the RDMA port went down "
+                     "(carrier_down_count): link flaps, counted even between two scrapes.",
+                     labels, static_cast<double>(*c.down_changes));
+      }
     }
-    if (c.up_changes) {
-      sink.counter("rdma_netdev_carrier_up_changes_total",
-                   "Times the carrier of the network device behind the RDMA port came up "
-                   "(carrier_up_count).",
-                   labels, static_cast<double>(*c.up_changes));
+    if (r.state) {
+      const ethnl::LinkState& s = *r.state;
+      if (s.ext_state) {
+        Labels info = labels;
+        info.emplace_back("ext_state", ethnl::ext_state_name(*s.ext_state));
+        info.emplace_back("ext_substate", s.ext_substate ? std::to_string(*s.ext_substate) : "");
+        sink.info("rdma_netdev_link_ext_state_info",
+                  "Why the link of the network device behind the RDMA port is down, as its "
+                  "driver says (ethtool netlink's extended link state; the substate is the "
+                  "kernel's number for it); the value is always 1.",
+                  std::move(info));
+      }
+      if (s.down_events) {
+        sink.counter("rdma_netdev_link_down_events_total",
+                     "Times the link of the network device behind the RDMA port went down, as "
+                     "its driver counts them (ethtool netlink, Linux 6.4 and later).",
+                     labels, static_cast<double>(*s.down_events));
+      }
     }
-    if (c.down_changes) {
-      sink.counter("rdma_netdev_carrier_down_changes_total",
-                   "Times the carrier of the network device behind the RDMA port went down "
-                   "(carrier_down_count): link flaps, counted even between two scrapes.",
-                   std::move(labels), static_cast<double>(*c.down_changes));
+    if (r.fec) {
+      const ethnl::Fec& f = *r.fec;
+      if (f.active) {
+        Labels info = labels;
+        info.emplace_back("mode", ethnl::fec_mode_name(*f.active));
+        sink.info("rdma_netdev_fec_mode_info",
+                  "The forward error correction mode the link of the network device behind the "
+                  "RDMA port uses (off, rs, baser, llrs); the value is always 1.",
+                  std::move(info));
+      }
+      add_fec_counter(sink, labels, "corrected_blocks",
+                      "FEC blocks the receiver corrected on the link of the network device "
+                      "behind the RDMA port.",
+                      f.corrected_blocks);
+      add_fec_counter(sink, labels, "uncorrectable_blocks",
+                      "FEC blocks the receiver could not correct (the frames in them were "
+                      "lost) on the link of the network device behind the RDMA port.",
+                      f.uncorrectable_blocks);
+      add_fec_counter(sink, labels, "corrected_bits",
+                      "Bits the FEC decoder corrected on the link of the network device behind "
+                      "the RDMA port.",
+                      f.corrected_bits);
     }
   });
   net_.keep_only(present);
+  if (ethnl_ && ethnl_->available()) {
+    sink.gauge("rdma_exporter_ethtool_netlink_available",
+               "1 when the kernel has ethtool netlink (Linux 5.6 and later), which gives the link "
+               "collector the link-down reason and count and the FEC series; 0 when it has not.",
+               {}, *ethnl_->available() ? 1 : 0);
+  }
   return errors;
 }
 
@@ -55,9 +144,12 @@ CollectorEntry link_entry() {
   CollectorEntry e;
   e.name = "link";
   e.help =
-      "Carrier state and carrier up and down counts (link flaps) of the netdev behind each RoCE "
-      "port, from sysfs.";
-  e.make = [](const CollectorContext& c) { return std::make_unique<LinkCollector>(c.sysfs_root); };
+      "Carrier and link flaps (sysfs), the driver's reason for a down link and link-down count, "
+      "and the FEC mode and corrected and uncorrectable blocks (ethtool netlink) of the netdev "
+      "behind each RoCE port.";
+  e.make = [](const CollectorContext& c) {
+    return std::make_unique<LinkCollector>(c.sysfs_root, c.kernel.generic.get());
+  };
   return e;
 }
 

@@ -34,6 +34,7 @@
 #include "exporter/snapshot_cache.hpp"
 #include "tests/fake_kernel/driver_counters.hpp"
 #include "tests/fake_kernel/fake_dcb.hpp"
+#include "tests/fake_kernel/fake_ethnl.hpp"
 #include "tests/fake_kernel/fake_ethtool.hpp"
 #include "tests/fake_kernel/fake_nldev.hpp"
 
@@ -296,9 +297,25 @@ int run(int argc, char** argv) {
   ethtool->netdevs["veth0"] = veth_netdev();
   ethtool->netdevs["ens1f0"] = mlx5_netdev();
   ethtool->netdevs["ens1f1"] = mlx5_netdev();
-  Collection collection(
-      config, KernelInterfaces{std::make_unique<LiveKernel>(make_kernel()), std::move(dcb),
-                               std::make_unique<LiveEthtool>(std::move(ethtool))});
+  // ethtool netlink: ens1f0 with RS-FEC counted per lane and a link-down
+  // count, ens1f1 down for want of a cable, veth0 as a veth answers.
+  auto ethnl = std::make_unique<FakeEthnl>();
+  FakeEthnlNetdev rs;
+  rs.down_events = 2;
+  rs.fec = true;
+  rs.active = ETHTOOL_LINK_MODE_FEC_RS_BIT;
+  rs.corrected = {1212, 600, 612};
+  rs.uncorrectable = {3, 1, 2};
+  ethnl->netdevs["ens1f0"] = rs;
+  FakeEthnlNetdev no_cable;
+  no_cable.link = 0;
+  no_cable.ext_state = ETHTOOL_LINK_EXT_STATE_NO_CABLE;
+  ethnl->netdevs["ens1f1"] = no_cable;
+  ethnl->netdevs["veth0"] = FakeEthnlNetdev{};
+  KernelInterfaces kernel{std::make_unique<LiveKernel>(make_kernel()), std::move(dcb),
+                          std::make_unique<LiveEthtool>(std::move(ethtool))};
+  kernel.generic = std::move(ethnl);
+  Collection collection(config, std::move(kernel));
   if (once) {
     collection.maintain();
     const auto snapshot = collection.collect();

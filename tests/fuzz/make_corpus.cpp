@@ -15,6 +15,7 @@
 #include <vector>
 
 #include "collectors/kernel/ethtool/codec.hpp"
+#include "collectors/kernel/ethtool/netlink_codec.hpp"
 #include "collectors/kernel/nldev/codec.hpp"
 #include "collectors/kernel/nldev/counter_codec.hpp"
 #include "collectors/kernel/nldev/optional_counter_codec.hpp"
@@ -22,6 +23,7 @@
 #include "collectors/probe/wire/datagram.hpp"
 #include "collectors/probe/wire/protocol.hpp"
 #include "tests/fake_kernel/fake_dcb.hpp"
+#include "tests/fake_kernel/fake_ethnl.hpp"
 #include "tests/fake_kernel/fake_ethtool.hpp"
 #include "tests/fake_kernel/fake_nldev.hpp"
 #include "tests/fake_kernel/nl_message.hpp"
@@ -188,6 +190,27 @@ void kernel_codecs_corpus() {
         with_selector(1, stat_names_answer(names, ethtool::room_for(names.size()))));
   write("kernel_codecs", "ethtool_values",
         with_selector(1, stat_values_answer(values, ethtool::room_for(values.size()))));
+
+  FakeEthnl ethnl;
+  FakeEthnlNetdev fec;
+  fec.down_events = 3;
+  fec.fec = true;
+  fec.active = 50;  // RS
+  fec.corrected = {10, 4, 6};
+  fec.uncorrectable = {1};
+  ethnl.netdevs["ens1f0np0"] = fec;
+  FakeEthnlNetdev down;
+  down.link = 0;
+  down.ext_state = 4;
+  down.ext_substate = 2;
+  ethnl.netdevs["veth0"] = down;
+  const uint16_t family = FakeEthnl::kFamily;
+  reply("kernel_codecs", "ethnl_family", ethnl, ethnl::build_get_family(), 2, true);
+  reply("kernel_codecs", "ethnl_linkstate", ethnl, ethnl::build_linkstate_get(family, "veth0"), 2,
+        true);
+  reply("kernel_codecs", "ethnl_fec", ethnl, ethnl::build_fec_get(family, "ens1f0np0"), 2, true);
+  reply("kernel_codecs", "ethnl_fec_unsupported", ethnl, ethnl::build_fec_get(family, "veth0"), 2,
+        true);
 }
 
 void text_values_corpus() {
@@ -203,6 +226,10 @@ void text_values_corpus() {
       {"pattern_device", "^mlx5_[0-9]+$"},
       {"pattern_stat", "(rx|tx)_vport_rdma_(unicast|multicast)_(packets|bytes)"},
       {"pattern_class", "[[:alpha:]]+_\\d{1,3}(?:x|y)*"},
+      {"aer_fatal", "Undefined 0\nDLP 3\nSDES 0\nTLP 1\nTOTAL_ERR_FATAL 2\n"},
+      {"aer_spelled_out", "Receiver Error 2\nBad TLP 0\nRELAY_NUM Rollover 0\nTOTAL_ERR_COR 2\n"},
+      {"pcie_speed", "16.0 GT/s PCIe\n"},
+      {"pcie_width", "16\n"},
   };
   for (const auto& [name, text] : texts) write("text_values", name, text_bytes(text));
 }

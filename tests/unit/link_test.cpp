@@ -1,10 +1,14 @@
 #include <gtest/gtest.h>
+#include <linux/ethtool.h>
 
 #include <cmath>
 #include <filesystem>
 #include <memory>
+#include <tuple>
 
+#include "collectors/kernel/ethtool/netlink_codec.hpp"
 #include "collectors/kernel/sysfs/net_reader.hpp"
+#include "tests/fake_kernel/fake_ethnl.hpp"
 #include "tests/fake_kernel/fake_nldev.hpp"
 #include "tests/support/collector_run.hpp"
 #include "tests/support/snapshot_query.hpp"
@@ -31,6 +35,20 @@ class LinkTest : public ::testing::Test {
     testing::FakeDevice ib{.index = 3, .name = "mlx5_2", .protocol = "ib"};
     ib.ports.push_back(testing::FakePort{.index = 1, .lid = 3});
     nldev_->devices = {a, b, ib};
+    // ens1f0np0: up, RS-FEC counted per lane on 4 lanes, a driver that
+    // counts link-down events. ens2f0np0: down without a cable, no FEC.
+    testing::FakeEthnlNetdev up;
+    up.down_events = 9;
+    up.fec = true;
+    up.active = ETHTOOL_LINK_MODE_FEC_RS_BIT;
+    up.corrected = {100, 10, 20, 30, 40};
+    up.uncorrectable = {5, 1, 0, 4, 0};
+    up.corrected_bits = {};  // not counted: a zero-length attribute
+    ethnl_->netdevs["ens1f0np0"] = up;
+    testing::FakeEthnlNetdev down;
+    down.link = 0;
+    down.ext_state = ETHTOOL_LINK_EXT_STATE_NO_CABLE;
+    ethnl_->netdevs["ens2f0np0"] = down;
   }
 
   void netdev(const std::string& name, const std::string& carrier, const std::string& up,
@@ -41,17 +59,22 @@ class LinkTest : public ::testing::Test {
     if (!down.empty()) sys_.file(dir + "carrier_down_count", down);
   }
 
+  // With `ethnl_` as ethtool netlink unless it was moved out (sysfs only).
   std::shared_ptr<const Snapshot> collect() {
     if (!run_) {
-      run_ = std::make_unique<testing::CollectorRun>(
-          "link", KernelInterfaces{std::move(nldev_), nullptr, nullptr}, CollectorSettings(),
-          sys_.root().string());
+      ethnl_ptr_ = ethnl_.get();
+      KernelInterfaces kernel{std::move(nldev_), nullptr, nullptr};
+      kernel.generic = std::move(ethnl_);
+      run_ = std::make_unique<testing::CollectorRun>("link", std::move(kernel), CollectorSettings(),
+                                                     sys_.root().string());
     }
     return run_->collect();
   }
 
   testing::SysfsFiles sys_;
   std::unique_ptr<testing::FakeNldev> nldev_ = std::make_unique<testing::FakeNldev>();
+  std::unique_ptr<testing::FakeEthnl> ethnl_ = std::make_unique<testing::FakeEthnl>();
+  testing::FakeEthnl* ethnl_ptr_ = nullptr;
   std::unique_ptr<testing::CollectorRun> run_;
 };
 
@@ -69,6 +92,67 @@ TEST_F(LinkTest, EveryPortsNetdevWithItsOwnValues) {
   EXPECT_EQ(sample(*s, "rdma_netdev_carrier_down_changes_total", kB), 13);
   // The InfiniBand port has no netdev.
   EXPECT_EQ(series_count(*s, "rdma_netdev_carrier"), 2U);
+}
+
+TEST_F(LinkTest, LinkStateAndFecFromEthtoolNetlink) {
+  auto s = collect();
+  EXPECT_TRUE(s->all_succeeded()) << s->outcomes.at(0).errors.at(0);
+  EXPECT_EQ(sample(*s, "rdma_netdev_link_down_events_total", kA), 9);
+  Labels rs = kA;
+  rs.emplace_back("mode", "rs");
+  EXPECT_EQ(sample(*s, "rdma_netdev_fec_mode_info", rs), 1);
+  EXPECT_EQ(sample(*s, "rdma_netdev_fec_corrected_blocks_total", kA), 100);
+  EXPECT_EQ(sample(*s, "rdma_netdev_fec_uncorrectable_blocks_total", kA), 5);
+  for (const auto& [lane, corrected, uncorrectable] :
+       std::vector<std::tuple<std::string, double, double>>{
+           {"0", 10, 1}, {"1", 20, 0}, {"2", 30, 4}, {"3", 40, 0}}) {
+    Labels l = kA;
+    l.emplace_back("lane", lane);
+    EXPECT_EQ(sample(*s, "rdma_netdev_fec_lane_corrected_blocks_total", l), corrected) << lane;
+    EXPECT_EQ(sample(*s, "rdma_netdev_fec_lane_uncorrectable_blocks_total", l), uncorrectable)
+        << lane;
+  }
+  EXPECT_EQ(series_count(*s, "rdma_netdev_fec_lane_corrected_blocks_total"), 4U);
+  EXPECT_FALSE(testing::has_family(*s, "rdma_netdev_fec_corrected_bits_total"));
+  // ens2f0np0: no cable, no link-down count, no FEC (EOPNOTSUPP: quiet).
+  Labels why = kB;
+  why.emplace_back("ext_state", "no_cable");
+  why.emplace_back("ext_substate", "");
+  EXPECT_EQ(sample(*s, "rdma_netdev_link_ext_state_info", why), 1);
+  EXPECT_TRUE(std::isnan(sample(*s, "rdma_netdev_link_down_events_total", kB)));
+  EXPECT_EQ(series_count(*s, "rdma_netdev_fec_mode_info"), 1U);
+  EXPECT_EQ(series_count(*s, "rdma_netdev_link_ext_state_info"), 1U);
+  EXPECT_EQ(sample(*s, "rdma_exporter_ethtool_netlink_available"), 1);
+  // The family is looked up once; each netdev is asked once per collection.
+  collect();
+  EXPECT_EQ(ethnl_ptr_->asked,
+            (std::vector<std::string>{"FAMILY", "LINKSTATE ens1f0np0", "FEC ens1f0np0",
+                                      "LINKSTATE ens2f0np0", "FEC ens2f0np0", "LINKSTATE ens1f0np0",
+                                      "FEC ens1f0np0", "LINKSTATE ens2f0np0", "FEC ens2f0np0"}));
+}
+
+// A kernel before 5.6 has no ethtool netlink; a netdev ethtool netlink does
+// not know (gone since netlink listed it): the sysfs series stay, nothing
+// fails.
+TEST_F(LinkTest, NoEthtoolNetlinkLeavesTheSysfsSeries) {
+  ethnl_->family_present = false;
+  auto s = collect();
+  EXPECT_TRUE(s->all_succeeded());
+  EXPECT_EQ(sample(*s, "rdma_netdev_carrier_down_changes_total", kA), 6);
+  EXPECT_FALSE(testing::has_family(*s, "rdma_netdev_fec_mode_info"));
+  EXPECT_EQ(sample(*s, "rdma_exporter_ethtool_netlink_available"), 0);
+}
+
+TEST_F(LinkTest, AMalformedEthtoolAnswerFailsTheCollectorAndKeepsTheRest) {
+  ethnl_->netdevs["ens1f0np0"].corrected = {1, 2, 3, 4, 5, 6, 7, 8, 9, 10};  // 9 lanes
+  auto s = collect();
+  ASSERT_EQ(s->outcomes.at(0).errors.size(), 1U);
+  EXPECT_EQ(s->outcomes.at(0).errors[0],
+            "ens1f0np0: malformed netlink reply: attribute ETHTOOL_A_FEC_STAT_CORRECTED has 80 "
+            "bytes, not 8 for the total and 8 per lane");
+  EXPECT_FALSE(testing::has_family(*s, "rdma_netdev_fec_corrected_blocks_total"));
+  EXPECT_EQ(sample(*s, "rdma_netdev_link_down_events_total", kA), 9);
+  EXPECT_EQ(sample(*s, "rdma_netdev_carrier_up_changes_total", kA), 7);
 }
 
 // A flap between two scrapes: the counts grow, the carrier is up again.

@@ -453,6 +453,11 @@ class SoftRoceTest(VmTestCase):
             self.assertEqual(prom.value("rdma_exporter_collector_success", collector="pcie"), 1)
 
         prom = self.prom("link-after.prom")
+        # ethtool netlink on a veth: the link is up (no reason to give) and
+        # the driver has no FEC (EOPNOTSUPP, quiet).
+        self.assertEqual(prom.value("rdma_exporter_ethtool_netlink_available"), 1)
+        self.assertEqual(prom.series("rdma_netdev_link_ext_state_info"), [])
+        self.assertEqual([n for n, _, _ in prom.samples if n.startswith("rdma_netdev_fec_")], [])
         parent = dict(line.split(" ", 1) for line in self.text("rxe-parent.txt").splitlines())
         info = prom.series("rdma_device_pci_info")
         if parent["device"] == "none" or parent.get("subsystem") != "pci":

@@ -1,0 +1,35 @@
+#pragma once
+
+#include <optional>
+#include <string>
+
+#include "collectors/kernel/ethtool/netlink_codec.hpp"
+#include "collectors/kernel/netlink/transport.hpp"
+
+namespace rdma_exporter::ethnl {
+
+// Asks ethtool netlink about netdevs through a NETLINK_GENERIC transport.
+// The family's id is looked up at the first request and kept. Errors carry
+// the kernel's code: ENOENT when the kernel has no ethtool netlink (before
+// Linux 5.6), ENODEV for a netdev that is not there, EOPNOTSUPP for what
+// its driver does not give.
+class Client {
+ public:
+  explicit Client(netlink::Transport& transport) : transport_(transport) {}
+
+  Result<LinkState> linkstate(const std::string& ifname);
+  Result<Fec> fec(const std::string& ifname);
+
+  // Whether the kernel has ethtool netlink: known once a lookup of the
+  // family got an answer (true), or was refused with ENOENT (false).
+  std::optional<bool> available() const { return available_; }
+
+ private:
+  Result<uint16_t> family();
+
+  netlink::Transport& transport_;
+  std::optional<uint16_t> family_;
+  std::optional<bool> available_;
+};
+
+}  // namespace rdma_exporter::ethnl
