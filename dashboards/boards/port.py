@@ -77,6 +77,21 @@ def dashboard():
          target(f"increase(rdma_netdev_carrier_up_changes_total{{{ONE_PORT}}}"
                 "[$__rate_interval])", "up")], "short"))
     b.add(timeseries(
+        "FEC blocks", "Forward error correction on the netdev's link per interval: blocks "
+        "corrected (normal at 25G lanes and up, a rising rate marks a degrading optic or "
+        "cable) and blocks it could not correct, whose frames were lost "
+        "(RdmaFecUncorrectable). From ethtool netlink; drivers without FEC have none.",
+        [target(f"increase(rdma_netdev_fec_corrected_blocks_total{{{ONE_PORT}}}"
+                "[$__rate_interval])", "corrected"),
+         target(f"increase(rdma_netdev_fec_uncorrectable_blocks_total{{{ONE_PORT}}}"
+                "[$__rate_interval])", "uncorrectable")], "short"))
+    b.add(stat("Link down reason", "Why the link is down, as the driver says (ethtool "
+               "netlink's extended link state: no_cable, link_training_failure, "
+               "bad_signal_integrity, ...). Empty while the link is up.",
+               f"rdma_netdev_link_ext_state_info{{{ONE_PORT}}}", "none",
+               legend="{{ext_state}} {{ext_substate}}", text_mode="name", base="red"),
+          w=12, h=8)
+    b.add(timeseries(
         "PCIe errors", "AER error messages of the device's PCI function per interval, by "
         "severity: correctable ones cost replays, nonfatal and fatal ones lose transactions "
         "(RdmaPcieUncorrectableErrors). `rdma_pcie_aer_errors_total` names the errors.",

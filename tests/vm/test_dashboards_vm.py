@@ -47,6 +47,9 @@ SOFT_ROCE_LACKS = {
     ("rdma-port.json", "PMA counters"): PMA,
     ("rdma-port.json", "PCIe link"): NO_PCI,
     ("rdma-port.json", "PCIe errors"): NO_PCI,
+    ("rdma-port.json", "FEC blocks"): "FEC, which a veth's driver does not have",
+    ("rdma-port.json", "Link down reason"):
+        "a driver's reason for a down link (the veth is up, and its driver gives none)",
     ("rdma-congestion.json", "CNPs sent (notification point)"): MLX5,
     ("rdma-congestion.json", "CNPs handled (reaction point)"): MLX5,
     ("rdma-congestion.json", "ECN-marked packets received"): MLX5,
