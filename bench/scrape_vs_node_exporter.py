@@ -5,9 +5,11 @@ Both read the same sysfs fixture (by default 8 mlx5-like devices with 2 ports
 each, and 128 one-port devices; written by build/tests/sysfs_tree, or the
 tool --sysfs-tree names): the node exporter with only its infiniband
 collector; rdma_exporter with every collector that works on a machine with
-sysfs only (sysfs, and hw_counters reading the ports' hw_counters/ from
-sysfs; this machine has no rdma netlink, and the fixture no netdevs for
-ethtool and dcb), its own process metrics, and collection.max_age 0s, so
+sysfs only and that node_exporter's collector has a counterpart for
+(sysfs, and hw_counters reading the ports' hw_counters/ from sysfs; this
+machine has no rdma netlink, and the fixture no netdevs for ethtool and
+dcb; the pcie collector, which reads what node_exporter's infiniband
+collector does not, is off), its own process metrics, and collection.max_age 0s, so
 every scrape is a fresh collection. Each server is scraped sequentially,
 gzip accepted as Prometheus does. Reported per scrape: wall time seen by the
 client, and the CPU time (user + system) the server process spent, from
@@ -156,7 +158,7 @@ def measure_tree(spec, args):
         f.write("collection: {max_age: 0s}\n"
                 "collectors: {devices: false, resources: false, qp_counters: false,\n"
                 "             optional_counters: false, ethtool: false, dcb: false,\n"
-                "             sysfs: true, hw_counters: true}\n"
+                "             pcie: false, link: false, sysfs: true, hw_counters: true}\n"
                 "hw_counters: {source: sysfs}\n")
 
     exporters = {"rdma_exporter": args.exporter}
