@@ -11,9 +11,9 @@ namespace rdma_exporter {
 // The kernel interfaces the collectors read (and, opt-in, write) through.
 // Tests put fakes here.
 struct KernelInterfaces {
-  std::unique_ptr<netlink::Transport> rdma;   // NETLINK_RDMA (nldev)
-  std::unique_ptr<netlink::Transport> route;  // NETLINK_ROUTE (DCB)
-  std::unique_ptr<ethtool::Ioctl> ethtool;    // SIOCETHTOOL
+  std::unique_ptr<netlink::Transport> rdma;     // NETLINK_RDMA (nldev)
+  std::unique_ptr<netlink::Transport> route;    // NETLINK_ROUTE (DCB)
+  std::unique_ptr<ethtool::Ioctl> ethtool;      // SIOCETHTOOL
   std::unique_ptr<netlink::Transport> generic;  // NETLINK_GENERIC (ethtool netlink); may be null
 
   // The running kernel's; a netlink reply must arrive within `netlink_timeout`.
