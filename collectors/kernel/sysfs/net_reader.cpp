@@ -3,6 +3,8 @@
 #include <charconv>
 #include <system_error>
 
+#include "collectors/kernel/sysfs/reader.hpp"
+
 namespace rdma_exporter::sysfs {
 namespace fs = std::filesystem;
 
@@ -33,10 +35,6 @@ void read_number(AttributeFile& file, std::optional<uint64_t>& out, ReadNotes& n
     return;
   }
   out = value;
-}
-
-bool is_plain_name(const std::string& name) {
-  return !name.empty() && name != "." && name != ".." && name.find('/') == std::string::npos;
 }
 
 }  // namespace

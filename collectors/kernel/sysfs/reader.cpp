@@ -129,12 +129,6 @@ std::vector<Counter> read_counters(CounterDir& dir, ReadNotes& notes, bool& gone
   return out;
 }
 
-// A device name from the kernel never holds a slash; one that does (or
-// names "." or "..") must not lead a read outside the class directory.
-bool is_plain_name(const std::string& name) {
-  return !name.empty() && name != "." && name != ".." && name.find('/') == std::string::npos;
-}
-
 std::optional<uint32_t> port_number(const std::string& name) {
   uint32_t n = 0;
   auto [ptr, ec] = std::from_chars(name.data(), name.data() + name.size(), n);
@@ -332,6 +326,10 @@ std::optional<double> parse_rate(const std::string& text) {
   if (rest.rfind("Gb/sec", 0) == 0) return number * 1e9 / 8;
   if (rest.rfind("Mb/sec", 0) == 0) return number * 1e6 / 8;
   return std::nullopt;
+}
+
+bool is_plain_name(const std::string& name) {
+  return !name.empty() && name != "." && name != ".." && name.find('/') == std::string::npos;
 }
 
 std::optional<double> parse_pcie_speed(const std::string& text) {

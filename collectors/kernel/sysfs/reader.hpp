@@ -76,6 +76,10 @@ class Reader {
 // bytes per second.
 std::optional<double> parse_rate(const std::string& text);
 
+// A name the kernel could have given a device or netdev: a name with a
+// slash, or "." or "..", must never lead a read outside its class directory.
+bool is_plain_name(const std::string& name);
+
 // Parses a PCIe link speed ("16.0 GT/s PCIe", "8 GT/s" before Linux 5.x)
 // into transfers per second; empty for "Unknown" and anything unparsable.
 std::optional<double> parse_pcie_speed(const std::string& text);
