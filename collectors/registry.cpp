@@ -15,6 +15,7 @@ CollectorEntry dcb_entry();
 CollectorEntry sysfs_entry();
 CollectorEntry pcie_entry();
 CollectorEntry link_entry();
+CollectorEntry transceiver_entry();
 
 const std::vector<CollectorEntry>& collector_registry() {
   static const std::vector<CollectorEntry> registry = {
@@ -28,6 +29,7 @@ const std::vector<CollectorEntry>& collector_registry() {
       sysfs_entry(),              // collectors/sysfs
       pcie_entry(),               // collectors/pcie
       link_entry(),               // collectors/link
+      transceiver_entry(),        // collectors/transceiver
   };
   return registry;
 }

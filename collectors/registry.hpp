@@ -34,6 +34,9 @@ struct CollectorContext {
   KernelInterfaces& kernel;
   std::string sysfs_root;   // `sysfs.root`
   const std::any& options;  // the collector's options (its entry's type), or empty
+  // The process collects once (--once): a collector that reads in the
+  // background reads in collect() instead.
+  bool one_collection = false;
 };
 
 struct CollectorEntry {

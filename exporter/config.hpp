@@ -43,6 +43,8 @@ struct Config {
   struct Collection {
     Duration max_age{std::chrono::seconds(1)};  // a result this young is served again
     Duration netlink_timeout{std::chrono::seconds(5)};
+    // One collection, then exit (--once): from the command line, not the file.
+    bool once = false;
   } collection;
 
   struct Devices {

@@ -115,6 +115,7 @@ int main(int argc, char** argv) {
     for (const auto& e : errors) std::fprintf(stderr, "rdma_exporter: %s\n", e.c_str());
     return kExitUsage;
   }
+  config.collection.once = cli.once;
   std::shared_ptr<const WebSecurity> security;
   if (!cli.once) errors = load_web_security(config.web.config_file, security);
   if (!errors.empty()) {

@@ -14,6 +14,9 @@ KernelInterfaces KernelInterfaces::real(std::chrono::milliseconds netlink_timeou
   k.ethtool = std::make_unique<ethtool::SocketIoctl>();
   k.generic = std::make_unique<netlink::SocketTransport>(netlink_timeout, NETLINK_GENERIC,
                                                          "NETLINK_GENERIC");
+  k.module_generic = std::make_unique<netlink::SocketTransport>(netlink_timeout, NETLINK_GENERIC,
+                                                                "NETLINK_GENERIC");
+  k.module_ioctl = std::make_unique<ethtool::SocketIoctl>();
   return k;
 }
 

@@ -120,7 +120,65 @@ Result<netlink::Reply> FakeEthnl::exchange(std::span<const uint8_t> request) {
     }
     return reply_of({m.bytes(), ack_message()});
   }
+  if (g.cmd == ETHTOOL_MSG_MODULE_EEPROM_GET) return module_eeprom(nlh, *ifname, request);
   return failure(EOPNOTSUPP, request);
+}
+
+Result<netlink::Reply> FakeEthnl::module_eeprom(const nlmsghdr* nlh, const std::string& ifname,
+                                                std::span<const uint8_t> request) {
+  std::optional<uint32_t> offset, length;
+  std::optional<uint8_t> page, bank, address;
+  const auto* a = static_cast<const nlattr*>(mnl_nlmsg_get_payload_offset(nlh, GENL_HDRLEN));
+  int len = static_cast<int>(mnl_nlmsg_get_payload_len(nlh) - GENL_HDRLEN);
+  while (mnl_attr_ok(a, len)) {
+    switch (mnl_attr_get_type(a)) {
+      case ETHTOOL_A_MODULE_EEPROM_OFFSET:
+        offset = mnl_attr_get_u32(a);
+        break;
+      case ETHTOOL_A_MODULE_EEPROM_LENGTH:
+        length = mnl_attr_get_u32(a);
+        break;
+      case ETHTOOL_A_MODULE_EEPROM_PAGE:
+        page = mnl_attr_get_u8(a);
+        break;
+      case ETHTOOL_A_MODULE_EEPROM_BANK:
+        bank = mnl_attr_get_u8(a);
+        break;
+      case ETHTOOL_A_MODULE_EEPROM_I2C_ADDRESS:
+        address = mnl_attr_get_u8(a);
+        break;
+      default:
+        break;
+    }
+    len -= static_cast<int>(MNL_ALIGN(a->nla_len));
+    a = mnl_attr_next(a);
+  }
+  asked.push_back("MODULE " + ifname + " " + std::to_string(address.value_or(0)) + " " +
+                  std::to_string(bank.value_or(0)) + " " + std::to_string(page.value_or(0)) +
+                  " " + std::to_string(offset.value_or(0)) + " " +
+                  std::to_string(length.value_or(0)));
+  auto it = netdevs.find(ifname);
+  if (it == netdevs.end()) return failure(ENODEV, request);
+  // net/ethtool/eeprom.c: the attributes it requires, its policy, and its
+  // half-page rules.
+  if (!offset || !length || !page || !address) return failure(EINVAL, request);
+  if (*offset > 255 || *length < 1 || *length > 128 || *address > 0x7F) {
+    return failure(ERANGE, request);
+  }
+  if (*page != 0 && *offset < 128) return failure(EINVAL, request);
+  if (*offset < 128 && *offset + *length > 128) return failure(EINVAL, request);
+  if (*offset + *length > 256) return failure(EINVAL, request);
+  const FakeEthnlNetdev& n = it->second;
+  const bool upper = *offset >= 128;
+  const module_eeprom::HalfKey key{*address, bank.value_or(0), upper ? *page : uint8_t{0}, upper};
+  auto half = n.module.find(key);
+  if (half == n.module.end()) return failure(n.module_error, request);
+  const std::size_t from = *offset % 128;
+  if (from + *length > half->second.size()) return failure(EIO, request);
+  NlMessage m = genl(kFamily, ETHTOOL_MSG_MODULE_EEPROM_GET_REPLY);
+  header_nest(m, ETHTOOL_A_MODULE_EEPROM_HEADER, ifname);
+  m.raw(ETHTOOL_A_MODULE_EEPROM_DATA, half->second.data() + from, *length);
+  return reply_of({m.bytes(), ack_message()});
 }
 
 }  // namespace rdma_exporter::testing

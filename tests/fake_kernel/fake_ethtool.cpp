@@ -111,6 +111,29 @@ Status FakeEthtool::call(const std::string& ifname, std::span<uint8_t> command) 
       for (const auto& [name, value] : n.stats) values.push_back(value);
       return copy_back(stat_values_answer(values, 0), command);
     }
+    case ETHTOOL_GMODULEINFO: {
+      if (n.module_type == 0) return Error::system(EOPNOTSUPP, "SIOCETHTOOL on " + ifname);
+      ethtool_modinfo info{};
+      info.cmd = cmd;
+      info.type = n.module_type;
+      info.eeprom_len = static_cast<uint32_t>(n.module_eeprom.size());
+      const auto* p = reinterpret_cast<const uint8_t*>(&info);
+      return copy_back(Bytes(p, p + sizeof info), command);
+    }
+    case ETHTOOL_GMODULEEEPROM: {
+      if (n.module_type == 0) return Error::system(EOPNOTSUPP, "SIOCETHTOOL on " + ifname);
+      ethtool_eeprom e{};
+      if (command.size() < sizeof e) return Error{EFAULT, "fake ethtool: short ethtool_eeprom"};
+      std::memcpy(&e, command.data(), sizeof e);
+      // net/ethtool/ioctl.c: the range must lie within eeprom_len.
+      if (e.offset + e.len < e.offset || e.offset + e.len > n.module_eeprom.size()) {
+        return Error::system(EINVAL, "SIOCETHTOOL on " + ifname);
+      }
+      Bytes answer(sizeof e + e.len);
+      std::memcpy(answer.data(), &e, sizeof e);
+      std::memcpy(answer.data() + sizeof e, n.module_eeprom.data() + e.offset, e.len);
+      return copy_back(answer, command);
+    }
     default:
       return Error::system(EOPNOTSUPP, "SIOCETHTOOL on " + ifname);
   }

@@ -36,9 +36,14 @@ struct FakeNetdev {
   // This many statistics appear right after the next ETHTOOL_GSSET_INFO (a
   // driver reconfigured between the calls).
   std::size_t grow_after_count = 0;
+  // ETHTOOL_GMODULEINFO and GMODULEEEPROM: the module's ETH_MODULE_SFF_*
+  // type and flat image; type 0 answers EOPNOTSUPP (no module access).
+  uint32_t module_type = 0;
+  Bytes module_eeprom;
 };
 
-// Answers ETHTOOL_GDRVINFO, GSSET_INFO, GSTRINGS and GSTATS like the kernel:
+// Answers ETHTOOL_GDRVINFO, GSSET_INFO, GSTRINGS, GSTATS, GMODULEINFO and
+// GMODULEEEPROM like the kernel:
 // ENODEV for an unknown name, EOPNOTSUPP for other commands. An answer larger
 // than the caller's buffer fails the call with EFAULT (the real kernel would
 // write past it).

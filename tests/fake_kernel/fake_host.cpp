@@ -36,6 +36,7 @@
 #include "tests/fake_kernel/fake_dcb.hpp"
 #include "tests/fake_kernel/fake_ethnl.hpp"
 #include "tests/fake_kernel/fake_ethtool.hpp"
+#include "tests/fake_kernel/fake_module.hpp"
 #include "tests/fake_kernel/fake_nldev.hpp"
 
 namespace rdma_exporter::testing {
@@ -284,6 +285,7 @@ int run(int argc, char** argv) {
   // so that the management metrics exist.
   qp_counters.ports.push_back(
       {.device = "mlx5_1", .port = 0, .mode = QpCountersOptions::Mode::auto_mode});
+  config.collection.once = once;
   if (auto errors = validate_config(config); !errors.empty()) return usage(errors.front().c_str());
 
   // Netdev statistics and DCB from fakes too, never from this host's netdevs:
@@ -315,6 +317,21 @@ int run(int argc, char** argv) {
   KernelInterfaces kernel{std::make_unique<LiveKernel>(make_kernel()), std::move(dcb),
                           std::make_unique<LiveEthtool>(std::move(ethtool))};
   kernel.generic = std::move(ethnl);
+  // Modules, read from the transceiver collector's own handles: a QSFP28
+  // through ethtool netlink on ens1f0, an SFP28 through the legacy ioctl on
+  // ens1f1 (its netlink answers EOPNOTSUPP), none on veth0.
+  auto module_ethnl = std::make_unique<FakeEthnl>();
+  module_ethnl->netdevs["ens1f0"].module = qsfp28_module();
+  module_ethnl->netdevs["ens1f1"] = FakeEthnlNetdev{};
+  module_ethnl->netdevs["veth0"] = FakeEthnlNetdev{};
+  auto module_ioctl = std::make_unique<FakeEthtool>();
+  module_ioctl->netdevs["ens1f1"] = FakeNetdev{.driver = "mlx5_core",
+                                               .module_type = ETH_MODULE_SFF_8472,
+                                               .module_eeprom = flat_image(
+                                                   sfp_module(), ETH_MODULE_SFF_8472, 512)};
+  module_ioctl->netdevs["veth0"] = veth_netdev();
+  kernel.module_generic = std::move(module_ethnl);
+  kernel.module_ioctl = std::move(module_ioctl);
   Collection collection(config, std::move(kernel));
   if (once) {
     collection.maintain();

@@ -24,15 +24,17 @@ namespace rdma_exporter::testing {
 class CollectorRun {
  public:
   // `settings` gives the collector's options (its enabled flag is ignored).
+  // `one_collection`: as with --once (background readers read in collect()).
   CollectorRun(std::string_view name, KernelInterfaces kernel,
                const CollectorSettings& settings = CollectorSettings(),
-               std::string sysfs_root = "/nonexistent")
+               std::string sysfs_root = "/nonexistent", bool one_collection = false)
       : entry_(*find_collector(name)),
         kernel_(std::move(kernel)),
         client_(*kernel_.rdma),
-        sysfs_root_(std::move(sysfs_root)) {
-    collector_ =
-        entry_.make(CollectorContext{kernel_, sysfs_root_, settings.options_of(entry_.name)});
+        sysfs_root_(std::move(sysfs_root)),
+        one_collection_(one_collection) {
+    collector_ = entry_.make(CollectorContext{kernel_, sysfs_root_,
+                                              settings.options_of(entry_.name), one_collection_});
   }
 
   std::shared_ptr<const Snapshot> collect() {
@@ -53,7 +55,7 @@ class CollectorRun {
   void reconfigure(const CollectorSettings& settings) {
     const std::any& options = settings.options_of(entry_.name);
     if (!collector_->reconfigure(options)) {
-      collector_ = entry_.make(CollectorContext{kernel_, sysfs_root_, options});
+      collector_ = entry_.make(CollectorContext{kernel_, sysfs_root_, options, one_collection_});
     }
   }
 
@@ -73,6 +75,7 @@ class CollectorRun {
   KernelInterfaces kernel_;
   nldev::Client client_;
   std::string sysfs_root_;
+  bool one_collection_;
   DeviceFilter filter_;
   std::unique_ptr<Collector> collector_;
 };

@@ -38,4 +38,13 @@ Result<Fec> Client::fec(const std::string& ifname) {
   return decode_fec(*reply, *id);
 }
 
+Result<Bytes> Client::module_eeprom(const std::string& ifname, const EepromRead& read) {
+  auto id = family();
+  if (!id) return id.error();
+  const Bytes request = build_module_eeprom_get(*id, ifname, read);
+  auto reply = transport_.exchange(request);
+  if (!reply) return reply.error();
+  return decode_module_eeprom(*reply, *id, read);
+}
+
 }  // namespace rdma_exporter::ethnl

@@ -19,6 +19,7 @@ class Client {
 
   Result<LinkState> linkstate(const std::string& ifname);
   Result<Fec> fec(const std::string& ifname);
+  Result<Bytes> module_eeprom(const std::string& ifname, const EepromRead& read);
 
   // Whether the kernel has ethtool netlink: known once a lookup of the
   // family got an answer (true), or was refused with ENOENT (false).

@@ -159,6 +159,32 @@ Result<Fec> decode_fec(const Reply& reply, uint16_t family) {
   return out;
 }
 
+Bytes build_module_eeprom_get(uint16_t family, const std::string& ifname, const EepromRead& read) {
+  return build(family, ETHTOOL_MSG_MODULE_EEPROM_GET, ETHTOOL_GENL_VERSION, [&](nlmsghdr* n) {
+    put_header(n, ETHTOOL_A_MODULE_EEPROM_HEADER, ifname, 0);
+    mnl_attr_put_u32(n, ETHTOOL_A_MODULE_EEPROM_OFFSET, read.offset);
+    mnl_attr_put_u32(n, ETHTOOL_A_MODULE_EEPROM_LENGTH, read.length);
+    mnl_attr_put_u8(n, ETHTOOL_A_MODULE_EEPROM_PAGE, read.page);
+    mnl_attr_put_u8(n, ETHTOOL_A_MODULE_EEPROM_BANK, read.bank);
+    mnl_attr_put_u8(n, ETHTOOL_A_MODULE_EEPROM_I2C_ADDRESS, read.address);
+  });
+}
+
+Result<Bytes> decode_module_eeprom(const Reply& reply, uint16_t family, const EepromRead& read) {
+  auto t = one_answer<ETHTOOL_A_MODULE_EEPROM_MAX + 1>(
+      reply, family, ETHTOOL_MSG_MODULE_EEPROM_GET_REPLY, "ETHTOOL_MSG_MODULE_EEPROM_GET");
+  if (!t) return t.error();
+  const nlattr* data = (*t)[ETHTOOL_A_MODULE_EEPROM_DATA];
+  if (data == nullptr) return malformed("missing attribute ETHTOOL_A_MODULE_EEPROM_DATA");
+  const std::size_t len = mnl_attr_get_payload_len(data);
+  if (len != read.length) {
+    return malformed("ETHTOOL_A_MODULE_EEPROM_DATA has " + std::to_string(len) +
+                     " bytes, not the " + std::to_string(read.length) + " asked for");
+  }
+  const auto* bytes = static_cast<const uint8_t*>(mnl_attr_get_payload(data));
+  return Bytes(bytes, bytes + len);
+}
+
 std::string ext_state_name(uint8_t state) {
   static constexpr std::array<const char*, 11> kNames = {"autoneg",
                                                          "link_training_failure",

@@ -62,6 +62,23 @@ Bytes build_fec_get(uint16_t family, const std::string& ifname);
 // A driver without FEC makes the kernel answer EOPNOTSUPP.
 Result<Fec> decode_fec(const Reply& reply, uint16_t family);
 
+// ETHTOOL_MSG_MODULE_EEPROM_GET (Linux 5.13): `length` bytes at `offset` of
+// page `page` in bank `bank` at two-wire address `address`. The kernel reads
+// within one half of the 256-byte window (offset and length both below 128,
+// or both from 128 on).
+struct EepromRead {
+  uint8_t address = 0x50;
+  uint8_t bank = 0;
+  uint8_t page = 0;
+  uint32_t offset = 0;
+  uint32_t length = 128;
+};
+Bytes build_module_eeprom_get(uint16_t family, const std::string& ifname, const EepromRead& read);
+// The bytes read; fewer or more than asked for is malformed. EOPNOTSUPP when
+// the driver reads no module (or the kernel predates the message), EIO or
+// ENODEV from a driver whose module does not answer or is not plugged.
+Result<Bytes> decode_module_eeprom(const Reply& reply, uint16_t family, const EepromRead& read);
+
 // "autoneg", "link_training_failure", ..., "module"; "state<N>" for a state
 // this build does not know.
 std::string ext_state_name(uint8_t state);
