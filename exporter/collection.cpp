@@ -68,8 +68,8 @@ void Collection::build_collectors() {
       next.push_back({&entry, std::move(previous)});
       continue;
     }
-    next.push_back({&entry, entry.make(
-        CollectorContext{kernel_, config_.sysfs.root, options, config_.collection.once})});
+    next.push_back({&entry, entry.make(CollectorContext{kernel_, config_.sysfs.root, options,
+                                                        config_.collection.once})});
   }
   // The daemon's own collectors stay, after the registry's.
   for (auto& r : running_) {

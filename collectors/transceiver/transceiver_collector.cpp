@@ -75,8 +75,8 @@ void add_module(MetricSink& sink, const Labels& labels, const Module& m) {
   }
   add_thresholds(sink, labels, "rdma_transceiver_temperature_threshold_celsius", "temperature",
                  m.temperature_thresholds);
-  add_thresholds(sink, labels, "rdma_transceiver_supply_voltage_threshold_volts",
-                 "supply voltage", m.supply_voltage_thresholds);
+  add_thresholds(sink, labels, "rdma_transceiver_supply_voltage_threshold_volts", "supply voltage",
+                 m.supply_voltage_thresholds);
   add_thresholds(sink, labels, "rdma_transceiver_rx_power_threshold_watts", "receive power",
                  m.rx_power_thresholds);
   add_thresholds(sink, labels, "rdma_transceiver_tx_power_threshold_watts", "transmit power",
@@ -154,7 +154,8 @@ TransceiverCollector::Entry TransceiverCollector::read_one(const std::string& ne
   return e;
 }
 
-std::vector<std::string> TransceiverCollector::due(std::chrono::steady_clock::time_point now) const {
+std::vector<std::string> TransceiverCollector::due(
+    std::chrono::steady_clock::time_point now) const {
   std::vector<std::string> out;
   for (const std::string& netdev : wanted_) {
     auto it = cache_.find(netdev);

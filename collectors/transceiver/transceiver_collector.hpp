@@ -17,6 +17,7 @@ namespace rdma_exporter {
 
 // The `transceiver` section.
 struct TransceiverOptions {
+  static constexpr const char* kCollector = "transceiver";
   // How often each module is read. Reads go over the module's two-wire bus
   // and take up to about a second each on real NICs.
   Duration interval{std::chrono::seconds(60)};
@@ -72,10 +73,10 @@ class TransceiverCollector final : public Collector {
   const bool background_;
 
   mutable std::mutex mutex_;
-  std::condition_variable wake_;     // the reading thread: new netdevs, new interval, stop
-  std::condition_variable read_;     // wait_for_reads: a read completed
-  Duration interval_;                // guarded by mutex_
-  std::set<std::string> wanted_;     // netdevs the last collection saw; guarded
+  std::condition_variable wake_;        // the reading thread: new netdevs, new interval, stop
+  std::condition_variable read_;        // wait_for_reads: a read completed
+  Duration interval_;                   // guarded by mutex_
+  std::set<std::string> wanted_;        // netdevs the last collection saw; guarded
   std::map<std::string, Entry> cache_;  // guarded
   uint64_t reads_ = 0;                  // guarded
   bool stop_ = false;                   // guarded

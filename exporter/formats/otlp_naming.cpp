@@ -7,7 +7,7 @@ namespace rdma_exporter {
 namespace {
 
 // The first entry that matches wins, so more specific prefixes come first.
-constexpr std::array<std::pair<std::string_view, std::string_view>, 13> kPrefixes{{
+constexpr std::array<std::pair<std::string_view, std::string_view>, 14> kPrefixes{{
     {"rdma_exporter_collector_", "rdma.exporter.collector."},
     {"rdma_exporter_otlp_", "rdma.exporter.otlp."},
     {"rdma_exporter_http_", "rdma.exporter.http."},
@@ -20,15 +20,20 @@ constexpr std::array<std::pair<std::string_view, std::string_view>, 13> kPrefixe
     {"rdma_qp_stat_", "rdma.qp.stat."},
     {"rdma_netdev_", "rdma.netdev."},
     {"rdma_pcie_", "rdma.pcie."},
+    {"rdma_transceiver_", "rdma.transceiver."},
     {"rdma_", "rdma."},
 }};
 
-constexpr std::array<std::pair<std::string_view, std::string_view>, 5> kUnits{{
+constexpr std::array<std::pair<std::string_view, std::string_view>, 9> kUnits{{
     {"_bytes_per_second", "By/s"},
     {"_transfers_per_second", "{transfer}/s"},
     {"_lanes", "{lane}"},
     {"_bytes", "By"},
     {"_seconds", "s"},
+    {"_celsius", "Cel"},
+    {"_volts", "V"},
+    {"_watts", "W"},
+    {"_amperes", "A"},
 }};
 
 // Takes `suffix` off `rest` when something is left afterwards.

@@ -154,9 +154,8 @@ Result<netlink::Reply> FakeEthnl::module_eeprom(const nlmsghdr* nlh, const std::
     a = mnl_attr_next(a);
   }
   asked.push_back("MODULE " + ifname + " " + std::to_string(address.value_or(0)) + " " +
-                  std::to_string(bank.value_or(0)) + " " + std::to_string(page.value_or(0)) +
-                  " " + std::to_string(offset.value_or(0)) + " " +
-                  std::to_string(length.value_or(0)));
+                  std::to_string(bank.value_or(0)) + " " + std::to_string(page.value_or(0)) + " " +
+                  std::to_string(offset.value_or(0)) + " " + std::to_string(length.value_or(0)));
   auto it = netdevs.find(ifname);
   if (it == netdevs.end()) return failure(ENODEV, request);
   // net/ethtool/eeprom.c: the attributes it requires, its policy, and its

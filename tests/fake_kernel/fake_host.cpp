@@ -325,10 +325,10 @@ int run(int argc, char** argv) {
   module_ethnl->netdevs["ens1f1"] = FakeEthnlNetdev{};
   module_ethnl->netdevs["veth0"] = FakeEthnlNetdev{};
   auto module_ioctl = std::make_unique<FakeEthtool>();
-  module_ioctl->netdevs["ens1f1"] = FakeNetdev{.driver = "mlx5_core",
-                                               .module_type = ETH_MODULE_SFF_8472,
-                                               .module_eeprom = flat_image(
-                                                   sfp_module(), ETH_MODULE_SFF_8472, 512)};
+  module_ioctl->netdevs["ens1f1"] =
+      FakeNetdev{.driver = "mlx5_core",
+                 .module_type = ETH_MODULE_SFF_8472,
+                 .module_eeprom = flat_image(sfp_module(), ETH_MODULE_SFF_8472, 512)};
   module_ioctl->netdevs["veth0"] = veth_netdev();
   kernel.module_generic = std::move(module_ethnl);
   kernel.module_ioctl = std::move(module_ioctl);

@@ -46,26 +46,26 @@ ModuleHalves sfp_module() {
   a0.at(93) = 0x80;  // alarm and warning flags implemented
   Window a2;
   // Thresholds: high alarm, low alarm, high warning, low warning.
-  a2.s16(0, 75 * 256);   // 75 C
-  a2.s16(2, -5 * 256);   // -5 C
-  a2.s16(4, 70 * 256);   // 70 C
-  a2.s16(6, -3 * 256);   // -3 C
-  a2.u16(8, 36000);      // 3.6 V
-  a2.u16(10, 30000);     // 3.0 V
-  a2.u16(12, 35000);     // 3.5 V
-  a2.u16(14, 31000);     // 3.1 V
-  a2.u16(16, 6000);      // 12 mA
-  a2.u16(18, 1000);      // 2 mA
-  a2.u16(20, 5000);      // 10 mA
-  a2.u16(22, 1500);      // 3 mA
-  a2.u16(24, 15000);     // 1.5 mW
-  a2.u16(26, 1000);      // 0.1 mW
-  a2.u16(28, 12000);     // 1.2 mW
-  a2.u16(30, 1500);      // 0.15 mW
-  a2.u16(32, 20000);     // 2 mW
-  a2.u16(34, 200);       // 0.02 mW
-  a2.u16(36, 16000);     // 1.6 mW
-  a2.u16(38, 400);       // 0.04 mW
+  a2.s16(0, 75 * 256);  // 75 C
+  a2.s16(2, -5 * 256);  // -5 C
+  a2.s16(4, 70 * 256);  // 70 C
+  a2.s16(6, -3 * 256);  // -3 C
+  a2.u16(8, 36000);     // 3.6 V
+  a2.u16(10, 30000);    // 3.0 V
+  a2.u16(12, 35000);    // 3.5 V
+  a2.u16(14, 31000);    // 3.1 V
+  a2.u16(16, 6000);     // 12 mA
+  a2.u16(18, 1000);     // 2 mA
+  a2.u16(20, 5000);     // 10 mA
+  a2.u16(22, 1500);     // 3 mA
+  a2.u16(24, 15000);    // 1.5 mW
+  a2.u16(26, 1000);     // 0.1 mW
+  a2.u16(28, 12000);    // 1.2 mW
+  a2.u16(30, 1500);     // 0.15 mW
+  a2.u16(32, 20000);    // 2 mW
+  a2.u16(34, 200);      // 0.02 mW
+  a2.u16(36, 16000);    // 1.6 mW
+  a2.u16(38, 400);      // 0.04 mW
   // Monitors.
   a2.s16(96, 8000);   // 31.25 C
   a2.u16(98, 33000);  // 3.3 V
@@ -81,12 +81,12 @@ ModuleHalves sfp_module() {
 }
 
 ModuleHalves qsfp28_module() {
-  Window p0;  // lower page and page 00h
-  p0.at(0) = 0x11;  // QSFP28
-  p0.at(2) = 0x00;  // paged memory
-  p0.at(3) = 0x02;  // rx LOS on lane 2
-  p0.at(9) = 0x05;  // lane 2 (low nibble): rx power low alarm and low warning
-  p0.at(12) = 0x40;  // lane 3 (high nibble): tx bias low alarm
+  Window p0;          // lower page and page 00h
+  p0.at(0) = 0x11;    // QSFP28
+  p0.at(2) = 0x00;    // paged memory
+  p0.at(3) = 0x02;    // rx LOS on lane 2
+  p0.at(9) = 0x05;    // lane 2 (low nibble): rx power low alarm and low warning
+  p0.at(12) = 0x40;   // lane 3 (high nibble): tx bias low alarm
   p0.s16(22, 10368);  // 40.5 C
   p0.u16(26, 32500);  // 3.25 V
   p0.u16(34, 8000);   // rx lane 1: 0.8 mW
@@ -135,15 +135,15 @@ ModuleHalves qsfp28_module() {
 
 ModuleHalves qsfp_dd_module() {
   Window p0;
-  p0.at(0) = 0x18;  // QSFP-DD
-  p0.at(1) = 0x50;  // CMIS 5.0
-  p0.at(2) = 0x00;  // paged memory
-  p0.at(9) = 0x04;  // temperature high warning (latched)
+  p0.at(0) = 0x18;    // QSFP-DD
+  p0.at(1) = 0x50;    // CMIS 5.0
+  p0.at(2) = 0x00;    // paged memory
+  p0.at(9) = 0x04;    // temperature high warning (latched)
   p0.s16(14, 11712);  // 45.75 C
   p0.u16(16, 32800);  // 3.28 V
   p0.at(86) = 0x11;   // first application: host and media interface ids
   p0.at(87) = 0x02;
-  p0.at(88) = 0x88;   // 8 host lanes, 8 media lanes
+  p0.at(88) = 0x88;  // 8 host lanes, 8 media lanes
   p0.at(128) = 0x18;
   p0.text(129, 16, "INNOLIGHT");
   p0.text(148, 16, "T-DP4CNT-N00");

@@ -29,6 +29,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, std::size_t size) {
     (void)ethnl::decode_family(reply);
     (void)ethnl::decode_linkstate(reply, kFamily);
     (void)ethnl::decode_fec(reply, kFamily);
+    (void)ethnl::decode_module_eeprom(reply, kFamily, ethnl::EepromRead{});
     return 0;
   }
   // A copy of exactly the answer's size, as the reader hands it over.

@@ -3,6 +3,7 @@
 // probe messages from the protocol's encoder, the shipped configuration
 // files and a few texts. Usage: fuzz_make_corpus <source dir> <corpus dir>.
 
+#include <linux/ethtool.h>
 #include <rdma/rdma_netlink.h>
 
 #include <algorithm>
@@ -25,6 +26,7 @@
 #include "tests/fake_kernel/fake_dcb.hpp"
 #include "tests/fake_kernel/fake_ethnl.hpp"
 #include "tests/fake_kernel/fake_ethtool.hpp"
+#include "tests/fake_kernel/fake_module.hpp"
 #include "tests/fake_kernel/fake_nldev.hpp"
 #include "tests/fake_kernel/nl_message.hpp"
 #include "tests/fuzz/fuzz_input.hpp"
@@ -211,6 +213,36 @@ void kernel_codecs_corpus() {
   reply("kernel_codecs", "ethnl_fec", ethnl, ethnl::build_fec_get(family, "ens1f0np0"), 2, true);
   reply("kernel_codecs", "ethnl_fec_unsupported", ethnl, ethnl::build_fec_get(family, "veth0"), 2,
         true);
+  ethnl.netdevs["ens1f0np0"].module = qsfp28_module();
+  reply("kernel_codecs", "ethnl_module_eeprom", ethnl,
+        ethnl::build_module_eeprom_get(family, "ens1f0np0", ethnl::EepromRead{}), 2, true);
+}
+
+// module_eeprom: selector 0, then records of a key byte (0x80: A2h, 0x40:
+// upper half, the rest the page) and 128 bytes; selector 1, then the legacy
+// type and a flat image.
+void module_eeprom_corpus() {
+  auto records = [](const ModuleHalves& halves) {
+    std::vector<uint8_t> out = {0};
+    for (const auto& [key, bytes] : halves) {
+      out.push_back(static_cast<uint8_t>((key.address == module_eeprom::kAddressA2 ? 0x80 : 0) |
+                                         (key.upper ? 0x40 : 0) | (key.page & 0x3F)));
+      out.insert(out.end(), bytes.begin(), bytes.end());
+    }
+    return out;
+  };
+  write("module_eeprom", "sfp", records(sfp_module()));
+  write("module_eeprom", "qsfp28", records(qsfp28_module()));
+  write("module_eeprom", "qsfp_dd", records(qsfp_dd_module()));
+  auto flat = [](uint32_t type, const std::vector<uint8_t>& image) {
+    std::vector<uint8_t> out = {1, static_cast<uint8_t>(type)};
+    out.insert(out.end(), image.begin(), image.end());
+    return out;
+  };
+  write("module_eeprom", "flat_sff8472",
+        flat(ETH_MODULE_SFF_8472, flat_image(sfp_module(), ETH_MODULE_SFF_8472, 512)));
+  write("module_eeprom", "flat_sff8636",
+        flat(ETH_MODULE_SFF_8636, flat_image(qsfp28_module(), ETH_MODULE_SFF_8636, 640)));
 }
 
 void text_values_corpus() {
@@ -402,6 +434,7 @@ int main(int argc, char** argv) {
   nldev_corpus();
   kernel_codecs_corpus();
   text_values_corpus();
+  module_eeprom_corpus();
   probe_corpus();
   config_corpus(argv[1]);
   http_corpus();

@@ -28,15 +28,16 @@ PROCESSES = {100: ("python3", "/kubepods.slice/pod-a/ctr-1"),
              200: ("spdk_tgt", "/system.slice/spdk.service"),
              300: ("ib_write_bw", "/user.slice/user-1000.slice/session-3.scope")}
 
-VOLATILE_VALUE = re.compile(r"^(\w+_duration_seconds(?:\{[^}]*\})?) \S+$")
-REVISION = re.compile(r'revision="[^"]*"')
+VOLATILE_VALUE = re.compile(
+    r"^((?:\w+_duration_seconds|rdma_transceiver_read_timestamp_seconds)(?:\{[^}]*\})?) \S+$")
+REVISION = re.compile(r'^(rdma_exporter_build_info\{.*)revision="[^"]*"')
 
 
 def normalize(text):
     out = []
     for line in text.splitlines():
         line = VOLATILE_VALUE.sub(r"\1 <varies>", line)
-        line = REVISION.sub('revision="<revision>"', line)
+        line = REVISION.sub(r'\1revision="<revision>"', line)
         out.append(line)
     return "\n".join(out) + "\n"
 

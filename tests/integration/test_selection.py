@@ -13,7 +13,7 @@ import urllib.parse
 from harness import BIN, Exporter, Prometheus, make_sysfs, value, wait_log
 
 ALL = ["devices", "hw_counters", "optional_counters", "resources", "qp_counters", "ethtool",
-       "dcb", "sysfs", "pcie", "link"]
+       "dcb", "sysfs", "pcie", "link", "transceiver"]
 CONFIG = "collection:\n  max_age: 0s\n"
 SYSFS_FAMILY = "rdma_port_pma_symbol_error_total"   # the sysfs collector
 HW_FAMILY = "rdma_port_hw_out_of_sequence_total"    # hw_counters (from sysfs here)
@@ -89,7 +89,7 @@ class CollectorFlagsTest(unittest.TestCase):
         self.assertEqual(r.returncode, 2)
         self.assertIn('rdma_exporter: unknown collector "infiniband" in --collector.infiniband '
                       "(collectors: devices, hw_counters, optional_counters, resources, "
-                      "qp_counters, ethtool, dcb, sysfs, pcie, link)", r.stderr)
+                      "qp_counters, ethtool, dcb, sysfs, pcie, link, transceiver)", r.stderr)
         self.assertEqual(r.stdout, "")
 
     def test_help_lists_every_collector(self):
@@ -180,7 +180,8 @@ class CollectParameterTest(unittest.TestCase):
                  "collect[] and exclude[] cannot be used in one request\n"),
                 ("collect[]=infiniband",
                  'unknown collector "infiniband" in collect[] (collectors: devices, hw_counters, '
-                 "optional_counters, resources, qp_counters, ethtool, dcb, sysfs, pcie, link, probe)\n"),
+                 "optional_counters, resources, qp_counters, ethtool, dcb, sysfs, pcie, link, "
+                 "transceiver, probe)\n"),
                 ("collect[]=dcb", 'collector "dcb" in collect[] is not enabled\n'),
                 ("exclude[]=probe", 'collector "probe" in exclude[] is not enabled\n'),
                 ("collect[]=%zz", 'malformed percent escape in the query string: "%zz"\n')]:

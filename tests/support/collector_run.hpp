@@ -33,8 +33,8 @@ class CollectorRun {
         client_(*kernel_.rdma),
         sysfs_root_(std::move(sysfs_root)),
         one_collection_(one_collection) {
-    collector_ = entry_.make(CollectorContext{kernel_, sysfs_root_,
-                                              settings.options_of(entry_.name), one_collection_});
+    collector_ = entry_.make(
+        CollectorContext{kernel_, sysfs_root_, settings.options_of(entry_.name), one_collection_});
   }
 
   std::shared_ptr<const Snapshot> collect() {

@@ -232,6 +232,7 @@ TEST_F(CollectionTest, DisabledCollectorsDoNotRun) {
   config_.collectors.set_enabled("dcb", false);
   config_.collectors.set_enabled("pcie", false);
   config_.collectors.set_enabled("link", false);
+  config_.collectors.set_enabled("transceiver", false);
   auto s = collect();
   EXPECT_EQ(s->outcomes.size(), 2U);
   EXPECT_FALSE(has_family(*s, "rdma_port_hw_out_of_sequence_total"));

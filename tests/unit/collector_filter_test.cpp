@@ -50,7 +50,8 @@ TEST(CollectorFilter, BadParametersAreErrors) {
             "collect[] and exclude[] cannot be used in one request");
   EXPECT_EQ(parse_collector_filter("/metrics?collect[]=sysf").error().message,
             "unknown collector \"sysf\" in collect[] (collectors: devices, hw_counters, "
-            "optional_counters, resources, qp_counters, ethtool, dcb, sysfs, pcie, link, probe)");
+            "optional_counters, resources, qp_counters, ethtool, dcb, sysfs, pcie, link, "
+            "transceiver, probe)");
   EXPECT_EQ(parse_collector_filter("/metrics?exclude[]=").error().message.substr(0, 39),
             "unknown collector \"\" in exclude[] (coll");
   EXPECT_EQ(parse_collector_filter("/metrics?collect[]=%g1").error().message,

@@ -119,10 +119,10 @@ TEST(ModuleEeprom, Sff8472ExternallyCalibrated) {
   testing::put_u16(a2, none, 88, 0x0100);  // voltage slope 1.0
   testing::put_u16(a2, none, 90, 0xFC18);  // voltage offset -1000 units (-0.1 V)
   const Module m = decoded(h);
-  EXPECT_DOUBLE_EQ(*m.temperature_celsius, 63.5);         // (2 x 8000 + 256) / 256
-  EXPECT_DOUBLE_EQ(*m.supply_voltage_volts, 3.2);         // (33000 - 1000) x 100 uV
-  EXPECT_DOUBLE_EQ(*m.lanes[0].tx_bias_amperes, 0.0066);  // (3250 + 50) x 2 uA
-  EXPECT_DOUBLE_EQ(*m.lanes[0].tx_power_watts, 0.00029);  // (0.5 x 6000 - 100) x 0.1 uW
+  EXPECT_DOUBLE_EQ(*m.temperature_celsius, 63.5);          // (2 x 8000 + 256) / 256
+  EXPECT_DOUBLE_EQ(*m.supply_voltage_volts, 3.2);          // (33000 - 1000) x 100 uV
+  EXPECT_DOUBLE_EQ(*m.lanes[0].tx_bias_amperes, 0.0066);   // (3250 + 50) x 2 uA
+  EXPECT_DOUBLE_EQ(*m.lanes[0].tx_power_watts, 0.00029);   // (0.5 x 6000 - 100) x 0.1 uW
   EXPECT_DOUBLE_EQ(*m.lanes[0].rx_power_watts, 0.000061);  // (2 x 300 + 10) x 0.1 uW
   // Thresholds go through the same calibration: 75 C -> 2 x 75 + 1.
   EXPECT_DOUBLE_EQ(*m.temperature_thresholds.high_alarm, 151);
@@ -189,11 +189,11 @@ TEST(ModuleEeprom, Sff8636) {
 TEST(ModuleEeprom, Sff8636EveryFlagByte) {
   ModuleHalves h = testing::qsfp28_module();
   auto& lower = half(h, kAddressA0, 0, false);
-  lower[3] = 0x81;   // rx LOS lane 1, tx LOS lane 4
-  lower[4] = 0x08;   // tx fault lane 4
-  lower[5] = 0x24;   // rx CDR loss of lock lane 3, tx CDR loss of lock lane 2
-  lower[6] = 0x80;   // temperature high alarm
-  lower[7] = 0x10;   // Vcc low warning
+  lower[3] = 0x81;  // rx LOS lane 1, tx LOS lane 4
+  lower[4] = 0x08;  // tx fault lane 4
+  lower[5] = 0x24;  // rx CDR loss of lock lane 3, tx CDR loss of lock lane 2
+  lower[6] = 0x80;  // temperature high alarm
+  lower[7] = 0x10;  // Vcc low warning
   lower[9] = 0x00;
   lower[12] = 0x00;
   lower[10] = 0x01;  // lane 4: rx power low warning

@@ -45,6 +45,12 @@ TEST(OtlpNaming, RuleExamples) {
       {"rdma_exporter_otlp_last_success_timestamp_seconds", MetricType::Gauge,
        "rdma.exporter.otlp.last_success_timestamp", "s"},
       {"rdma_exporter_build_info", MetricType::Gauge, "rdma.exporter.build_info", "1"},
+      {"rdma_transceiver_temperature_celsius", MetricType::Gauge, "rdma.transceiver.temperature",
+       "Cel"},
+      {"rdma_transceiver_supply_voltage_volts", MetricType::Gauge,
+       "rdma.transceiver.supply_voltage", "V"},
+      {"rdma_transceiver_rx_power_watts", MetricType::Gauge, "rdma.transceiver.rx_power", "W"},
+      {"rdma_transceiver_tx_bias_amperes", MetricType::Gauge, "rdma.transceiver.tx_bias", "A"},
       {"rdma_exporter_probe_latency_seconds", MetricType::Histogram, "rdma.exporter.probe_latency",
        "s"},
       // _total only leaves counters; a suffix is kept when nothing else is left.

@@ -136,8 +136,8 @@ double watts(const Window& w, std::size_t o) {
 // Four flags in the upper or lower nibble of a byte, high alarm first.
 void nibble_flags(uint8_t byte, bool upper_nibble, const char* quantity, std::optional<int> lane,
                   std::vector<Flag>& out) {
-  static constexpr std::array<const char*, 4> kLevels = {"high_alarm", "low_alarm",
-                                                         "high_warning", "low_warning"};
+  static constexpr std::array<const char*, 4> kLevels = {"high_alarm", "low_alarm", "high_warning",
+                                                         "low_warning"};
   const unsigned nibble = upper_nibble ? byte >> 4U : byte & 0x0FU;
   for (unsigned i = 0; i < 4; ++i) {
     if ((nibble & (0x8U >> i)) != 0) {
@@ -343,8 +343,8 @@ void decode_cmis(Module& m, const Image& image) {
   m.diagnostics = true;
   m.temperature_celsius = celsius(lo, 14);
   m.supply_voltage_volts = volts(lo, 16);
-  static constexpr std::array<const char*, 4> kLevels = {"high_alarm", "low_alarm",
-                                                         "high_warning", "low_warning"};
+  static constexpr std::array<const char*, 4> kLevels = {"high_alarm", "low_alarm", "high_warning",
+                                                         "low_warning"};
   for (unsigned i = 0; i < 4; ++i) {
     if ((lo.byte(9) & (1U << i)) != 0) {
       m.flags.push_back(Flag{std::string("temperature_") + kLevels[i], std::nullopt});
@@ -413,8 +413,8 @@ void decode_cmis(Module& m, const Image& image) {
                          Group{149, "rx_power", rx_mon}}) {
     if (!g.monitored) continue;
     for (unsigned i = 0; i < 4; ++i) {
-      lane_flags(w.byte(g.offset + i), (std::string(g.quantity) + "_" + kLevels[i]).c_str(),
-                 lanes, m.flags);
+      lane_flags(w.byte(g.offset + i), (std::string(g.quantity) + "_" + kLevels[i]).c_str(), lanes,
+                 m.flags);
     }
   }
   lane_flags(w.byte(147), "rx_los", lanes, m.flags);
@@ -512,7 +512,8 @@ Result<Image> image_from_flat(uint32_t type, std::span<const uint8_t> flat) {
     case ETH_MODULE_SFF_8436:
     case ETH_MODULE_SFF_8636:
       layout = {HalfKey{kAddressA0, 0, 0, false}, HalfKey{kAddressA0, 0, 0, true}};
-      for (uint8_t page = 1; page <= 3; ++page) layout.push_back(HalfKey{kAddressA0, 0, page, true});
+      for (uint8_t page = 1; page <= 3; ++page)
+        layout.push_back(HalfKey{kAddressA0, 0, page, true});
       break;
     default:
       return Error{EOPNOTSUPP, "module EEPROM type " + std::to_string(type) + " is not decoded"};
