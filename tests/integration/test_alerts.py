@@ -20,8 +20,10 @@ RULES = os.path.join(SOURCE_DIR, "config/prometheus/rdma-alerts.yml")
 RULE_TESTS = os.path.join(SOURCE_DIR, "tests/alerts/rdma-alerts.test.yml")
 CULPRIT_RULES = os.path.join(SOURCE_DIR, "config/prometheus/rdma-culprits.yml")
 CULPRIT_TESTS = os.path.join(SOURCE_DIR, "tests/alerts/rdma-culprits.test.yml")
+LAST_HOP_RULES = os.path.join(SOURCE_DIR, "config/prometheus/rdma-last-hop.yml")
+LAST_HOP_TESTS = os.path.join(SOURCE_DIR, "tests/alerts/rdma-last-hop.test.yml")
 # Each rule file and its promtool tests.
-RULE_SETS = [(RULES, RULE_TESTS), (CULPRIT_RULES, CULPRIT_TESTS)]
+RULE_SETS = [(RULES, RULE_TESTS), (CULPRIT_RULES, CULPRIT_TESTS), (LAST_HOP_RULES, LAST_HOP_TESTS)]
 SCRAPE_CONFIG = os.path.join(SOURCE_DIR, "config/prometheus/prometheus.yml")
 RUNBOOKS = os.path.join(SOURCE_DIR, "docs/alerts.md")
 RUNBOOK_PREFIX = "file:///usr/share/doc/rdma_exporter/alerts.md#"
@@ -156,8 +158,11 @@ class AlertRulesTest(unittest.TestCase):
         # are defined in their file.
         doc = MetricsDoc(os.path.join(SOURCE_DIR, "docs/metrics.md"))
         problems = []
+        # A rule file may read another's records (the last-hop rules read
+        # the culprits').
+        records = {r["record"] for rules_doc in self.rule_docs.values()
+                   for r in rules_of(rules_doc) if "record" in r}
         for rules_doc in self.rule_docs.values():
-            records = {r["record"] for r in rules_of(rules_doc) if "record" in r}
             for rule in rules_of(rules_doc):
                 names, _, found = doc.expression_problems(rule["expr"])
                 what = rule.get("alert") or rule.get("record")
@@ -175,6 +180,7 @@ class AlertRulesTest(unittest.TestCase):
         self.assertIn("rdma_exporter", jobs)
         self.assertIn("rdma-alerts.yml", config["rule_files"])
         self.assertIn("rdma-culprits.yml", config["rule_files"])
+        self.assertIn("rdma-last-hop.yml", config["rule_files"])
         targets = [t for sc in jobs["rdma_exporter"]["static_configs"] for t in sc["targets"]]
         self.assertTrue(all(t.endswith(":10910") for t in targets), targets)
 

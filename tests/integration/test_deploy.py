@@ -93,6 +93,7 @@ class DeployTest(unittest.TestCase):
                     "etc/rdma_exporter/rdma_exporter.yml",
                     "usr/share/rdma_exporter/prometheus/rdma-alerts.yml",
                     "usr/share/rdma_exporter/prometheus/rdma-culprits.yml",
+                    "usr/share/rdma_exporter/prometheus/rdma-last-hop.yml",
                     "usr/share/rdma_exporter/dashboards/rdma-fleet.json",
                     "usr/share/rdma_exporter/dashboards/rdma-latency.json"):
             self.assertTrue(os.path.exists(os.path.join(dest, rel)), rel)

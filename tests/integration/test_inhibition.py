@@ -1,6 +1,7 @@
-"""The culprit alerts' inhibition rules (config/alertmanager/rdma-inhibit.yml)
-in Debian's Alertmanager: amtool accepts them, and with culprit alerts
-firing, exactly the pair and port alerts each culprit explains are muted.
+"""The culprit and last-hop alerts' inhibition rules
+(config/alertmanager/rdma-inhibit.yml) in Debian's Alertmanager: amtool
+accepts them, and with culprit and last-hop alerts firing, exactly the pair,
+port and device alerts each one explains are muted.
 The alerts are posted with the labels the rules give them
 (tests/alerts/ checks those labels)."""
 import datetime
@@ -49,6 +50,24 @@ LEAF = {"alertname": "RdmaFabricLeafCulprit", "severity": "critical", "kind": "l
 PATH = {"alertname": "RdmaFabricPathCulprit", "severity": "critical", "kind": "path",
         "group": "E", "to_group": "F", "rail": "r2", "rack": "F"}
 
+# Last-hop suspects as rdma-last-hop.yml's alerts label them.
+OPTIC = {"alertname": "RdmaLastHopOptic", "severity": "warning", "job": "rdma_exporter",
+         "instance": "h1:10910", "device": "mlx5_0", "port": "1", "suspect": "optic",
+         "evidence": "rx_power_low"}
+NIC = {"alertname": "RdmaLastHopRnic", "severity": "warning", "job": "rdma_exporter",
+       "instance": "h1:10910", "device": "mlx5_1", "suspect": "rnic",
+       "evidence": "pcie_uncorrectable"}
+SWITCH = {"alertname": "RdmaLastHopSwitch", "severity": "warning", "job": "rdma_exporter",
+          "instance": "h1:10910", "device": "mlx5_2", "port": "1", "suspect": "switch",
+          "evidence": "link_down_clean_optic"}
+
+
+def port_alert(alertname, device, port="1", instance="h1:10910", **more):
+    """A port or device alert as rdma-alerts.yml labels it."""
+    return {"alertname": alertname, "severity": "warning", "job": "rdma_exporter",
+            "instance": instance, "device": device, "port": port, **more}
+
+
 # (alert, muted by): each explained alert and the culprit that mutes it, and
 # near misses that stay active (None).
 CASES = [
@@ -73,6 +92,27 @@ CASES = [
     # The path E -> F on r2: pairs from E to F on r2, not from E to G.
     (pair("RdmaProbeUdPairDown", "e1", "E", "f1", "F", device="mlx5_2", rail="r2"), PATH),
     (pair("RdmaProbeUdPairDown", "e1", "E", "g1", "G", device="mlx5_2", rail="r2"), None),
+    # The optic of h1's mlx5_0 port 1: its FEC and symbol errors, not its
+    # other port's, nor its PCIe errors.
+    (port_alert("RdmaFecUncorrectable", "mlx5_0"), OPTIC),
+    (port_alert("RdmaSymbolErrors", "mlx5_0"), OPTIC),
+    (port_alert("RdmaFecUncorrectable", "mlx5_0", port="2"), None),
+    (port_alert("RdmaFecUncorrectable", "mlx5_0", instance="h2:10910"), None),
+    ({"alertname": "RdmaPcieUncorrectableErrors", "severity": "critical", "job": "rdma_exporter",
+      "instance": "h1:10910", "device": "mlx5_0", "pci_address": "0000:3b:00.0",
+      "aer_severity": "fatal"}, None),
+    # The RNIC mlx5_1 of h1: its PCIe alerts, not its port's FEC.
+    ({"alertname": "RdmaPcieLinkDegraded", "severity": "warning", "job": "rdma_exporter",
+      "instance": "h1:10910", "device": "mlx5_1", "pci_address": "0000:86:00.0",
+      "below": "width"}, NIC),
+    ({"alertname": "RdmaPcieCorrectableErrors", "severity": "warning", "job": "rdma_exporter",
+      "instance": "h1:10910", "device": "mlx5_1", "pci_address": "0000:86:00.0",
+      "aer_severity": "correctable"}, NIC),
+    (port_alert("RdmaFecUncorrectable", "mlx5_1"), None),
+    # The switch side of h1's mlx5_2 port 1: its flaps and pauses.
+    ({**port_alert("RdmaPortFlapping", "mlx5_2"), "severity": "critical"}, SWITCH),
+    (port_alert("RdmaPfcPauseStorm", "mlx5_2", netdev="ens3f0", priority="3"), SWITCH),
+    ({**port_alert("RdmaPortFlapping", "mlx5_3"), "severity": "critical"}, None),
 ]
 
 
@@ -119,12 +159,12 @@ class InhibitionTest(unittest.TestCase):
         r = subprocess.run(["amtool", "check-config", self.config], capture_output=True,
                            text=True, timeout=60)
         self.assertEqual(r.returncode, 0, r.stdout + r.stderr)
-        self.assertIn("7 inhibit rules", r.stdout)
+        self.assertIn("10 inhibit rules", r.stdout)
 
     def test_each_culprit_mutes_what_it_explains_and_nothing_else(self):
         now = datetime.datetime.now(datetime.timezone.utc)
         ends = (now + datetime.timedelta(hours=1)).isoformat()
-        alerts = [RNIC, HOST, LEAF, PATH] + [a for a, _ in CASES]
+        alerts = [RNIC, HOST, LEAF, PATH, OPTIC, NIC, SWITCH] + [a for a, _ in CASES]
         body = json.dumps([{"labels": a, "endsAt": ends} for a in alerts]).encode()
         req = urllib.request.Request(self.url + "/api/v2/alerts", data=body, method="POST",
                                      headers={"Content-Type": "application/json"})
@@ -155,7 +195,7 @@ class InhibitionTest(unittest.TestCase):
             with self.subTest(alert=alert["alertname"], labels=alert):
                 self.assertEqual(muted.get(key(alert)), key(by) if by else None)
         # The culprits themselves are never muted.
-        for culprit in (RNIC, HOST, LEAF, PATH):
+        for culprit in (RNIC, HOST, LEAF, PATH, OPTIC, NIC, SWITCH):
             self.assertIsNone(muted.get(key(culprit)), culprit["alertname"])
 
 

@@ -100,6 +100,7 @@ class PackageTest(unittest.TestCase):
             "/usr/share/doc/rdma_exporter": "lrwxrwxrwx",
             "/usr/share/rdma_exporter/prometheus/rdma-alerts.yml": "-rw-r--r--",
             "/usr/share/rdma_exporter/prometheus/rdma-culprits.yml": "-rw-r--r--",
+            "/usr/share/rdma_exporter/prometheus/rdma-last-hop.yml": "-rw-r--r--",
             "/usr/share/rdma_exporter/alertmanager/rdma-inhibit.yml": "-rw-r--r--",
             "/usr/share/rdma_exporter/dashboards/rdma-latency.json": "-rw-r--r--",
         }
