@@ -151,8 +151,10 @@ class DashboardStructureTest(unittest.TestCase):
         self.assertGreater(len(p.get("description", "")), 20, title)
         self.assertEqual(p["datasource"], DATASOURCE_REF, title)
         unit = p["fieldConfig"]["defaults"].get("unit")
+        # Grafana's unit ids: rates, time, counts, and the physical units of
+        # the modules' monitors.
         self.assertIn(unit, {"Bps", "bps", "pps", "cps", "reqps", "percentunit", "s", "short",
-                             "none"}, title)
+                             "none", "watt", "amp", "celsius", "volt", "dB"}, title)
         refs = [t["refId"] for t in p["targets"]]
         self.assertTrue(refs, title)
         self.assertEqual(len(refs), len(set(refs)), title)

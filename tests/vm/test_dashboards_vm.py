@@ -34,6 +34,9 @@ QP_SETS = "per-QP counter sets, which mlx5 and ionic fill and Soft-RoCE never bi
 VETH = ("per-priority NIC statistics and DCB (the Soft-RoCE port's netdev is a veth: no "
         "priority counters, no DCB)")
 NO_PCI = "a PCI function (a Soft-RoCE device has no parent device in sysfs)"
+NO_MODULE = ("a pluggable module (a veth has none: the kernel answers EOPNOTSUPP to "
+             "MODULE_EEPROM_GET and to the legacy ioctl)")
+FEC = "FEC, which a veth's driver does not have"
 SOFT_ROCE_LACKS = {
     ("rdma-fleet.json", "Throughput"): PMA,
     ("rdma-fleet.json", "Link utilization"): PMA,
@@ -47,7 +50,7 @@ SOFT_ROCE_LACKS = {
     ("rdma-port.json", "PMA counters"): PMA,
     ("rdma-port.json", "PCIe link"): NO_PCI,
     ("rdma-port.json", "PCIe errors"): NO_PCI,
-    ("rdma-port.json", "FEC blocks"): "FEC, which a veth's driver does not have",
+    ("rdma-port.json", "FEC blocks"): FEC,
     ("rdma-port.json", "Link down reason"):
         "a driver's reason for a down link (the veth is up, and its driver gives none)",
     ("rdma-congestion.json", "CNPs sent (notification point)"): MLX5,
@@ -73,6 +76,21 @@ SOFT_ROCE_LACKS = {
     ("rdma-workloads.json", "Share of the port's requests in counter sets"): QP_SETS,
     ("rdma-workloads.json", "Transport errors by process"): QP_SETS,
     ("rdma-workloads.json", "Errors by process and QP type"): QP_SETS,
+    ("rdma-optics.json", "Last-hop evidence"):
+        "last-hop evidence: the veth has no module, FEC or PCI function, and its link stays up",
+    ("rdma-optics.json", "Modules"): NO_MODULE,
+    ("rdma-optics.json", "Weakest receive margins"): NO_MODULE,
+    ("rdma-optics.json", "Raised flags"): NO_MODULE,
+    ("rdma-optics.json", "Receive power per lane"): NO_MODULE,
+    ("rdma-optics.json", "Transmit power per lane"): NO_MODULE,
+    ("rdma-optics.json", "Laser bias per lane"): NO_MODULE,
+    ("rdma-optics.json", "Module temperature"): NO_MODULE,
+    ("rdma-optics.json", "FEC corrected blocks (per second)"): FEC,
+    ("rdma-optics.json", "FEC uncorrectable blocks (per second)"): FEC,
+    ("rdma-optics.json", "Links down and why"):
+        "a link that is down (the veth's stays up)",
+    ("rdma-optics.json", "PCIe links"): NO_PCI,
+    ("rdma-optics.json", "PCIe error messages"): NO_PCI,
     ("rdma-latency.json", "Prober delay"):
         "completion timestamps, which rxe's completions do not carry (the prober's delay is "
         "host round trip less device round trip)",

@@ -428,7 +428,7 @@ class SoftRoceTest(VmTestCase):
         """veth0's carrier lost and regained between two --once runs: the
         link collector's counts grow by one each and equal the kernel's
         files; the pcie collector exports rxe0's parent exactly as sysfs
-        has it."""
+        has it; the transceiver collector finds no module on the veth."""
         def files(name):
             out = {}
             for line in self.text(name).splitlines():
@@ -458,6 +458,11 @@ class SoftRoceTest(VmTestCase):
         self.assertEqual(prom.value("rdma_exporter_ethtool_netlink_available"), 1)
         self.assertEqual(prom.series("rdma_netdev_link_ext_state_info"), [])
         self.assertEqual([n for n, _, _ in prom.samples if n.startswith("rdma_netdev_fec_")], [])
+        # A veth has no module: the kernel checks the MODULE_EEPROM_GET
+        # request (a malformed one is EINVAL, a failure) and answers
+        # EOPNOTSUPP, and so does the legacy ioctl: no series, no failure.
+        self.assertEqual(prom.value("rdma_exporter_collector_success", collector="transceiver"), 1)
+        self.assertEqual([n for n, _, _ in prom.samples if n.startswith("rdma_transceiver_")], [])
         parent = dict(line.split(" ", 1) for line in self.text("rxe-parent.txt").splitlines())
         info = prom.series("rdma_device_pci_info")
         if parent["device"] == "none" or parent.get("subsystem") != "pci":
