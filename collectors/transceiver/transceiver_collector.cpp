@@ -3,6 +3,7 @@
 #include <yaml-cpp/yaml.h>
 
 #include "collectors/registry.hpp"
+#include "common/log.hpp"
 
 namespace rdma_exporter {
 namespace {
@@ -154,12 +155,43 @@ TransceiverCollector::Entry TransceiverCollector::read_one(const std::string& ne
   return e;
 }
 
+void TransceiverCollector::store(const std::string& netdev, Entry e) {
+  const bool attempted = e.module || !e.problems.empty();
+  if (attempted) {
+    Health& h = health_[netdev];
+    std::string problems;
+    for (const std::string& p : e.problems) problems += (problems.empty() ? "" : "; ") + p;
+    if (!e.problems.empty()) ++h.failures;
+    h.consecutive = e.module ? 0 : std::min(h.consecutive + 1, 3U);
+    if (problems != h.logged) {
+      if (problems.empty()) {
+        log::info("transceiver module read again", {{"netdev", netdev}});
+      } else {
+        log::warn(e.module ? "transceiver module read in part" : "transceiver module read failed",
+                  {{"netdev", netdev}, {"err", problems}});
+      }
+      h.logged = problems;
+    }
+  }
+  cache_[netdev] = std::move(e);
+  ++reads_;
+  read_.notify_all();
+}
+
+std::chrono::steady_clock::time_point TransceiverCollector::next_read(
+    const std::string& netdev, const Entry& e) const {
+  // After whole failures in a row: 2, 4, then 8 intervals apart.
+  auto h = health_.find(netdev);
+  const unsigned backoff = h == health_.end() ? 1U : 1U << h->second.consecutive;
+  return e.read_steady + interval_ * backoff;
+}
+
 std::vector<std::string> TransceiverCollector::due(
     std::chrono::steady_clock::time_point now) const {
   std::vector<std::string> out;
   for (const std::string& netdev : wanted_) {
     auto it = cache_.find(netdev);
-    if (it == cache_.end() || it->second.read_steady + interval_ <= now) out.push_back(netdev);
+    if (it == cache_.end() || next_read(netdev, it->second) <= now) out.push_back(netdev);
   }
   return out;
 }
@@ -171,10 +203,10 @@ void TransceiverCollector::run() {
     const std::vector<std::string> netdevs = due(now);
     if (netdevs.empty()) {
       // Until the next read falls due, or a collection brings a new netdev.
-      auto next = now + interval_;
+      auto next = now + interval_ * 8;
       for (const std::string& netdev : wanted_) {
         auto it = cache_.find(netdev);
-        if (it != cache_.end()) next = std::min(next, it->second.read_steady + interval_);
+        if (it != cache_.end()) next = std::min(next, next_read(netdev, it->second));
       }
       wake_.wait_until(lock, next);
       continue;
@@ -184,9 +216,7 @@ void TransceiverCollector::run() {
       Entry e = read_one(netdev);
       lock.lock();
       if (stop_) return;
-      cache_[netdev] = std::move(e);
-      ++reads_;
-      read_.notify_all();
+      store(netdev, std::move(e));
     }
   }
 }
@@ -200,6 +230,7 @@ std::vector<std::string> TransceiverCollector::collect(Scrape& scrape, MetricSin
     if (const std::string* netdev = p.netdev()) netdevs.insert(*netdev);
   });
   std::map<std::string, Entry> entries;
+  std::map<std::string, Health> health;
   if (background_) {
     {
       std::lock_guard lock(mutex_);
@@ -207,30 +238,37 @@ std::vector<std::string> TransceiverCollector::collect(Scrape& scrape, MetricSin
                                     [&](const std::string& n) { return !cache_.contains(n); });
       wanted_ = netdevs;
       std::erase_if(cache_, [&](const auto& kv) { return !netdevs.contains(kv.first); });
+      std::erase_if(health_, [&](const auto& kv) { return !netdevs.contains(kv.first); });
       entries = cache_;
+      health = health_;
       if (grew) wake_.notify_all();
     }
   } else {
     std::lock_guard lock(mutex_);
     wanted_ = netdevs;
     std::erase_if(cache_, [&](const auto& kv) { return !netdevs.contains(kv.first); });
+    std::erase_if(health_, [&](const auto& kv) { return !netdevs.contains(kv.first); });
     for (const std::string& netdev : due(std::chrono::steady_clock::now())) {
-      cache_[netdev] = read_one(netdev);
-      ++reads_;
+      store(netdev, read_one(netdev));
     }
     entries = cache_;
-  }
-  for (const auto& [netdev, e] : entries) {
-    for (const std::string& p : e.problems) errors.push_back(netdev + ": " + p);
+    health = health_;
   }
   for_each_port(*topology, [&](const PortRef& p) {
     const std::string* netdev = p.netdev();
     if (netdev == nullptr) return;
+    Labels labels = p.labels();
+    labels.emplace_back("netdev", *netdev);
+    if (auto h = health.find(*netdev); h != health.end()) {
+      sink.counter("rdma_transceiver_read_failures_total",
+                   "Reads of the module that failed, whole or in part (the exporter logs what "
+                   "failed when it changes): a module that does not answer, an empty cage on "
+                   "drivers that answer EIO for one, a page it did not give.",
+                   labels, static_cast<double>(h->second.failures));
+    }
     auto it = entries.find(*netdev);
     if (it == entries.end() || !it->second.module) return;
     const Entry& e = it->second;
-    Labels labels = p.labels();
-    labels.emplace_back("netdev", *netdev);
     add_module(sink, labels, *e.module);
     sink.gauge("rdma_transceiver_read_timestamp_seconds",
                "When the module's series were read (modules are read on their own schedule, "

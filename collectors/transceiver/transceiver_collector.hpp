@@ -32,10 +32,16 @@ struct TransceiverOptions {
 //   rdma_transceiver_<quantity>_threshold_<unit>{level}  the module's own limits
 //   rdma_transceiver_flag{flag, lane}          flags the module raised
 //   rdma_transceiver_read_timestamp_seconds, rdma_transceiver_read_duration_seconds
+//   rdma_transceiver_read_failures_total       reads that failed, whole or in part
 // Modules are read on their own schedule (`interval`) by a thread of their
 // own, never in a collection: collect() serves the latest read of each, so a
 // slow or hung module delays no scrape. Without a thread (`background`
 // false, as with --once) collect() reads what is due itself.
+//
+// A module that cannot be read is the module's state, not the collector's
+// failure (an empty cage answers EIO on some drivers): its series are left
+// out, the failure is counted and logged once (and its recovery), and the
+// next attempts back off to at most 8 intervals apart.
 class TransceiverCollector final : public Collector {
  public:
   // `generic` and `ioctl` may be null; with `background` they are used from
@@ -57,14 +63,26 @@ class TransceiverCollector final : public Collector {
 
  private:
   struct Entry {
-    std::optional<module_eeprom::Module> module;  // unset: no module to read
+    std::optional<module_eeprom::Module> module;  // unset: no module, or the read failed
     std::vector<std::string> problems;            // why this read (or part of it) failed
     std::chrono::system_clock::time_point read_at;
     std::chrono::steady_clock::time_point read_steady;
     double duration_seconds = 0;
   };
+  // What outlives one read of a netdev's module.
+  struct Health {
+    uint64_t failures = 0;     // reads that failed, whole or in part
+    unsigned consecutive = 0;  // whole failures in a row: the back-off
+    std::string logged;        // the problems last logged; empty: none
+  };
 
   Entry read_one(const std::string& netdev);
+  // Stores a read: the cache, the failure count and back-off, the log line
+  // when what is wrong changed. Under mutex_.
+  void store(const std::string& netdev, Entry e);
+  // When the netdev's next read falls due, its back-off included.
+  std::chrono::steady_clock::time_point next_read(const std::string& netdev,
+                                                  const Entry& e) const;
   // The netdevs in `wanted_` whose read is due at `now`.
   std::vector<std::string> due(std::chrono::steady_clock::time_point now) const;
   void run();
@@ -78,6 +96,7 @@ class TransceiverCollector final : public Collector {
   Duration interval_;                   // guarded by mutex_
   std::set<std::string> wanted_;        // netdevs the last collection saw; guarded
   std::map<std::string, Entry> cache_;  // guarded
+  std::map<std::string, Health> health_;  // guarded; netdevs that have a module to read
   uint64_t reads_ = 0;                  // guarded
   bool stop_ = false;                   // guarded
   std::thread thread_;

@@ -3,6 +3,7 @@
 #include <linux/ethtool_netlink.h>
 #include <linux/genetlink.h>
 
+#include <algorithm>
 #include <condition_variable>
 #include <memory>
 #include <mutex>
@@ -287,7 +288,7 @@ TEST_F(TransceiverTest, OneCollectionReadsEveryModuleInCollect) {
   EXPECT_DOUBLE_EQ(sample(*snap, "rdma_transceiver_temperature_celsius", port1), 40.5);
 }
 
-TEST_F(TransceiverTest, AFailingReadSaysWhyAndLeavesItsSeriesOut) {
+TEST_F(TransceiverTest, AFailingReadIsCountedAndLoggedNotTheCollectorsFailure) {
   ethnl_->netdevs["ens1f0np0"].module.clear();
   ethnl_->netdevs["ens1f0np0"].module_error = EIO;  // a module that does not answer
   auto halves = testing::qsfp_dd_module();
@@ -295,17 +296,51 @@ TEST_F(TransceiverTest, AFailingReadSaysWhyAndLeavesItsSeriesOut) {
   ethnl_->netdevs["ens1f1np1"].module = halves;  // page 11h does not answer
   ethnl_->netdevs["ens1f1np1"].module_error = EIO;
   auto r = run(true);
+  ::testing::internal::CaptureStderr();
   auto snap = r->collect();
-  const auto& errors = snap->outcomes[0].errors;
-  ASSERT_EQ(errors.size(), 2U);
-  EXPECT_TRUE(errors[0].starts_with("ens1f0np0: ")) << errors[0];
-  EXPECT_NE(errors[0].find("Input/output error"), std::string::npos) << errors[0];
-  EXPECT_TRUE(errors[1].starts_with("ens1f1np1: page 11h: ")) << errors[1];
+  const std::string log = ::testing::internal::GetCapturedStderr();
+  EXPECT_TRUE(snap->outcomes[0].errors.empty()) << snap->outcomes[0].errors[0];
+  const Labels port1 = {{"device", "mlx5_0"}, {"port", "1"}, {"netdev", "ens1f0np0"}};
+  const Labels port2 = {{"device", "mlx5_0"}, {"port", "2"}, {"netdev", "ens1f1np1"}};
+  EXPECT_EQ(sample(*snap, "rdma_transceiver_read_failures_total", port1), 1);
+  EXPECT_EQ(sample(*snap, "rdma_transceiver_read_failures_total", port2), 1);
+  // veth0 has no module to read: no count.
+  EXPECT_EQ(series_count(*snap, "rdma_transceiver_read_failures_total"), 2U);
   EXPECT_EQ(series_count(*snap, "rdma_transceiver_info"), 1U);  // ens1f1np1's
   EXPECT_EQ(series_count(*snap, "rdma_transceiver_rx_power_watts"), 0U);
-  EXPECT_DOUBLE_EQ(sample(*snap, "rdma_transceiver_temperature_celsius",
-                          {{"device", "mlx5_0"}, {"port", "2"}}),
-                   45.75);
+  EXPECT_DOUBLE_EQ(sample(*snap, "rdma_transceiver_temperature_celsius", port2), 45.75);
+  EXPECT_NE(log.find("msg=\"transceiver module read failed\" netdev=ens1f0np0 err=\""),
+            std::string::npos)
+      << log;
+  EXPECT_NE(log.find("Input/output error"), std::string::npos) << log;
+  EXPECT_NE(log.find("msg=\"transceiver module read in part\" netdev=ens1f1np1 err=\"page 11h: "),
+            std::string::npos)
+      << log;
+}
+
+// Only ens1f0np0, whose module does not answer, read every millisecond.
+TEST_F(TransceiverTest, AFailureIsLoggedOnceWhileItLasts) {
+  testing::FakeDevice a{.index = 1, .name = "mlx5_0"};
+  a.ports.push_back(testing::FakePort{.index = 1, .netdev = "ens1f0np0", .netdev_index = 4});
+  nldev_->devices = {a};
+  ethnl_->netdevs["ens1f0np0"].module.clear();
+  ethnl_->netdevs["ens1f0np0"].module_error = EIO;
+  CollectorSettings settings;
+  settings.options<TransceiverOptions>().interval = std::chrono::milliseconds(1);
+  auto r = run(false, settings);
+  ::testing::internal::CaptureStderr();
+  (void)r->collect();  // hands the netdev over
+  ASSERT_TRUE(collector(*r).wait_for_reads(4, std::chrono::minutes(5)));
+  auto snap = r->collect();
+  r.reset();  // joins the reading thread: every line it logged is in
+  const std::string log = ::testing::internal::GetCapturedStderr();
+  EXPECT_GE(sample(*snap, "rdma_transceiver_read_failures_total", {{"device", "mlx5_0"}}), 4);
+  std::size_t lines = 0;
+  for (std::size_t at = log.find("transceiver module read failed"); at != std::string::npos;
+       at = log.find("transceiver module read failed", at + 1)) {
+    ++lines;
+  }
+  EXPECT_EQ(lines, 1U) << log;
 }
 
 // A transport whose module reads of one netdev block until released.
