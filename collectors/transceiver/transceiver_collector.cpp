@@ -178,8 +178,8 @@ void TransceiverCollector::store(const std::string& netdev, Entry e) {
   read_.notify_all();
 }
 
-std::chrono::steady_clock::time_point TransceiverCollector::next_read(
-    const std::string& netdev, const Entry& e) const {
+std::chrono::steady_clock::time_point TransceiverCollector::next_read(const std::string& netdev,
+                                                                      const Entry& e) const {
   // After whole failures in a row: 2, 4, then 8 intervals apart.
   auto h = health_.find(netdev);
   const unsigned backoff = h == health_.end() ? 1U : 1U << h->second.consecutive;

@@ -81,8 +81,7 @@ class TransceiverCollector final : public Collector {
   // when what is wrong changed. Under mutex_.
   void store(const std::string& netdev, Entry e);
   // When the netdev's next read falls due, its back-off included.
-  std::chrono::steady_clock::time_point next_read(const std::string& netdev,
-                                                  const Entry& e) const;
+  std::chrono::steady_clock::time_point next_read(const std::string& netdev, const Entry& e) const;
   // The netdevs in `wanted_` whose read is due at `now`.
   std::vector<std::string> due(std::chrono::steady_clock::time_point now) const;
   void run();
@@ -91,14 +90,14 @@ class TransceiverCollector final : public Collector {
   const bool background_;
 
   mutable std::mutex mutex_;
-  std::condition_variable wake_;        // the reading thread: new netdevs, new interval, stop
-  std::condition_variable read_;        // wait_for_reads: a read completed
-  Duration interval_;                   // guarded by mutex_
-  std::set<std::string> wanted_;        // netdevs the last collection saw; guarded
-  std::map<std::string, Entry> cache_;  // guarded
+  std::condition_variable wake_;          // the reading thread: new netdevs, new interval, stop
+  std::condition_variable read_;          // wait_for_reads: a read completed
+  Duration interval_;                     // guarded by mutex_
+  std::set<std::string> wanted_;          // netdevs the last collection saw; guarded
+  std::map<std::string, Entry> cache_;    // guarded
   std::map<std::string, Health> health_;  // guarded; netdevs that have a module to read
-  uint64_t reads_ = 0;                  // guarded
-  bool stop_ = false;                   // guarded
+  uint64_t reads_ = 0;                    // guarded
+  bool stop_ = false;                     // guarded
   std::thread thread_;
 };
 

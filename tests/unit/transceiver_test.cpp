@@ -139,8 +139,9 @@ TEST(ModuleReader, NoModuleEitherWay) {
 
 TEST(ModuleReader, LegacyEepromLengthOutOfRange) {
   testing::FakeEthtool ioctl;
-  ioctl.netdevs["eth0"] = testing::FakeNetdev{
-      .driver = "x", .module_type = ETH_MODULE_SFF_8472, .module_eeprom = std::vector<uint8_t>(641)};
+  ioctl.netdevs["eth0"] = testing::FakeNetdev{.driver = "x",
+                                              .module_type = ETH_MODULE_SFF_8472,
+                                              .module_eeprom = std::vector<uint8_t>(641)};
   module_eeprom::Reader reader(nullptr, &ioctl);
   auto r = reader.read("eth0");
   ASSERT_FALSE(r.ok());
@@ -174,9 +175,9 @@ TEST(ModuleEepromCodec, TheFakeKernelRefusesWhatTheKernelRefuses) {
     auto answer = client.module_eeprom("eth0", r);
     return answer.ok() ? 0 : answer.error().code;
   };
-  EXPECT_EQ(code({0x50, 0, 3, 0, 128}), EINVAL);     // a page's lower half
-  EXPECT_EQ(code({0x50, 0, 0, 100, 64}), EINVAL);    // across the half
-  EXPECT_EQ(code({0x50, 0, 0, 0, 129}), ERANGE);     // longer than a half
+  EXPECT_EQ(code({0x50, 0, 3, 0, 128}), EINVAL);   // a page's lower half
+  EXPECT_EQ(code({0x50, 0, 0, 100, 64}), EINVAL);  // across the half
+  EXPECT_EQ(code({0x50, 0, 0, 0, 129}), ERANGE);   // longer than a half
   EXPECT_EQ(code({0x50, 0, 0, 128, 128}), 0);
   EXPECT_EQ(code({0x50, 0, 0, 130, 10}), 0);
   EXPECT_EQ(client.module_eeprom("eth0", {0x50, 0, 0, 130, 10})->at(0), 0x00);
@@ -204,8 +205,8 @@ class TransceiverTest : public ::testing::Test {
     ethnl_->netdevs["veth0"] = testing::FakeEthnlNetdev{};
   }
 
-  std::unique_ptr<testing::CollectorRun> run(bool one_collection,
-                                             CollectorSettings settings = CollectorSettings()) {
+  std::unique_ptr<testing::CollectorRun> run(
+      bool one_collection, const CollectorSettings& settings = CollectorSettings()) {
     ethnl_ptr_ = ethnl_.get();
     KernelInterfaces kernel{std::move(nldev_), nullptr, nullptr};
     kernel.module_generic = std::move(ethnl_);
@@ -271,8 +272,8 @@ TEST_F(TransceiverTest, OneCollectionReadsEveryModuleInCollect) {
   EXPECT_EQ(sample(*snap, "rdma_transceiver_flag",
                    with(port2, {{"flag", "temperature_high_warning"}, {"lane", ""}})),
             1);
-  EXPECT_EQ(sample(*snap, "rdma_transceiver_flag", with(port1, {{"flag", "rx_los"}, {"lane", "1"}})),
-            1);
+  EXPECT_EQ(
+      sample(*snap, "rdma_transceiver_flag", with(port1, {{"flag", "rx_los"}, {"lane", "1"}})), 1);
   EXPECT_EQ(series_count(*snap, "rdma_transceiver_flag"), 9U);  // 4 + 5
   EXPECT_EQ(series_count(*snap, "rdma_transceiver_read_timestamp_seconds"), 2U);
   EXPECT_GT(sample(*snap, "rdma_transceiver_read_timestamp_seconds", port1), 1.7e9);
