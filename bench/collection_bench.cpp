@@ -8,11 +8,14 @@
 #include <sys/resource.h>
 #include <unistd.h>
 
+#include <cctype>
+#include <chrono>
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
 #include <map>
 #include <string>
+#include <thread>
 
 #include "collectors/ethtool/mapping.hpp"
 #include "collectors/qp_counters/options.hpp"
@@ -21,25 +24,31 @@
 #include "exporter/formats/text.hpp"
 #include "tests/fake_kernel/driver_counters.hpp"
 #include "tests/fake_kernel/fake_dcb.hpp"
+#include "tests/fake_kernel/fake_ethnl.hpp"
 #include "tests/fake_kernel/fake_ethtool.hpp"
+#include "tests/fake_kernel/fake_module.hpp"
 #include "tests/fake_kernel/fake_nldev.hpp"
 #include "tests/support/sysfs_tree.hpp"
 
 namespace rdma_exporter {
 namespace {
 
-const std::string& sysfs_tree() {
-  static const std::string root = [] {
+// The sysfs tree of `spec` (support/sysfs_tree.hpp), made once per run.
+const std::string& sysfs_tree(const std::string& spec = "mlx5:8:2") {
+  static std::map<std::string, std::string> made;
+  auto [it, inserted] = made.try_emplace(spec);
+  if (inserted) {
     std::string dir = "/tmp/rdma_exporter_bench_sysfs";
-    testing::write_sysfs_tree(dir, "mlx5:8:2");
-    return dir;
-  }();
-  return root;
+    for (char c : spec) dir += std::isalnum(static_cast<unsigned char>(c)) != 0 ? c : '_';
+    testing::write_sysfs_tree(dir, spec);
+    it->second = dir;
+  }
+  return it->second;
 }
 
-std::unique_ptr<testing::FakeNldev> mlx5_kernel() {
+std::unique_ptr<testing::FakeNldev> mlx5_kernel(uint32_t devices = 8) {
   auto k = std::make_unique<testing::FakeNldev>();
-  for (uint32_t d = 0; d < 8; ++d) {
+  for (uint32_t d = 0; d < devices; ++d) {
     testing::FakeDevice dev{.index = d + 1,
                             .name = "mlx5_" + std::to_string(d),
                             .fw_version = "16.35.2000",
@@ -183,6 +192,70 @@ void BM_RenderAndGzip(benchmark::State& state) {
   for (auto _ : state) benchmark::DoNotOptimize(gzip_compress(render_text(snap->families)));
 }
 BENCHMARK(BM_RenderAndGzip)->Unit(benchmark::kMicrosecond);
+
+// Answers as `inner` does, after `delay` per request: a module's two-wire
+// bus, which takes up to about a second per module on real NICs.
+class SlowTransport final : public netlink::Transport {
+ public:
+  SlowTransport(std::unique_ptr<netlink::Transport> inner, std::chrono::milliseconds delay)
+      : inner_(std::move(inner)), delay_(delay) {}
+  Result<netlink::Reply> exchange(std::span<const uint8_t> request) override {
+    std::this_thread::sleep_for(delay_);
+    return inner_->exchange(request);
+  }
+
+ private:
+  std::unique_ptr<netlink::Transport> inner_;
+  std::chrono::milliseconds delay_;
+};
+
+// One default collection (every collector) of `devices` devices with 2
+// ports each, on the fake nldev kernel and a sysfs tree of the same shape,
+// without or with the transceiver collector. With it, every port's netdev
+// has a QSFP-DD module (8 lanes), each request to it taking `delay`; timing
+// starts once every module was read, so a collection serves all of them
+// from the cache while the reading thread goes on.
+void BM_Transceiver(benchmark::State& state, uint32_t devices, bool with,
+                    std::chrono::milliseconds delay) {
+  Config c;
+  c.sysfs.root = sysfs_tree("mlx5:" + std::to_string(devices) + ":2");
+  c.collectors.set_enabled("transceiver", with);
+  auto nldev = mlx5_kernel(devices);
+  auto modules = std::make_unique<testing::FakeEthnl>();
+  for (const auto& d : nldev->devices) {
+    for (const auto& p : d.ports) modules->netdevs[p.netdev].module = testing::qsfp_dd_module();
+  }
+  KernelInterfaces kernel = fake_kernel(std::move(nldev));
+  kernel.module_generic = std::make_unique<SlowTransport>(std::move(modules), delay);
+  Collection collection(c, std::move(kernel));
+  const std::size_t want = with ? devices * 2 : 0;
+  for (;;) {
+    const std::string text = collection.collect()->text;
+    std::size_t read = 0;
+    for (auto at = text.find("\nrdma_transceiver_info{"); at != std::string::npos;
+         at = text.find("\nrdma_transceiver_info{", at + 1)) {
+      ++read;
+    }
+    if (read >= want) break;
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  }
+  std::size_t bytes = 0;
+  for (auto _ : state) bytes = collection.collect()->text.size();
+  state.counters["exposition_bytes"] = static_cast<double>(bytes);
+}
+BENCHMARK_CAPTURE(BM_Transceiver, ports16_without, 8, false, std::chrono::milliseconds(0))
+    ->Unit(benchmark::kMicrosecond);
+BENCHMARK_CAPTURE(BM_Transceiver, ports16_with, 8, true, std::chrono::milliseconds(0))
+    ->Unit(benchmark::kMicrosecond);
+BENCHMARK_CAPTURE(BM_Transceiver, ports128_without, 64, false, std::chrono::milliseconds(0))
+    ->Unit(benchmark::kMicrosecond);
+BENCHMARK_CAPTURE(BM_Transceiver, ports128_with, 64, true, std::chrono::milliseconds(0))
+    ->Unit(benchmark::kMicrosecond);
+// 20 ms a request, 100 ms a module: the reading thread is busy for 13 s of
+// every 60, and collections do not wait for it.
+BENCHMARK_CAPTURE(BM_Transceiver, ports128_with_slow_modules, 64, true,
+                  std::chrono::milliseconds(20))
+    ->Unit(benchmark::kMicrosecond);
 
 // Answers every request the way a recorded kernel answered it, so that a
 // benchmark measures the exporter alone, not the fake kernel's encoding.
