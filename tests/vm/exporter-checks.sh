@@ -426,6 +426,13 @@ record carrier-after.txt grep -H '' "${carrier_files[@]}"
 once_rc=0
 t 30 "$EXPORTER" --once >"$R/link-after.prom" 2>"$R/link-after.stderr" || once_rc=$?
 echo "$once_rc" >"$R/link-after.rc"
+# What Debian's ethtool gets from the same kernel for the veth's module and
+# FEC (both refused: the exporter must export nothing for them).
+for what in module:-m fec:--show-fec; do
+	rc=0
+	t 20 ethtool "${what#*:}" "$NETDEV" >"$R/ethtool-${what%%:*}.txt" 2>&1 || rc=$?
+	echo "$rc" >"$R/ethtool-${what%%:*}.rc"
+done
 note "link flap done"
 
 # ---------------------------------------------------------------- 7. promtool

@@ -463,6 +463,10 @@ class SoftRoceTest(VmTestCase):
         # EOPNOTSUPP, and so does the legacy ioctl: no series, no failure.
         self.assertEqual(prom.value("rdma_exporter_collector_success", collector="transceiver"), 1)
         self.assertEqual([n for n, _, _ in prom.samples if n.startswith("rdma_transceiver_")], [])
+        # Debian's ethtool, on the same kernel and veth, is refused alike.
+        for what in ("module", "fec"):
+            self.assertNotEqual(self.code(f"ethtool-{what}.rc"), "0", self.text(f"ethtool-{what}.txt"))
+            self.assertIn("Operation not supported", self.text(f"ethtool-{what}.txt"), what)
         parent = dict(line.split(" ", 1) for line in self.text("rxe-parent.txt").splitlines())
         info = prom.series("rdma_device_pci_info")
         if parent["device"] == "none" or parent.get("subsystem") != "pci":
