@@ -17,6 +17,12 @@ bool quiet(const Error& e) {
   return e.code == EOPNOTSUPP || e.code == ENODEV || e.code == ENOENT;
 }
 
+// The kernel lets only CAP_NET_ADMIN read module memory (MODULE_EEPROM_GET
+// and the legacy ioctls alike).
+bool refused(const Error& e) {
+  return e.code == EPERM || e.code == EACCES;
+}
+
 void add_thresholds(MetricSink& sink, const Labels& labels, const std::string& name,
                     const std::string& what, const Thresholds& t) {
   const std::string help = "The module's own " + what +
@@ -136,7 +142,11 @@ TransceiverCollector::Entry TransceiverCollector::read_one(const std::string& ne
   e.duration_seconds =
       std::chrono::duration<double>(std::chrono::steady_clock::now() - e.read_steady).count();
   if (!r) {
-    if (!quiet(r.error())) e.problems.push_back(r.error().message);
+    if (refused(r.error())) {
+      e.refused = true;
+    } else if (!quiet(r.error())) {
+      e.problems.push_back(r.error().message);
+    }
     return e;
   }
   e.problems = std::move(r->problems);
@@ -156,6 +166,21 @@ TransceiverCollector::Entry TransceiverCollector::read_one(const std::string& ne
 }
 
 void TransceiverCollector::store(const std::string& netdev, Entry e) {
+  if (e.refused || e.module || !e.problems.empty()) {
+    if (permitted_ != !e.refused) {
+      if (e.refused) {
+        // Said once, not warned: the default service runs without
+        // capabilities, and reading modules is what it then gives up.
+        log::info(
+            "transceiver module reads are not permitted: the kernel lets only CAP_NET_ADMIN "
+            "read module memory",
+            {{"netdev", netdev}});
+      } else if (permitted_) {
+        log::info("transceiver module reads are permitted again", {{"netdev", netdev}});
+      }
+    }
+    permitted_ = !e.refused;
+  }
   const bool attempted = e.module || !e.problems.empty();
   if (attempted) {
     Health& h = health_[netdev];
@@ -231,6 +256,7 @@ std::vector<std::string> TransceiverCollector::collect(Scrape& scrape, MetricSin
   });
   std::map<std::string, Entry> entries;
   std::map<std::string, Health> health;
+  std::optional<bool> permitted;
   if (background_) {
     {
       std::lock_guard lock(mutex_);
@@ -241,6 +267,7 @@ std::vector<std::string> TransceiverCollector::collect(Scrape& scrape, MetricSin
       std::erase_if(health_, [&](const auto& kv) { return !netdevs.contains(kv.first); });
       entries = cache_;
       health = health_;
+      permitted = permitted_;
       if (grew) wake_.notify_all();
     }
   } else {
@@ -253,6 +280,7 @@ std::vector<std::string> TransceiverCollector::collect(Scrape& scrape, MetricSin
     }
     entries = cache_;
     health = health_;
+    permitted = permitted_;
   }
   for_each_port(*topology, [&](const PortRef& p) {
     const std::string* netdev = p.netdev();
@@ -278,6 +306,13 @@ std::vector<std::string> TransceiverCollector::collect(Scrape& scrape, MetricSin
                "How long the module's latest read took (two-wire bus transfers in the driver).",
                labels, e.duration_seconds);
   });
+  if (permitted) {
+    sink.gauge("rdma_exporter_transceiver_reads_permitted",
+               "1 when the kernel lets the exporter read module memory, 0 when it refuses "
+               "(module reads need CAP_NET_ADMIN): then the transceiver collector exports no "
+               "module.",
+               {}, *permitted ? 1 : 0);
+  }
   return errors;
 }
 

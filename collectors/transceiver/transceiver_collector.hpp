@@ -33,6 +33,7 @@ struct TransceiverOptions {
 //   rdma_transceiver_flag{flag, lane}          flags the module raised
 //   rdma_transceiver_read_timestamp_seconds, rdma_transceiver_read_duration_seconds
 //   rdma_transceiver_read_failures_total       reads that failed, whole or in part
+//   rdma_exporter_transceiver_reads_permitted  whether the kernel lets it read modules
 // Modules are read on their own schedule (`interval`) by a thread of their
 // own, never in a collection: collect() serves the latest read of each, so a
 // slow or hung module delays no scrape. Without a thread (`background`
@@ -68,6 +69,7 @@ class TransceiverCollector final : public Collector {
     std::chrono::system_clock::time_point read_at;
     std::chrono::steady_clock::time_point read_steady;
     double duration_seconds = 0;
+    bool refused = false;  // the kernel refused the read (EPERM: no CAP_NET_ADMIN)
   };
   // What outlives one read of a netdev's module.
   struct Health {
@@ -97,7 +99,10 @@ class TransceiverCollector final : public Collector {
   std::map<std::string, Entry> cache_;    // guarded
   std::map<std::string, Health> health_;  // guarded; netdevs that have a module to read
   uint64_t reads_ = 0;                    // guarded
-  bool stop_ = false;                     // guarded
+  // Whether the kernel lets this process read module memory; unknown until
+  // a read got an answer. Guarded.
+  std::optional<bool> permitted_;
+  bool stop_ = false;  // guarded
   std::thread thread_;
 };
 

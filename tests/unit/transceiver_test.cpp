@@ -319,6 +319,33 @@ TEST_F(TransceiverTest, AFailingReadIsCountedAndLoggedNotTheCollectorsFailure) {
       << log;
 }
 
+TEST_F(TransceiverTest, WithoutCapNetAdminNoModuleIsReadAndThatIsSaidOnce) {
+  // The kernel refuses MODULE_EEPROM_GET to a process without CAP_NET_ADMIN.
+  for (const char* netdev : {"ens1f0np0", "ens1f1np1"}) {
+    ethnl_->netdevs[netdev].module.clear();
+    ethnl_->netdevs[netdev].module_error = EPERM;
+  }
+  auto r = run(true);
+  ::testing::internal::CaptureStderr();
+  auto snap = r->collect();
+  const std::string log = ::testing::internal::GetCapturedStderr();
+  EXPECT_TRUE(snap->outcomes[0].errors.empty());
+  EXPECT_EQ(sample(*snap, "rdma_exporter_transceiver_reads_permitted"), 0);
+  EXPECT_EQ(series_count(*snap, "rdma_transceiver_read_failures_total"), 0U);
+  EXPECT_EQ(series_count(*snap, "rdma_transceiver_info"), 0U);
+  const std::string said = "transceiver module reads are not permitted";
+  const auto first = log.find(said);
+  EXPECT_NE(first, std::string::npos) << log;
+  EXPECT_EQ(log.find(said, first + 1), std::string::npos) << log;
+  EXPECT_NE(log.find("level=info"), std::string::npos) << log;
+}
+
+TEST_F(TransceiverTest, ReadsArePermittedWhenAModuleAnswers) {
+  auto r = run(true);
+  auto snap = r->collect();
+  EXPECT_EQ(sample(*snap, "rdma_exporter_transceiver_reads_permitted"), 1);
+}
+
 // Only ens1f0np0, whose module does not answer, read every millisecond.
 TEST_F(TransceiverTest, AFailureIsLoggedOnceWhileItLasts) {
   testing::FakeDevice a{.index = 1, .name = "mlx5_0"};
