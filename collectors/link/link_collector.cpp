@@ -92,11 +92,13 @@ std::vector<std::string> LinkCollector::collect(Scrape& scrape, MetricSink& sink
       if (s.ext_state) {
         Labels info = labels;
         info.emplace_back("ext_state", ethnl::ext_state_name(*s.ext_state));
-        info.emplace_back("ext_substate", s.ext_substate ? std::to_string(*s.ext_substate) : "");
+        info.emplace_back(
+            "ext_substate",
+            s.ext_substate ? ethnl::ext_substate_name(*s.ext_state, *s.ext_substate) : "");
         sink.info("rdma_netdev_link_ext_state_info",
                   "Why the link of the network device behind the RDMA port is down, as its "
-                  "driver says (ethtool netlink's extended link state; the substate is the "
-                  "kernel's number for it); the value is always 1.",
+                  "driver says (ethtool netlink's extended link state and substate, as the "
+                  "kernel's uapi names them); the value is always 1.",
                   std::move(info));
       }
       if (s.down_events) {

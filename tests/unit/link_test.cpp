@@ -155,6 +155,17 @@ TEST_F(LinkTest, AMalformedEthtoolAnswerFailsTheCollectorAndKeepsTheRest) {
   EXPECT_EQ(sample(*s, "rdma_netdev_carrier_up_changes_total", kA), 7);
 }
 
+// A reason with a substate: named from the state it refines.
+TEST_F(LinkTest, ASubstateIsNamedForItsState) {
+  ethnl_->netdevs["ens2f0np0"].ext_state = ETHTOOL_LINK_EXT_STATE_LINK_LOGICAL_MISMATCH;
+  ethnl_->netdevs["ens2f0np0"].ext_substate = 4;
+  auto s = collect();
+  Labels why = kB;
+  why.emplace_back("ext_state", "link_logical_mismatch");
+  why.emplace_back("ext_substate", "fc_fec_is_not_locked");
+  EXPECT_EQ(sample(*s, "rdma_netdev_link_ext_state_info", why), 1);
+}
+
 // A flap between two scrapes: the counts grow, the carrier is up again.
 TEST_F(LinkTest, AFlapBetweenTwoScrapesIsCounted) {
   collect();
@@ -229,6 +240,28 @@ TEST(NetReader, ForgetsNetdevsAndFindsThemAgain) {
     EXPECT_FALSE(reader.read_carrier(name, notes)) << name;
   }
   EXPECT_TRUE(notes.problems.empty());
+}
+
+}  // namespace
+}  // namespace rdma_exporter
+
+namespace rdma_exporter {
+namespace {
+
+TEST(LinkExtSubstate, NamedAsTheUapiNamesThem) {
+  EXPECT_EQ(ethnl::ext_substate_name(ETHTOOL_LINK_EXT_STATE_AUTONEG, 6), "no_hcd");
+  EXPECT_EQ(ethnl::ext_substate_name(ETHTOOL_LINK_EXT_STATE_LINK_TRAINING_FAILURE, 1),
+            "kr_frame_lock_not_acquired");
+  EXPECT_EQ(ethnl::ext_substate_name(ETHTOOL_LINK_EXT_STATE_LINK_LOGICAL_MISMATCH, 5),
+            "rs_fec_is_not_locked");
+  EXPECT_EQ(ethnl::ext_substate_name(ETHTOOL_LINK_EXT_STATE_BAD_SIGNAL_INTEGRITY, 4),
+            "serdes_alos");
+  EXPECT_EQ(ethnl::ext_substate_name(ETHTOOL_LINK_EXT_STATE_CABLE_ISSUE, 2), "cable_test_failure");
+  EXPECT_EQ(ethnl::ext_substate_name(ETHTOOL_LINK_EXT_STATE_MODULE, 1), "cmis_not_ready");
+  // Past the last known substate, 0, and states without substates.
+  EXPECT_EQ(ethnl::ext_substate_name(ETHTOOL_LINK_EXT_STATE_AUTONEG, 7), "substate7");
+  EXPECT_EQ(ethnl::ext_substate_name(ETHTOOL_LINK_EXT_STATE_AUTONEG, 0), "substate0");
+  EXPECT_EQ(ethnl::ext_substate_name(ETHTOOL_LINK_EXT_STATE_NO_CABLE, 1), "substate1");
 }
 
 }  // namespace

@@ -7,6 +7,7 @@
 
 #include <array>
 #include <cstring>
+#include <span>
 
 #include "collectors/kernel/netlink/attributes.hpp"
 #include "collectors/kernel/netlink/messages.hpp"
@@ -198,6 +199,50 @@ std::string ext_state_name(uint8_t state) {
                                                          "overheat",
                                                          "module"};
   return state < kNames.size() ? kNames[state] : "state" + std::to_string(state);
+}
+
+std::string ext_substate_name(uint8_t state, uint8_t substate) {
+  // Each state's substates, numbered from 1 (<linux/ethtool.h>).
+  static constexpr std::array<const char*, 6> kAutoneg = {
+      "no_partner_detected",          "ack_not_received",
+      "next_page_exchange_failed",    "no_partner_detected_force_mode",
+      "fec_mismatch_during_override", "no_hcd"};
+  static constexpr std::array<const char*, 4> kTraining = {
+      "kr_frame_lock_not_acquired", "kr_link_inhibit_timeout",
+      "kr_link_partner_did_not_set_receiver_ready", "remote_fault"};
+  static constexpr std::array<const char*, 5> kLogical = {
+      "pcs_did_not_acquire_block_lock", "pcs_did_not_acquire_am_lock",
+      "pcs_did_not_get_align_status", "fc_fec_is_not_locked", "rs_fec_is_not_locked"};
+  static constexpr std::array<const char*, 4> kSignal = {
+      "large_number_of_physical_errors", "unsupported_rate", "serdes_reference_clock_lost",
+      "serdes_alos"};
+  static constexpr std::array<const char*, 2> kCable = {"unsupported_cable", "cable_test_failure"};
+  static constexpr std::array<const char*, 1> kModule = {"cmis_not_ready"};
+  std::span<const char* const> names;
+  switch (state) {
+    case ETHTOOL_LINK_EXT_STATE_AUTONEG:
+      names = kAutoneg;
+      break;
+    case ETHTOOL_LINK_EXT_STATE_LINK_TRAINING_FAILURE:
+      names = kTraining;
+      break;
+    case ETHTOOL_LINK_EXT_STATE_LINK_LOGICAL_MISMATCH:
+      names = kLogical;
+      break;
+    case ETHTOOL_LINK_EXT_STATE_BAD_SIGNAL_INTEGRITY:
+      names = kSignal;
+      break;
+    case ETHTOOL_LINK_EXT_STATE_CABLE_ISSUE:
+      names = kCable;
+      break;
+    case ETHTOOL_LINK_EXT_STATE_MODULE:
+      names = kModule;
+      break;
+    default:
+      break;
+  }
+  if (substate >= 1 && substate <= names.size()) return names[substate - 1];
+  return "substate" + std::to_string(substate);
 }
 
 std::string fec_mode_name(uint32_t link_mode_bit) {

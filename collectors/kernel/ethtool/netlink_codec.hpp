@@ -82,6 +82,10 @@ Result<Bytes> decode_module_eeprom(const Reply& reply, uint16_t family, const Ee
 // "autoneg", "link_training_failure", ..., "module"; "state<N>" for a state
 // this build does not know.
 std::string ext_state_name(uint8_t state);
+// The substate of `state` as the kernel's uapi names it, lower case
+// ("no_partner_detected", "kr_frame_lock_not_acquired", "rs_fec_is_not_locked",
+// "serdes_alos", ...); "substate<N>" for one this build does not know.
+std::string ext_substate_name(uint8_t state, uint8_t substate);
 // "off", "rs", "baser", "llrs"; "bit<N>" for another link mode bit.
 std::string fec_mode_name(uint32_t link_mode_bit);
 
