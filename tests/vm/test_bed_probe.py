@@ -157,7 +157,20 @@ class BedProbeTest(BedTestCase):
     def test_b_counters_on_both_ends_agree_with_the_probes(self):
         self.wait_until("every NIC pair up", self.all_up, timeout=120)
         before = self.scrape_all()
-        time.sleep(20)
+
+        # Driven by counts, not by time: until every device has made and
+        # answered 200 probes since `before` (20 s at ten a second per pair
+        # on an idle machine; as long as a loaded one needs).
+        def probed_enough():
+            now = self.scrape_all()
+            return all(
+                sum(self.sent(now[vm], vm, p, r) - self.sent(before[vm], vm, p, r)
+                    for p in self.peers(vm)) >= 200 and
+                sum(self.sent(now[p], p, vm, r) - self.sent(before[p], p, vm, r)
+                    for p in self.peers(vm)) >= 200
+                for vm in self.bed.names for r in (0, 1))
+        self.wait_until("200 probes made and answered by every device", probed_enough,
+                        timeout=600)
         after = self.scrape_all()
         record = {}
         for vm in self.bed.names:
@@ -177,8 +190,8 @@ class BedProbeTest(BedTestCase):
                 # it answers, and receives as many.
                 want = out_probes + in_probes
                 record[f"{vm}/{dev}"] = {"probes_out": out_probes, "probes_in": in_probes, **hw}
-                self.assertGreater(out_probes, 100, f"{vm} {dev}")
-                self.assertGreater(in_probes, 100, f"{vm} {dev}")
+                self.assertGreaterEqual(out_probes, 200, f"{vm} {dev}")
+                self.assertGreaterEqual(in_probes, 200, f"{vm} {dev}")
                 # The six scrapes are not simultaneous: at ten probes a second
                 # per pair, a few dozen probes fall between them.
                 for c in ("sent_pkts", "rcvd_pkts"):
@@ -240,10 +253,27 @@ class BedProbeTest(BedTestCase):
         others = [vm for vm in self.bed.names if vm != victim]
         self.wait_until("every NIC pair up", self.all_up, timeout=120)
         before = self.scrape_all(others)
+
+        # Driven by counts, not by time: until every pair through the victim
+        # lost a probe and is down, and every other pair made 40 probes more.
+        def outage_seen():
+            now = self.scrape_all(others)
+            for vm in others:
+                for peer in self.peers(vm):
+                    for r in (0, 1):
+                        if peer == victim:
+                            if (self.lost(now[vm], vm, peer, r) <= self.lost(before[vm], vm, peer, r)
+                                    or self.up(now[vm], vm, peer, r) != 0):
+                                return None
+                        elif (self.sent(now[vm], vm, peer, r)
+                              - self.sent(before[vm], vm, peer, r)) < 40:
+                            return None
+            return now
+
         stop()
         try:
-            time.sleep(8)
-            during = self.scrape_all(others)
+            during = self.wait_until(f"{what}: the victim's pairs down, the others probing on",
+                                     outage_seen, timeout=120)
         finally:
             restore()
         for vm in others:
@@ -298,8 +328,11 @@ class BedProbeTest(BedTestCase):
         self.assertEqual(gone.value("rdma_probe_device_releases_total", device="rxe1",
                                     reason="removed"), 1)
         self.assertIsNone(gone.value("rdma_probe_sent_total", device="rxe1", peer="vm0"))
-        time.sleep(5)
-        later = self.scrape("vm1")
+        # Rail 0 probes on: until 40 more probes to each peer (by count).
+        later = self.wait_until("vm1 rail 0 probing on", lambda: (
+            lambda p: p if all(self.sent(p, "vm1", peer, 0) - self.sent(before, "vm1", peer, 0) > 40
+                               for peer in ("vm0", "vm2")) else None)(self.scrape("vm1")),
+            timeout=120)
         for peer in ("vm0", "vm2"):
             grown = self.sent(later, "vm1", peer, 0) - self.sent(before, "vm1", peer, 0)
             self.assertGreater(grown, 40, f"vm1 rail 0 to {peer} kept probing")

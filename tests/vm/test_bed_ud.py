@@ -220,33 +220,42 @@ class BedUdTest(BedTestCase):
                 "vm2").value("rdma_probe_ud_peers", device="rxe0") == peers, timeout=120)
             pid = bed.run("vm2", "pidof -s rdma_exporter").check().out.strip()
             cpu = f"awk '{{print $14 + $15}}' /proc/{pid}/stat"
+            def answered_since(prom):
+                return sum(prom.value("rdma_probe_ud_answered_total", device=f"rxe{r}")
+                           - before.value("rdma_probe_ud_answered_total", device=f"rxe{r}")
+                           for r in (0, 1))
+
             before = self.scrape("vm2")
             t0 = bed.run("vm2", cpu).check().out.strip()
-            time.sleep(20)
+            started = time.monotonic()
+            # Driven by counts, not by time: until it answered 2,000 probes
+            # (about 20 s here idle), however long a loaded machine takes.
+            self.wait_until("vm2 answering 2,000 probes", lambda: answered_since(
+                self.scrape("vm2")) >= 2000, timeout=600)
             t1 = bed.run("vm2", cpu).check().out.strip()
             after = self.scrape("vm2")
+            seconds = time.monotonic() - started
             qps = json.loads(bed.run("vm2", "rdma -j resource show qp").check().out or "[]")
             # The kernel names the thread that made a queue pair: the probe's.
             tids = set(bed.run("vm2", f"ls /proc/{pid}/task").check().out.split())
             mine = [q for q in qps if str(q.get("pid")) in tids]
             ud = [q for q in mine if q.get("type") == "UD"]
-            answered = sum(after.value("rdma_probe_ud_answered_total", device=f"rxe{r}")
-                           - before.value("rdma_probe_ud_answered_total", device=f"rxe{r}")
-                           for r in (0, 1))
+            answered = answered_since(after)
             ticks = int(bed.run("vm2", "getconf CLK_TCK").check().out.strip())
             self.record["many_peers"] = {
                 "peers_per_port": peers,
                 "ud_qps_of_the_responder": len(ud),
                 "rc_qps_of_the_responder": len([q for q in mine if q.get("type") == "RC"]),
-                "answered_per_s": round(answered / 20.0),
-                "responder_cpu_percent": round((int(t1) - int(t0)) / ticks / 20.0 * 100, 1),
+                "answered_per_s": round(answered / seconds),
+                "responder_cpu_percent": round((int(t1) - int(t0)) / ticks / seconds * 100, 1),
             }
             # One UD queue pair per port, however many peers.
             self.assertEqual(sorted(q.get("ifname", q.get("dev")) for q in ud),
                              ["rxe0", "rxe1"], ud)
             # Eight extra probers at 50/s on rail 0 and the base pairs: it
-            # answered a large share of them (1 vCPU, emulated).
-            self.assertGreater(answered / 20.0, 100)
+            # kept answering them (the rate is recorded, not asserted: it
+            # is the machine's speed).
+            self.assertGreaterEqual(answered, 2000)
         finally:
             for c in extras:
                 c.kill()
@@ -284,10 +293,26 @@ class BedUdTest(BedTestCase):
         self.wait_until("every UD pair probing", self.healthy, timeout=120)
         others = ("vm0", "vm1")
         before = self.scrape_all(others)
+
+        def delta(now, vm, labels, name):
+            return (now[vm].value(name, **labels) or 0) - (before[vm].value(name, **labels) or 0)
+
+        # Driven by counts, not by time: until every pair to vm2 lost more
+        # than 20 probes and every other pair made more than 40.
+        def pause_seen():
+            now = self.scrape_all(others)
+            for vm in others:
+                for (peer, _), labels in self.ud_pairs(before[vm]).items():
+                    if peer == "vm2" and delta(now, vm, labels, "rdma_probe_timeouts_total") <= 20:
+                        return None
+                    if peer != "vm2" and delta(now, vm, labels, "rdma_probe_sent_total") <= 40:
+                        return None
+            return now
+
         self.bed.pause("vm2")
         try:
-            time.sleep(8)
-            during = self.scrape_all(others)
+            during = self.wait_until("vm2's pairs losing, the others probing on", pause_seen,
+                                     timeout=120)
         finally:
             self.bed.resume("vm2")
         for vm in others:
