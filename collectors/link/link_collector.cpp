@@ -8,12 +8,6 @@
 namespace rdma_exporter {
 namespace {
 
-// What ethtool netlink may answer without it being a failure: the driver
-// does not give it, the netdev is gone, the kernel predates ethtool netlink.
-bool quiet(const Error& e) {
-  return e.code == EOPNOTSUPP || e.code == ENODEV || e.code == ENOENT;
-}
-
 void add_fec_counter(MetricSink& sink, const Labels& labels, const std::string& what,
                      const char* help, const std::optional<ethnl::FecCounter>& c) {
   if (!c) return;
@@ -38,12 +32,12 @@ LinkCollector::Read LinkCollector::read(const std::string& netdev,
   if (!ethnl_) return r;
   if (auto s = ethnl_->linkstate(netdev)) {
     r.state = std::move(s).value();
-  } else if (!quiet(s.error())) {
+  } else if (!ethnl::not_available(s.error())) {
     errors.push_back(netdev + ": " + s.error().message);
   }
   if (auto f = ethnl_->fec(netdev)) {
     r.fec = std::move(f).value();
-  } else if (!quiet(f.error())) {
+  } else if (!ethnl::not_available(f.error())) {
     errors.push_back(netdev + ": " + f.error().message);
   }
   return r;

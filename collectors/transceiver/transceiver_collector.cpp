@@ -11,12 +11,6 @@ namespace {
 using module_eeprom::Module;
 using module_eeprom::Thresholds;
 
-// No module to read: the netdev is virtual, its driver reads no module, or it
-// went away. Nothing to say.
-bool quiet(const Error& e) {
-  return e.code == EOPNOTSUPP || e.code == ENODEV || e.code == ENOENT;
-}
-
 // The kernel lets only CAP_NET_ADMIN read module memory (MODULE_EEPROM_GET
 // and the legacy ioctls alike).
 bool refused(const Error& e) {
@@ -144,7 +138,7 @@ TransceiverCollector::Entry TransceiverCollector::read_one(const std::string& ne
   if (!r) {
     if (refused(r.error())) {
       e.refused = true;
-    } else if (!quiet(r.error())) {
+    } else if (!ethnl::not_available(r.error())) {
       e.problems.push_back(r.error().message);
     }
     return e;
@@ -324,7 +318,11 @@ void parse_transceiver_options(Walker& w, const YAML::Node& node, const std::str
 }
 
 std::vector<std::string> validate_transceiver_options(const TransceiverOptions& o) {
-  if (o.interval < std::chrono::seconds(1)) return {"transceiver.interval: must be at least 1s"};
+  // At most a day: the reading thread waits up to 8 intervals after
+  // failures, and that must stay a time the clock can hold.
+  if (o.interval < std::chrono::seconds(1) || o.interval > std::chrono::hours(24)) {
+    return {"transceiver.interval: must be from 1s to 24h"};
+  }
   return {};
 }
 

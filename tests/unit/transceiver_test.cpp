@@ -452,7 +452,11 @@ TEST(TransceiverOptions, IntervalIsChecked) {
   o.interval = std::chrono::milliseconds(500);
   auto problems = e->validate(std::any(o));
   ASSERT_EQ(problems.size(), 1U);
-  EXPECT_EQ(problems[0], "transceiver.interval: must be at least 1s");
+  EXPECT_EQ(problems[0], "transceiver.interval: must be from 1s to 24h");
+  o.interval = std::chrono::hours(25);
+  EXPECT_EQ(e->validate(std::any(o)).size(), 1U);
+  o.interval = std::chrono::hours(24);
+  EXPECT_TRUE(e->validate(std::any(o)).empty());
   o.interval = std::chrono::seconds(60);
   EXPECT_TRUE(e->validate(std::any(o)).empty());
 }

@@ -20,31 +20,27 @@ Result<uint16_t> Client::family() {
   return *id;
 }
 
-Result<LinkState> Client::linkstate(const std::string& ifname) {
+template <typename Build, typename Decode>
+auto Client::ask(Build&& build, Decode&& decode) -> decltype(decode(netlink::Reply{}, uint16_t{})) {
   auto id = family();
   if (!id) return id.error();
-  const Bytes request = build_linkstate_get(*id, ifname);
+  const Bytes request = build(*id);
   auto reply = transport_.exchange(request);
   if (!reply) return reply.error();
-  return decode_linkstate(*reply, *id);
+  return decode(*reply, *id);
+}
+
+Result<LinkState> Client::linkstate(const std::string& ifname) {
+  return ask([&](uint16_t f) { return build_linkstate_get(f, ifname); }, decode_linkstate);
 }
 
 Result<Fec> Client::fec(const std::string& ifname) {
-  auto id = family();
-  if (!id) return id.error();
-  const Bytes request = build_fec_get(*id, ifname);
-  auto reply = transport_.exchange(request);
-  if (!reply) return reply.error();
-  return decode_fec(*reply, *id);
+  return ask([&](uint16_t f) { return build_fec_get(f, ifname); }, decode_fec);
 }
 
 Result<Bytes> Client::module_eeprom(const std::string& ifname, const EepromRead& read) {
-  auto id = family();
-  if (!id) return id.error();
-  const Bytes request = build_module_eeprom_get(*id, ifname, read);
-  auto reply = transport_.exchange(request);
-  if (!reply) return reply.error();
-  return decode_module_eeprom(*reply, *id, read);
+  return ask([&](uint16_t f) { return build_module_eeprom_get(f, ifname, read); },
+             [&](const netlink::Reply& r, uint16_t f) { return decode_module_eeprom(r, f, read); });
 }
 
 }  // namespace rdma_exporter::ethnl

@@ -13,6 +13,13 @@ namespace rdma_exporter::ethnl {
 // the kernel's code: ENOENT when the kernel has no ethtool netlink (before
 // Linux 5.6), ENODEV for a netdev that is not there, EOPNOTSUPP for what
 // its driver does not give.
+// What ethtool netlink answers when there is nothing to read, which is no
+// failure: the driver does not give it (EOPNOTSUPP), the netdev is gone
+// (ENODEV), the kernel has no ethtool netlink (ENOENT).
+inline bool not_available(const Error& e) {
+  return e.code == EOPNOTSUPP || e.code == ENODEV || e.code == ENOENT;
+}
+
 class Client {
  public:
   explicit Client(netlink::Transport& transport) : transport_(transport) {}
@@ -27,6 +34,9 @@ class Client {
 
  private:
   Result<uint16_t> family();
+  // Sends build(family) and decodes the reply with decode(reply, family).
+  template <typename Build, typename Decode>
+  auto ask(Build&& build, Decode&& decode) -> decltype(decode(netlink::Reply{}, uint16_t{}));
 
   netlink::Transport& transport_;
   std::optional<uint16_t> family_;
