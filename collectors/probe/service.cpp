@@ -189,7 +189,12 @@ void ProbeService::update(ProbeOptions options) {
     options.secret_grace = options_.secret_grace;
     options_ = std::move(options);
     files_.configure(options_.file_sd, options_.file_sd_refresh);
-    // Settings a running prober or discovery was made with: start anew.
+    // Settings a running prober or discovery was made with: start anew. What
+    // each target last said of its ports is kept for its next discovery, so
+    // the pairs planned again keep their series, and their counters, through
+    // the reload instead of starting from zero once the target answers.
+    carried_ports_.clear();
+    for (auto& [key, w] : watched_) carried_ports_[key] = std::move(w.ports);
     stop_all();
     devices_.configure(device_settings(options_));
     files_.stop();
@@ -250,6 +255,9 @@ void ProbeService::watch(const WantedTargets& wanted, const EpochPick& pick) {
       w.name = nt.name;
       w.target = nt.target;
       w.stats = stats_->target(key.labels);
+      if (auto carried = carried_ports_.find(key); carried != carried_ports_.end()) {
+        w.ports = std::move(carried->second);
+      }
       w.discovery = std::make_shared<Discovery>(io_, w.address, ds, discovery_handlers(key));
       w.discovery->start();
     }
@@ -258,6 +266,7 @@ void ProbeService::watch(const WantedTargets& wanted, const EpochPick& pick) {
     keep_targets.push_back(w.stats);
   }
   stats_->retain_targets(keep_targets);
+  carried_ports_.clear();
 }
 
 Discovery::Handlers ProbeService::discovery_handlers(const WatchKey& key) {

@@ -119,6 +119,8 @@ class ProbeService {
   DeviceTracker devices_;
   FileSdTargets files_;
   std::map<WatchKey, Watched> watched_;
+  // The targets' ports before a reload, until the targets are watched again.
+  std::map<WatchKey, std::vector<wire::PortAd>> carried_ports_;
   // Addresses listed more than once with other labels: warned about once.
   std::set<std::string> conflicting_targets_;
   // RC and UD probers, by target, ports, class and labels.
