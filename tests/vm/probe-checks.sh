@@ -246,8 +246,19 @@ ls -l /dev/udmabuf >"$R/udmabuf-node.txt" 2>&1 || true
 "$EXPORTER" --config.file "$R/e.yml" --web.listen-address 127.0.0.1:10950 >"$R/e.log" 2>&1 &
 e_pid=$!
 wait_listen 10950 30 || die "exporter E did not start (see e.log)"
-sleep 4
-scrape 10950 e-udmabuf.prom
+# Driven by the event, not by time: until a session failed its set-up (or,
+# on a kernel that registers dma-bufs, until the loopback pair is up).
+udmabuf_deadline=$(($(date +%s) + 120))
+while :; do
+	scrape 10950 e-udmabuf.prom
+	[ "$(sum_samples "$R/e-udmabuf.prom" 'rdma_probe_errors_total{' 'reason="setup"')" -ge 1 ] && break
+	[ "$(sum_samples "$R/e-udmabuf.prom" 'rdma_probe_up{' 'target="loopback"')" -ge 1 ] && break
+	if [ "$(date +%s)" -ge "$udmabuf_deadline" ]; then
+		note "udmabuf: no failed set-up and no probe after 120s"
+		break
+	fi
+	sleep 0.5
+done
 stop_recording e "$e_pid"
 note "udmabuf phase done: E exit $(<"$R/e.rc")"
 

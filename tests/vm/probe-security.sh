@@ -75,8 +75,15 @@ cpu_after=$(awk '{print $14 + $15}' "/proc/$a_pid/stat")
 echo "$cpu_before $cpu_after $(getconf CLK_TCK)" >"$R/flood-cpu.txt"
 note "ud-flood: $(cat "$R/ud-flood.json" 2>/dev/null)"
 scrape 10910 after-flood.prom
-sleep 2
-scrape 10910 end.prom
+# The flood's admissions end with its connections: until the port holds no
+# UD peer (a state, waited for; the test reads it from end.prom).
+end_deadline=$(($(date +%s) + 60))
+while :; do
+	scrape 10910 end.prom
+	grep -q '^rdma_probe_ud_peers{.*device="rxe0".*} 0$' "$R/end.prom" && break
+	[ "$(date +%s)" -ge "$end_deadline" ] && break
+	sleep 0.5
+done
 
 stop_recording a "$a_pid"
 trap - EXIT
