@@ -17,6 +17,7 @@
 #include "common/errno_text.hpp"
 #include "common/file.hpp"
 #include "common/log.hpp"
+#include "common/yaml_text.hpp"
 #include "common/yaml_walker.hpp"
 
 namespace rdma_exporter {
@@ -25,7 +26,7 @@ std::vector<std::string> parse_config(const std::string& yaml_text, const std::s
                                       Config& c) {
   YAML::Node root;
   try {
-    root = YAML::Load(yaml_text);
+    root = load_yaml(yaml_text);
   } catch (const YAML::Exception& e) {
     Walker w(source);
     w.error(e.mark, "(syntax)", e.msg);

@@ -9,6 +9,7 @@
 
 #include "common/errno_text.hpp"
 #include "common/file.hpp"
+#include "common/yaml_text.hpp"
 #include "common/yaml_walker.hpp"
 #include "exporter/config.hpp"
 
@@ -137,7 +138,7 @@ std::vector<std::string> parse_web_config(const std::string& yaml_text, const st
   Walker w(source);
   YAML::Node root;
   try {
-    root = YAML::Load(yaml_text);
+    root = load_yaml(yaml_text);
   } catch (const YAML::Exception& e) {
     w.error(e.mark, "(syntax)", e.msg);
     return w.take();

@@ -130,6 +130,17 @@ TEST(Config, EmptyDocumentKeepsDefaults) {
   EXPECT_EQ(c.web.listen_addresses, std::vector<std::string>{":10910"});
 }
 
+TEST(Config, BytesThatAreNotTextAreAnErrorNotAnEmptyDocument) {
+  Config c;
+  c.web.telemetry_path = "/kept";
+  // yaml-cpp alone loads this as an empty document, which keeps the defaults.
+  const auto errors = parse_config("%\x7f\x03junk", "t.yml", c);
+  ASSERT_EQ(errors.size(), 1u);
+  EXPECT_EQ(errors[0],
+            "t.yml:1:2: (syntax): character U+007F is not allowed in YAML: not a text file");
+  EXPECT_EQ(c.web.telemetry_path, "/kept");
+}
+
 TEST(Config, ValuesAreApplied) {
   Config c;
   auto errors = parse_config(R"(

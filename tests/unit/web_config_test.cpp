@@ -40,6 +40,12 @@ TEST(WebConfig, EmptyFileMeansPlainHttpWithoutAuth) {
   EXPECT_FALSE(c.tls);
 }
 
+TEST(WebConfig, BytesThatAreNotTextAreAProblemNotAnEmptyFile) {
+  // yaml-cpp alone loads this as an empty document: plain HTTP, no users.
+  expect_one("%\x01\x02", {"/etc/rdma/web.yml:1:2:", "character U+0001"});
+  expect_one("basic_auth_users:\n  a: \xc0\x80", {"/etc/rdma/web.yml:2:6:", "byte 0xc0"});
+}
+
 TEST(WebConfig, EveryKeyIsRead) {
   WebConfig c;
   auto errors = problems(std::string(R"(

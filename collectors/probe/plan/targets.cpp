@@ -8,6 +8,7 @@
 #include <set>
 
 #include "common/address.hpp"
+#include "common/yaml_text.hpp"
 
 namespace rdma_exporter::probe {
 
@@ -77,7 +78,7 @@ Result<std::vector<Target>> parse_file_sd(const std::string& text, const std::st
   };
   YAML::Node root;
   try {
-    root = YAML::Load(text);
+    root = load_yaml(text);
   } catch (const YAML::Exception& e) {
     return fail(e.mark, e.msg);
   }

@@ -115,6 +115,10 @@ TEST(ProbeTargets, BadFileSdNamesTheFileAndPlace) {
       {"- targets: [a:1]\n  extra: 1", "unknown key"},
       {"[", "peers.yml:"},
       {"- 5", "expected a mapping"},
+      // Bytes that are not text, which yaml-cpp alone loads as an empty
+      // document: read as no targets, they would drop every pair.
+      {std::string("%\x01\x9c\x00 z", 6), "peers.yml:1:2: character U+0001"},
+      {"- targets: [a:1]\n\xff", "peers.yml:2:1: byte 0xff is not UTF-8"},
   };
   for (const auto& [text, want] : bad) {
     auto r = parse_file_sd(text, "peers.yml");
