@@ -300,6 +300,7 @@ class Chaos:
     def __init__(self, args):
         self.args = args
         self.vms = [f"vm{i}" for i in range(VMS)]
+        self.vm_exit_codes = {}
         self.faults, self.rng = plan(args.seed, args.duration, args.warmup, args.settle, self.vms,
                                      args.gap)
         self.lock = threading.Lock()
@@ -718,6 +719,7 @@ class Chaos:
 
     def evaluate(self, prom_up, logs, codes):
         args = self.args
+        self.vm_exit_codes = codes
         # answering: the harness' scrapes, then Prometheus'
         for vm in self.vms:
             for t0, t1, ok, err in self.scrapes[vm]:
@@ -869,7 +871,7 @@ class Chaos:
                                             "what": f"{f.describe()}: pairs stopped probing: "
                                                     f"{', '.join(sorted(stalled))}"})
 
-    def healthy(self, f, vm, state, since_wall):
+    def healthy(self, f, vm, state):
         """Is VM's scrape STATE healthy for fault F's scope?"""
         for (p, q, r) in f.scope_pairs(self.vms):
             if p == vm and state["pairs"].get((q, r), {}).get("up") != 1:
@@ -898,7 +900,7 @@ class Chaos:
                         continue
                     if (s["otlp_ok"] or 0) <= otlp_base:
                         continue
-                if self.healthy(f, vm, s, None):
+                if self.healthy(f, vm, s):
                     first[vm] = t0
                     break
         if len(first) < len(vms):
@@ -994,6 +996,7 @@ class Chaos:
             "recovery_s": {k: {"n": len(v), "min": min(v), "median": sorted(v)[len(v) // 2],
                                "max": max(v)} for k, v in sorted(recov.items())},
             "resources": self.resources,
+            "vm_exit_codes": self.vm_exit_codes,
             "violations": self.violations,
         }
         for f in self.faults:  # Command objects are not JSON
