@@ -37,7 +37,8 @@ starts in the last --settle seconds. What is checked, from every scrape:
                 (from the kill to the restarted exporter's first answer);
                 the same for Prometheus' `up` over the run
     crashes     no exporter exits unless killed by the schedule; no
-                sanitizer or fatal report in their logs
+                sanitizer or fatal report in their logs; every VM's guest
+                script exits 0
     monotonic   every counter sample (TYPE counter, histogram buckets,
                 counts and sums) never decreases between two scrapes of the
                 same exporter process, except at a documented reset: the
@@ -720,6 +721,10 @@ class Chaos:
     def evaluate(self, prom_up, logs, codes):
         args = self.args
         self.vm_exit_codes = codes
+        for vm, code in sorted(codes.items()):
+            if code != 0:
+                self.violations.append({"check": "crashes", "vm": vm,
+                                        "what": f"the VM's guest script exited {code}"})
         # answering: the harness' scrapes, then Prometheus'
         for vm in self.vms:
             for t0, t1, ok, err in self.scrapes[vm]:
