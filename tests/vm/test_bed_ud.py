@@ -336,7 +336,8 @@ class BedUdTest(BedTestCase):
         gid = self.ready["vm0"]["rails"][0]["gid_index"]
         before = self.scrape("vm2")
         res = bed.run("vm0", f"/usr/bin/python3 \"$BED_STAGE/ud_peer.py\" rxe0 {gid} "
-                      f"{bed.ip('vm2', 0)} {CONTROL_PORT} rxe0 20", timeout=60).check()
+                      f"{bed.ip('vm2', 0)} {CONTROL_PORT} rxe0 20 {bed.ip('vm2', 0)}:$BED_PORT",
+                      timeout=120).check()
         got = json.loads(res.out.strip().splitlines()[-1])
         after = self.scrape("vm2")
         self.record["independent_prober"] = got

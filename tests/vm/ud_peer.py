@@ -3,14 +3,16 @@
 pyverbs (Debian's python3-pyverbs), the probe's control protocol and
 datagram through probe_wire.py (which must be staged next to it).
 
-    ud_peer.py DEVICE GID_INDEX HOST PORT REMOTE_DEVICE COUNT
+    ud_peer.py DEVICE GID_INDEX HOST PORT REMOTE_DEVICE COUNT METRICS
 
 Makes a UD queue pair on port 1 of DEVICE, connects to the responder at
 HOST:PORT, reads its hello, admits itself with a ud_setup for REMOTE_DEVICE
 port 1 (no secret) and reads the ud_accept. Then:
   1. sends COUNT requests and counts the replies that match them;
   2. sends 5 datagrams with a wrong magic (no reply expected);
-  3. closes the control connection, waits, and sends COUNT requests again
+  3. closes the control connection, waits until the responder's exporter
+     (its /metrics at METRICS, host:port) admits no more UD peers on
+     REMOTE_DEVICE than before the set-up, and sends COUNT requests again
      (the responder must drop them: no longer admitted).
 Prints one JSON object: replies while admitted, replies to the bad
 datagrams, replies after the close, and the queue pair numbers."""
@@ -19,6 +21,7 @@ import os
 import socket
 import sys
 import time
+import urllib.request
 
 import pyverbs.enums as e
 from pyverbs.addr import AH, AHAttr, GID, GlobalRoute
@@ -43,7 +46,17 @@ def datagram(seq, magic=b"RXU"):
     return w.datagram(seq, SESSION, SIZE, magic=magic)
 
 
-def main(device, gid_index, host, port, remote_device, count):
+def ud_peers(metrics, device):
+    """rdma_probe_ud_peers of DEVICE in the exporter's /metrics at METRICS."""
+    with urllib.request.urlopen(f"http://{metrics}/metrics", timeout=10) as resp:
+        for line in resp.read().decode().splitlines():
+            if line.startswith("rdma_probe_ud_peers{") and f'device="{device}"' in line:
+                return float(line.rsplit(" ", 1)[1])
+    raise ValueError(f"no rdma_probe_ud_peers for {device} at {metrics}")
+
+
+def main(device, gid_index, host, port, remote_device, count, metrics):
+    peers_before = ud_peers(metrics, remote_device)
     ctx = Context(name=device)
     pd = PD(ctx)
     cq = CQ(ctx, 2 * RECVS)
@@ -112,7 +125,12 @@ def main(device, gid_index, host, port, remote_device, count):
         send(seq, magic=b"XXX")
     answered_bad = replies(2, bad)
     sock.close()
-    time.sleep(2)  # the responder revokes the admission when the connection ends
+    # The responder revokes the admission when it sees the connection end.
+    deadline = time.monotonic() + 60
+    while ud_peers(metrics, remote_device) > peers_before:
+        if time.monotonic() > deadline:
+            raise TimeoutError("the responder still admits this peer 60 s after the close")
+        time.sleep(0.1)
     after = set(range(2001, 2001 + count))
     for seq in after:
         send(seq)
@@ -126,4 +144,4 @@ def main(device, gid_index, host, port, remote_device, count):
 
 if __name__ == "__main__":
     a = sys.argv[1:]
-    sys.exit(main(a[0], int(a[1]), a[2], int(a[3]), a[4], int(a[5])))
+    sys.exit(main(a[0], int(a[1]), a[2], int(a[3]), a[4], int(a[5]), a[6]))
