@@ -28,7 +28,7 @@ std::optional<std::string> pod_uid(std::string_view s, char dash) {
     uid[at] = '-';
   }
   for (std::size_t i = 0; i < uid.size(); ++i) {
-    if (uid[i] == '-') continue;
+    if (i == 8 || i == 13 || i == 18 || i == 23) continue;  // the dashes, checked above
     if (!lower_hex(std::string_view(uid).substr(i, 1))) return std::nullopt;
   }
   return uid;

@@ -129,6 +129,9 @@ TEST(PodCgroup, PathsThatAreNoPodsAreLeftAlone) {
       "/kubepods/pod0F3C1A2B-4D5E-4F60-8A9B-0C1D2E3F4A5B",
       "/kubepods/pod0f3c1a2b-4d5e-4f60-8a9b-0c1d2e3f4a5",
       "/kubepods/pod0f3c1a2b-4d5e-4f60-8a9b-0c1d2e3f4a5g",
+      // A dash where a digit belongs (found by the fuzz harness).
+      "/kubepods/besteffort/pod9af-4a3b-8c2d-1a3b-8c2d-1e0f9ab87c6d",
+      "/kubepods.slice/kubepods-pod0f3c1a2b_4d5e_4f60_8a9b_0c1d2e_f4a5b.slice",
       "/kubepods/burstable/pod",
       "/kubepods.slice/kubepods-burstable-pod.slice",
       "/kubepods.slice/kubepods-burstable-pod0f3c1a2b_4d5e_4f60_8a9b_0c1d2e3f4a5b.scope",
