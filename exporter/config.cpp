@@ -82,6 +82,10 @@ std::vector<std::string> parse_config(const std::string& yaml_text, const std::s
                     const std::string& p) { probe::parse_probe_options(w, n, p, c.probe); }},
       {"otlp",
        [&](const YAML::Node& n, const std::string& p) { parse_otlp_options(w, n, p, c.otlp); }},
+      {"kubernetes",
+       [&](const YAML::Node& n, const std::string& p) {
+         kubernetes::parse_options(w, n, p, c.kubernetes);
+       }},
   };
   // The registry's collectors: each one's switch in `collectors`, and its
   // own section for its options.
@@ -151,6 +155,7 @@ std::vector<std::string> validate_config(const Config& c) {
     errors.push_back("log.format: expected logfmt or json, got \"" + c.log.format + "\"");
   }
   for (auto& e : validate_otlp_options(c.otlp)) errors.push_back(std::move(e));
+  for (auto& e : kubernetes::validate_options(c.kubernetes)) errors.push_back(std::move(e));
   for (auto& e : probe::validate_probe_options(c.probe)) errors.push_back(std::move(e));
   for (const auto* list : {&c.devices.include, &c.devices.exclude}) {
     for (const auto& p : *list) {

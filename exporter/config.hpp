@@ -5,6 +5,7 @@
 #include <string>
 #include <vector>
 
+#include "collectors/kubernetes/options.hpp"
 #include "collectors/probe/plan/options.hpp"
 #include "collectors/registry.hpp"
 #include "common/address.hpp"
@@ -62,6 +63,8 @@ struct Config {
   CollectorSettings collectors;
 
   OtlpOptions otlp;
+  // Pod and container names from the node's CRI and pod-resources sockets.
+  kubernetes::Options kubernetes;
 
   probe::ProbeOptions probe;
 

@@ -78,6 +78,12 @@ void expect_documented_defaults(const Config& c) {
   EXPECT_EQ(c.otlp.service_name, "rdma_exporter");
   EXPECT_TRUE(c.otlp.resource_attributes.empty());
 
+  EXPECT_FALSE(c.kubernetes.enabled);
+  EXPECT_EQ(c.kubernetes.cri_socket, "");
+  EXPECT_EQ(c.kubernetes.pod_resources_socket, "/var/lib/kubelet/pod-resources/kubelet.sock");
+  EXPECT_EQ(c.kubernetes.refresh_interval, seconds(30));
+  EXPECT_EQ(c.kubernetes.timeout, seconds(2));
+
   const auto& p = c.probe;
   EXPECT_FALSE(p.enabled);
   EXPECT_EQ(p.device, "");          // every device
@@ -139,6 +145,42 @@ TEST(Config, BytesThatAreNotTextAreAnErrorNotAnEmptyDocument) {
   EXPECT_EQ(errors[0],
             "t.yml:1:2: (syntax): character U+007F is not allowed in YAML: not a text file");
   EXPECT_EQ(c.web.telemetry_path, "/kept");
+}
+
+TEST(Config, KubernetesSection) {
+  Config c;
+  auto errors = parse_config(R"(
+kubernetes:
+  enabled: true
+  cri_socket: /run/k3s/containerd/containerd.sock
+  pod_resources_socket: /var/lib/k0s/kubelet/pod-resources/kubelet.sock
+  refresh_interval: 45s
+  timeout: 1500ms
+)",
+                             "t.yml", c);
+  EXPECT_TRUE(errors.empty()) << errors.front();
+  EXPECT_TRUE(c.kubernetes.enabled);
+  EXPECT_EQ(c.kubernetes.cri_socket, "/run/k3s/containerd/containerd.sock");
+  EXPECT_EQ(c.kubernetes.pod_resources_socket, "/var/lib/k0s/kubelet/pod-resources/kubelet.sock");
+  EXPECT_EQ(c.kubernetes.refresh_interval, seconds(45));
+  EXPECT_EQ(c.kubernetes.timeout, milliseconds(1500));
+
+  Config bad;
+  errors = parse_config(R"(
+kubernetes:
+  cri_socket: run/containerd.sock
+  refresh_interval: 500ms
+  timeout: 0s
+  socket: /x
+)",
+                        "t.yml", bad);
+  ASSERT_EQ(errors.size(), 4u);
+  EXPECT_NE(errors[0].find("t.yml:6:3: kubernetes.socket: unknown key"), std::string::npos)
+      << errors[0];
+  EXPECT_EQ(errors[1],
+            "t.yml: kubernetes.cri_socket: expected an absolute path, got \"run/containerd.sock\"");
+  EXPECT_EQ(errors[2], "t.yml: kubernetes.refresh_interval: must be at least 1s");
+  EXPECT_EQ(errors[3], "t.yml: kubernetes.timeout: must be positive and at most refresh_interval");
 }
 
 TEST(Config, ValuesAreApplied) {
