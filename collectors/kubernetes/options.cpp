@@ -22,10 +22,10 @@ std::vector<std::string> validate_options(const Options& o) {
     }
   }
   if (o.refresh_interval < std::chrono::seconds(1)) {
-    errors.push_back("kubernetes.refresh_interval: must be at least 1s");
+    errors.emplace_back("kubernetes.refresh_interval: must be at least 1s");
   }
   if (o.timeout.count() <= 0 || o.timeout > o.refresh_interval) {
-    errors.push_back("kubernetes.timeout: must be positive and at most refresh_interval");
+    errors.emplace_back("kubernetes.timeout: must be positive and at most refresh_interval");
   }
   return errors;
 }
