@@ -11,6 +11,10 @@
 
 namespace rdma_exporter {
 
+namespace kubernetes {
+class PodDirectory;
+}
+
 // A device as rdma netlink reports it, with its ports (or why they could
 // not be read).
 struct TopologyDevice {
@@ -70,7 +74,13 @@ class Scrape {
   // netlink collectors then have nothing to read, which is not a failure.
   bool netlink_absent();
 
+  // The node's pods and containers (the `kubernetes` section); nullptr when
+  // it is off.
+  kubernetes::PodDirectory* pods() const { return pods_; }
+  void set_pods(kubernetes::PodDirectory* pods) { pods_ = pods; }
+
  private:
+  kubernetes::PodDirectory* pods_ = nullptr;
   nldev::Client& netlink_;
   const DeviceFilter& filter_;
   std::optional<Result<Topology>> topology_;

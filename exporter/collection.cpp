@@ -2,6 +2,7 @@
 
 #include <algorithm>
 
+#include "collectors/kubernetes/pod_directory.hpp"
 #include "common/log.hpp"
 #include "exporter/build_info.hpp"
 #include "exporter/formats/gzip.hpp"
@@ -38,7 +39,7 @@ void Collection::reconfigure(const Config& config) {
 void Collection::retire(Running& running) {
   KernelStateManager* m = running.collector->manager();
   if (m == nullptr || !m->active()) return;
-  Scrape scrape(client_, filter_);
+  Scrape scrape = this->scrape();
   try {
     m->restore(scrape);
   } catch (const std::exception& e) {
@@ -46,7 +47,39 @@ void Collection::retire(Running& running) {
   }
 }
 
+Scrape Collection::scrape() {
+  Scrape s(client_, filter_);
+  s.set_pods(pods_.get());
+  return s;
+}
+
+void Collection::configure_pods() {
+  const kubernetes::Options& k = config_.kubernetes;
+  if (!k.enabled) {
+    pods_.reset();
+    return;
+  }
+  if (pods_ && pods_options_ == k) return;
+  kubernetes::DirectoryOptions d{k.cri_socket, k.pod_resources_socket, k.refresh_interval,
+                                 k.timeout};
+  if (d.cri_socket.empty()) {
+    d.cri_socket = kubernetes::find_cri_socket(kubernetes::kCriSockets);
+    if (d.cri_socket.empty()) {
+      log::warn("kubernetes: no container runtime socket found; processes get no pod names",
+                {{"tried",
+                  "/run/containerd/containerd.sock, /run/crio/crio.sock, "
+                  "/run/cri-dockerd.sock"}});
+    }
+  }
+  pods_.reset();  // the previous directory's thread ends first
+  pods_ = std::make_unique<kubernetes::PodDirectory>(d);
+  pods_->refresh();  // the first collection has the names
+  if (!config_.collection.once) pods_->start();
+  pods_options_ = k;
+}
+
 void Collection::build_collectors() {
+  configure_pods();
   // The configuration was validated before it got here.
   auto filter = DeviceFilter::make(config_.devices.include, config_.devices.exclude);
   if (filter) filter_ = std::move(filter).value();
@@ -102,7 +135,7 @@ Duration Collection::maintenance_interval() const {
 
 void Collection::maintain() {
   // One scrape: the device list is read once for every manager.
-  Scrape scrape(client_, filter_);
+  Scrape scrape = this->scrape();
   for (const auto& r : running_) {
     KernelStateManager* m = r.collector->manager();
     if (m == nullptr || !m->active()) continue;
@@ -141,7 +174,7 @@ std::shared_ptr<const Snapshot> Collection::collect() {
   auto snap = std::make_shared<Snapshot>();
   const auto start = clock::now();
   MetricSink sink;
-  Scrape scrape(client_, filter_);
+  Scrape scrape = this->scrape();
   ++collections_;
 
   // Samples are tagged with their collector (Snapshot::tags): i + 1 for the
@@ -179,6 +212,26 @@ std::shared_ptr<const Snapshot> Collection::collect() {
                "1 when the kernel answers on rdma netlink (NETLINK_RDMA), 0 when it has no RDMA "
                "support loaded.",
                {}, present);
+  }
+
+  if (pods_) {
+    const auto api = [&](const char* name, const std::string& socket,
+                         const kubernetes::ApiHealth& h) {
+      if (socket.empty()) return;
+      sink.gauge("rdma_exporter_kubernetes_api_up",
+                 "1 when the node's Kubernetes API (cri: the container runtime's, pod_resources: "
+                 "the kubelet's) answered the last call.",
+                 {{"api", name}}, h.up ? 1 : 0);
+      sink.counter("rdma_exporter_kubernetes_api_calls_total",
+                   "Calls to the node's Kubernetes API.", {{"api", name}},
+                   static_cast<double>(h.calls));
+      sink.counter("rdma_exporter_kubernetes_api_failures_total",
+                   "Calls to the node's Kubernetes API that failed (no socket, refused, no answer "
+                   "within kubernetes.timeout, an error).",
+                   {{"api", name}}, static_cast<double>(h.failures));
+    };
+    api("cri", pods_->options().cri_socket, pods_->cri_health());
+    api("pod_resources", pods_->options().pod_resources_socket, pods_->pod_resources_health());
   }
 
   // Each collector's own health goes with its metrics (a scrape that

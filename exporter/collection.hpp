@@ -68,6 +68,10 @@ class Collection {
   };
 
   void build_collectors();
+  // Makes, remakes (new options) or drops the pod directory.
+  void configure_pods();
+  // A Scrape of this collection: the filter, netlink and the pods.
+  Scrape scrape();
   std::vector<KernelStateManager*> managers() const;
   void retire(Running& running);
   void log_changes(const CollectorOutcome& outcome);
@@ -79,6 +83,8 @@ class Collection {
   nldev::Client client_;
   std::vector<Running> running_;  // registry order, then the daemon's own
   std::vector<MetricSource> sources_;
+  std::unique_ptr<kubernetes::PodDirectory> pods_;
+  kubernetes::Options pods_options_;
 
   // Process-lifetime state for self metrics and change-only logging.
   uint64_t collections_ = 0;

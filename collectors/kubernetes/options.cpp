@@ -1,5 +1,7 @@
 #include "collectors/kubernetes/options.hpp"
 
+#include <unistd.h>
+
 namespace rdma_exporter::kubernetes {
 
 void parse_options(Walker& w, const YAML::Node& node, const std::string& path, Options& out) {
@@ -9,6 +11,13 @@ void parse_options(Walker& w, const YAML::Node& node, const std::string& path, O
              {"pod_resources_socket", w.string(out.pod_resources_socket)},
              {"refresh_interval", w.duration(out.refresh_interval)},
              {"timeout", w.duration(out.timeout)}});
+}
+
+std::string find_cri_socket(const std::vector<std::string>& candidates) {
+  for (const auto& c : candidates) {
+    if (::access(c.c_str(), F_OK) == 0) return c;
+  }
+  return "";
 }
 
 std::vector<std::string> validate_options(const Options& o) {

@@ -24,7 +24,12 @@ struct Options {
   std::string pod_resources_socket = kPodResourcesSocket;  // empty: no device allocations
   Duration refresh_interval{std::chrono::seconds(30)};
   Duration timeout{std::chrono::seconds(2)};
+
+  bool operator==(const Options&) const = default;
 };
+
+// The first of `candidates` that exists; "" when none does.
+std::string find_cri_socket(const std::vector<std::string>& candidates);
 
 void parse_options(Walker& w, const YAML::Node& node, const std::string& path, Options& out);
 std::vector<std::string> validate_options(const Options& o);

@@ -31,12 +31,14 @@ void PodDirectory::stop() {
 
 void PodDirectory::run() {
   std::unique_lock<std::mutex> lock(mutex_);
+  // start() comes after a first refresh(): wait, then refresh.
   while (!stopping_) {
+    wake_.wait_for(lock, options_.refresh, [this] { return stopping_ || asked_; });
+    asked_ = false;
+    if (stopping_) break;
     lock.unlock();
     refresh();
     lock.lock();
-    wake_.wait_for(lock, options_.refresh, [this] { return stopping_ || asked_; });
-    asked_ = false;
   }
 }
 

@@ -50,7 +50,7 @@ class PodDirectory {
   PodDirectory& operator=(const PodDirectory&) = delete;
 
   // Refreshes on a thread every options.refresh, and sooner when a lookup
-  // misses (see lookup()).
+  // misses (see lookup()); the first refresh is the caller's (refresh()).
   void start();
   void stop();
 
@@ -63,6 +63,7 @@ class PodDirectory {
   // lookups miss it), so it shows at a later collection.
   std::optional<PodLabels> lookup(std::string_view cgroup_path);
 
+  const DirectoryOptions& options() const { return options_; }
   std::vector<ContainerDevices> allocations() const;
   std::vector<DeviceAllocation> allocatable() const;
   // Refreshes asked for by lookups that missed.

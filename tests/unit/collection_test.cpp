@@ -12,6 +12,7 @@
 #include <fstream>
 
 #include "tests/fake_kernel/fake_nldev.hpp"
+#include "tests/support/fake_node_api.hpp"
 #include "tests/support/fixtures.hpp"
 #include "tests/support/snapshot_query.hpp"
 #include "tests/support/sysfs_tree.hpp"
@@ -307,6 +308,33 @@ TEST_F(CollectionTest, RenderedTextAndGzipAgree) {
   ASSERT_GE(s->gzip.size(), 18U);
   EXPECT_EQ(static_cast<unsigned char>(s->gzip[0]), 0x1f);
   EXPECT_EQ(static_cast<unsigned char>(s->gzip[1]), 0x8b);
+}
+
+TEST_F(CollectionTest, TheNodesKubernetesApisAreAccountedEachCollection) {
+  const std::string dir = std::filesystem::temp_directory_path() /
+                          ("rdma-collection-k8s-" + std::to_string(::getpid()));
+  std::filesystem::create_directories(dir);
+  testing::FakeNodeApi fake(dir + "/cri.sock", "");
+  config_.kubernetes.enabled = true;
+  config_.kubernetes.cri_socket = dir + "/cri.sock";
+  config_.kubernetes.pod_resources_socket = dir + "/absent.sock";
+  config_.kubernetes.refresh_interval = std::chrono::hours(1);
+  config_.collection.once = true;  // no refresh thread: the counts are the first refresh's
+  auto s = collect();
+  EXPECT_EQ(sample(*s, "rdma_exporter_kubernetes_api_up", {{"api", "cri"}}), 1);
+  EXPECT_EQ(sample(*s, "rdma_exporter_kubernetes_api_calls_total", {{"api", "cri"}}), 1);
+  EXPECT_EQ(sample(*s, "rdma_exporter_kubernetes_api_failures_total", {{"api", "cri"}}), 0);
+  EXPECT_EQ(sample(*s, "rdma_exporter_kubernetes_api_up", {{"api", "pod_resources"}}), 0);
+  EXPECT_EQ(sample(*s, "rdma_exporter_kubernetes_api_calls_total", {{"api", "pod_resources"}}), 1);
+  EXPECT_EQ(sample(*s, "rdma_exporter_kubernetes_api_failures_total", {{"api", "pod_resources"}}),
+            1);
+  EXPECT_EQ(fake.list_containers_calls(), 1);
+  // Off: no directory, no series.
+  config_.kubernetes.enabled = false;
+  collection_->reconfigure(config_);
+  s = collection_->collect();
+  EXPECT_FALSE(has_family(*s, "rdma_exporter_kubernetes_api_up"));
+  std::filesystem::remove_all(dir);
 }
 
 }  // namespace

@@ -117,8 +117,8 @@ TEST_F(PodDirectoryTest, AMissAsksForOneRefreshPerContainer) {
 TEST_F(PodDirectoryTest, AMissWakesTheRefreshThread) {
   FakeNodeApi fake(cri(), "");
   PodDirectory d(DirectoryOptions{cri(), "", 1h, 2s});
+  d.refresh();
   d.start();
-  ASSERT_TRUE(testing::eventually([&] { return fake.list_containers_calls() == 1; }));
   NodeState s;
   s.containers = {container(kIdC, kUidA, "ns-c", "pod-c", "new")};
   fake.set(s);
