@@ -17,7 +17,7 @@ std::string qp_type_problem(const std::string& v) {
 }
 
 std::string aggregate_problem(const std::string& v) {
-  return one_of(v, {"comm", "cgroup", "qp_type"});
+  return one_of(v, {"comm", "cgroup", "qp_type", "pod"});
 }
 
 }  // namespace

@@ -7,6 +7,7 @@
 #include <unordered_map>
 
 #include "collectors/kernel/nldev/counter_codec.hpp"
+#include "collectors/kubernetes/pod_directory.hpp"
 #include "collectors/qp_counters/mode_manager.hpp"
 #include "collectors/registry.hpp"
 
@@ -76,14 +77,21 @@ void QpCountersCollector::choose_labels() {
     with_pid_ = false;
     with_comm_ = wants(agg, "comm");
     with_cgroup_ = wants(agg, "cgroup");
+    with_pod_ = pods_present_ && wants(agg, "pod");
   } else {
     with_cgroup_ = options_.cgroup_label;
+    with_pod_ = pods_present_;
   }
   label_names_ = {"device", "port"};
   if (with_type_) label_names_.emplace_back("qp_type");
   if (with_pid_) label_names_.emplace_back("pid");
   if (with_comm_) label_names_.emplace_back("comm");
   if (with_cgroup_) label_names_.emplace_back("cgroup");
+  if (with_pod_) {
+    label_names_.emplace_back("namespace");
+    label_names_.emplace_back("pod");
+    label_names_.emplace_back("container");
+  }
 }
 
 // One value that all of a set's QPs share, if they share one.
@@ -111,7 +119,8 @@ class Common {
 };
 
 SeriesBook::Key QpCountersCollector::key_of(const nldev::CounterSet& set,
-                                            const std::vector<const nldev::Qp*>& qps) {
+                                            const std::vector<const nldev::Qp*>& qps,
+                                            kubernetes::PodDirectory* pods) {
   // The set's own criteria first; otherwise what all its QPs have in common.
   std::optional<uint8_t> type = set.qp_type;
   std::optional<uint32_t> pid = set.pid;
@@ -143,6 +152,15 @@ SeriesBook::Key QpCountersCollector::key_of(const nldev::CounterSet& set,
     key.push_back(comm);
   }
   if (with_cgroup_) key.push_back(pid ? processes_.cgroup(*pid).value_or("") : "");
+  if (with_pod_) {
+    std::optional<kubernetes::PodLabels> pod;
+    if (pid && pods != nullptr) {
+      if (const auto cgroup = processes_.cgroup(*pid)) pod = pods->lookup(*cgroup);
+    }
+    key.push_back(pod ? pod->pod_namespace : "");
+    key.push_back(pod ? pod->pod : "");
+    key.push_back(pod ? pod->container : "");
+  }
   return key;
 }
 
@@ -151,6 +169,14 @@ std::vector<std::string> QpCountersCollector::collect(Scrape& scrape, MetricSink
   const Topology* topology = scrape.topology_for(errors);
   if (topology == nullptr) return errors;
   processes_.next_collection(ProcessInfo::Clock::now());
+  // The pod labels come and go with the directory (a reload of the
+  // kubernetes section): the series start afresh with the other labels.
+  if (const bool present = scrape.pods() != nullptr; present != pods_present_) {
+    pods_present_ = present;
+    const auto old_labels = label_names_;
+    choose_labels();
+    if (label_names_ != old_labels) book_ = SeriesBook(options_.max_series, options_.retired_ttl);
+  }
   std::vector<nldev::CounterSet> all_sets;
   std::vector<nldev::Qp> all_qps;
   std::vector<SeriesBook::Observation> observations;
@@ -219,7 +245,7 @@ std::vector<std::string> QpCountersCollector::collect(Scrape& scrape, MetricSink
     for (uint32_t lqpn : s.lqpns) {
       if (const nldev::Qp* q = find_qp(dev_qpn(s.dev_index, lqpn))) qps_of_set.push_back(q);
     }
-    keys.push_back(key_of(s, qps_of_set));
+    keys.push_back(key_of(s, qps_of_set, scrape.pods()));
     ++live_sets[{s.dev_name, s.port}];
   }
   for (std::size_t i = 0; i < all_sets.size(); ++i) {

@@ -15,7 +15,7 @@ namespace rdma_exporter {
 
 // Per-QP counter sets (RDMA_NLDEV_CMD_STAT_GET dump with STAT_RES=RES_QP),
 // the ports' counter modes, and the QP inventory (RDMA_NLDEV_CMD_RES_QP_GET):
-//   rdma_qp_stat_<name>_total{device,port,qp_type,pid,comm[,cgroup]}
+//   rdma_qp_stat_<name>_total{device,port,qp_type,pid,comm[,cgroup][,namespace,pod,container]}
 //   rdma_qp_stat_sets, rdma_qp_stat_overflow_sets, rdma_qp_stat_mode_info,
 //   rdma_qps{device,port,qp_type,state[,comm]}
 // and, when the exporter manages counter modes (its CounterModeManager),
@@ -37,7 +37,8 @@ class QpCountersCollector final : public Collector {
  private:
   void choose_labels();
   // `qps`: the set's QPs found in the QP dump.
-  SeriesBook::Key key_of(const nldev::CounterSet& set, const std::vector<const nldev::Qp*>& qps);
+  SeriesBook::Key key_of(const nldev::CounterSet& set, const std::vector<const nldev::Qp*>& qps,
+                         kubernetes::PodDirectory* pods);
   // Metric name and HELP text of a per-QP counter, made once per name.
   const std::pair<std::string, std::string>& stat_names(const std::string& counter);
 
@@ -48,6 +49,10 @@ class QpCountersCollector final : public Collector {
   std::vector<std::string> label_names_;  // device, port, then the chosen dimensions
   std::unordered_map<std::string, std::pair<std::string, std::string>> stat_names_;
   bool with_type_ = true, with_pid_ = true, with_comm_ = true, with_cgroup_ = false;
+  // namespace, pod, container: when the collection has a pod directory
+  // (`kubernetes.enabled`), and aggregate_by, if set, names pod.
+  bool with_pod_ = false;
+  bool pods_present_ = false;
 };
 
 }  // namespace rdma_exporter

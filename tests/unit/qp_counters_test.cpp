@@ -15,6 +15,7 @@
 #include "exporter/config.hpp"
 #include "tests/fake_kernel/fake_nldev.hpp"
 #include "tests/fake_kernel/nl_message.hpp"
+#include "tests/support/fake_node_api.hpp"
 #include "tests/support/snapshot_query.hpp"
 
 namespace rdma_exporter {
@@ -120,6 +121,66 @@ TEST_F(QpCountersTest, ObserveExportsAutoSetsWithProcessAttributionAndWritesNoth
   EXPECT_EQ(writes(kernel()), 0U);
   EXPECT_EQ(sample(*s, "rdma_qps", {{"port", "1"}, {"qp_type", "RC"}, {"state", "RTS"}}), 2.0);
   EXPECT_EQ(sample(*s, "rdma_qps", {{"port", "1"}, {"qp_type", "UD"}, {"state", "RTS"}}), 1.0);
+}
+
+// Processes of pods, with the node's CRI answering: each set of a pod's
+// process carries its namespace, pod and container from its first
+// collection; a process outside any pod gets none.
+TEST_F(QpCountersTest, ProcessesOfPodsCarryTheirNamespacePodAndContainer) {
+  const std::string ida = "5d1e0c4b2a39f8e7d6c5b4a3928170f6e5d4c3b2a1908f7e6d5c4b3a29180f7e";
+  const std::string idb = "a1b2c3d4e5f60718293a4b5c6d7e8f90a1b2c3d4e5f60718293a4b5c6d7e8f91";
+  add_process(300, "trainer",
+              "/kubepods.slice/kubepods-burstable.slice/"
+              "kubepods-burstable-pod0f3c1a2b_4d5e_4f60_8a9b_0c1d2e3f4a5b.slice/cri-containerd-" +
+                  ida + ".scope");
+  add_process(301, "reader", "/kubepods/besteffort/pod11112222-3333-4444-5555-666677778888/" + idb);
+  testing::FakeNodeApi fake(proc_ + "/cri.sock", "");
+  testing::NodeState st;
+  st.containers = {{ida,
+                    {{"io.kubernetes.pod.uid", "0f3c1a2b-4d5e-4f60-8a9b-0c1d2e3f4a5b"},
+                     {"io.kubernetes.pod.namespace", "ns-train"},
+                     {"io.kubernetes.pod.name", "job-0"},
+                     {"io.kubernetes.container.name", "worker"}},
+                    "worker"},
+                   {idb,
+                    {{"io.kubernetes.pod.uid", "11112222-3333-4444-5555-666677778888"},
+                     {"io.kubernetes.pod.namespace", "ns-data"},
+                     {"io.kubernetes.pod.name", "loader-7"},
+                     {"io.kubernetes.container.name", "fetch"}},
+                    "fetch"}};
+  fake.set(st);
+  config_.kubernetes.enabled = true;
+  config_.kubernetes.cri_socket = proc_ + "/cri.sock";
+  config_.kubernetes.pod_resources_socket = "";
+  config_.kubernetes.refresh_interval = std::chrono::hours(1);
+  port(1).counter_mode = RDMA_COUNTER_MODE_AUTO;
+  port(1).auto_mask = RDMA_COUNTER_MASK_QP_TYPE | RDMA_COUNTER_MASK_PID;
+  const uint32_t a = kernel().create_qp(1, 1, kRC, 300);
+  const uint32_t b = kernel().create_qp(1, 1, kRC, 301);
+  const uint32_t c = kernel().create_qp(1, 1, kUD, 200);
+  kernel().traffic(1, a, "rx_write_requests", 10);
+  kernel().traffic(1, b, "rx_write_requests", 4);
+  kernel().traffic(1, c, "rx_write_requests", 7);
+  auto s = collect();
+  ASSERT_TRUE(s->all_succeeded());
+  EXPECT_EQ(sample(*s, "rdma_qp_stat_rx_write_requests_total",
+                   {{"pid", "300"},
+                    {"comm", "trainer"},
+                    {"namespace", "ns-train"},
+                    {"pod", "job-0"},
+                    {"container", "worker"}}),
+            10.0);
+  EXPECT_EQ(sample(*s, "rdma_qp_stat_rx_write_requests_total",
+                   {{"pid", "301"},
+                    {"comm", "reader"},
+                    {"namespace", "ns-data"},
+                    {"pod", "loader-7"},
+                    {"container", "fetch"}}),
+            4.0);
+  EXPECT_EQ(sample(*s, "rdma_qp_stat_rx_write_requests_total",
+                   {{"pid", "200"}, {"namespace", ""}, {"pod", ""}, {"container", ""}}),
+            7.0);
+  EXPECT_EQ(fake.list_containers_calls(), 1);
 }
 
 // A set may list a QP the QP dump no longer has (destroyed in between): the
