@@ -1,7 +1,7 @@
 """The layers of docs/architecture.md, checked on every #include.
 
-Lowest first: common/ -> collectors/kernel/ -> the collectors and the probe
--> exporter/. A file includes only its own layer or the ones below; a
+Lowest first: common/ -> collectors/kernel/ and collectors/kubernetes/ (the
+node's Kubernetes APIs) -> the collectors and the probe -> exporter/. A file includes only its own layer or the ones below; a
 collector includes no other collector's folder; the probe includes nothing
 of collectors/ but kernel access. Inside the probe, its folders are layers
 too, in PROBE_LAYERS' order (docs/architecture.md, "The probe"): a file
@@ -20,7 +20,7 @@ INCLUDE = re.compile(r'^#include "([^"]+)"', re.M)
 def layer(path):
     if path.startswith("common/"):
         return 0
-    if path.startswith("collectors/kernel/"):
+    if path.startswith(("collectors/kernel/", "collectors/kubernetes/")):
         return 1
     if path.startswith("collectors/"):
         return 2
@@ -46,7 +46,7 @@ def probe_layer(path):
 def folder(path):
     """The collector folder of a path under collectors/, or None."""
     parts = path.split("/")
-    if parts[0] != "collectors" or len(parts) < 3 or parts[1] == "kernel":
+    if parts[0] != "collectors" or len(parts) < 3 or parts[1] in ("kernel", "kubernetes"):
         return None
     return parts[1]
 
