@@ -32,6 +32,8 @@ struct PodLabels {
   std::string pod_namespace;
   std::string pod;
   std::string container;  // empty for a process in the pod's own cgroup
+
+  bool operator==(const PodLabels&) const = default;
 };
 
 // How each API answered: up (the last call succeeded), calls and failures.

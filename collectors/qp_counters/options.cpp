@@ -80,6 +80,7 @@ void parse_qp_counters_options(Walker& w, const YAML::Node& node, const std::str
              {"max_series", w.integer(max_series, 1, 1000000)},
              {"retired_ttl", w.duration(q.retired_ttl)},
              {"inventory_by_comm", w.boolean(q.inventory_by_comm)},
+             {"inventory_by_pod", w.boolean(q.inventory_by_pod)},
              {"proc_root", w.string(q.proc_root)}});
   q.max_series = static_cast<std::size_t>(max_series);
   std::set<std::string> names;

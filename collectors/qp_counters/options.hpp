@@ -48,6 +48,8 @@ struct QpCountersOptions {
   // How long a series whose counter sets are all gone is still exported.
   std::chrono::milliseconds retired_ttl{std::chrono::minutes(10)};
   bool inventory_by_comm = false;
+  // namespace, pod, container on the QP inventory (with kubernetes.enabled).
+  bool inventory_by_pod = false;
   std::string proc_root = "/proc";
 
   // Some port rule asks for auto or manual mode: kernel writes

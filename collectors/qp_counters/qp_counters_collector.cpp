@@ -274,19 +274,24 @@ std::vector<std::string> QpCountersCollector::collect(Scrape& scrape, MetricSink
                labels, folded == book_.folded().end() ? 0.0 : static_cast<double>(folded->second));
   }
 
-  // QP inventory: counted by device, port, type, state (and comm) first,
-  // then labelled once per group.
+  // QP inventory: counted by device, port, type, state (and comm, and the
+  // pod) first, then labelled once per group.
+  const bool by_pod = options_.inventory_by_pod && scrape.pods() != nullptr;
   struct Group {
     uint32_t dev_index;
     std::optional<uint32_t> port;
     uint8_t type;
     uint8_t state;
     std::string comm;
+    kubernetes::PodLabels pod;
     bool operator==(const Group&) const = default;
   };
   struct GroupHash {
     std::size_t operator()(const Group& g) const {
       std::size_t h = std::hash<std::string>{}(g.comm);
+      for (const std::string* v : {&g.pod.pod_namespace, &g.pod.pod, &g.pod.container}) {
+        h = h * 1000003U ^ std::hash<std::string>{}(*v);
+      }
       for (uint64_t v : {uint64_t{g.dev_index}, uint64_t{g.port.value_or(0xffffffffU)},
                          uint64_t{g.type}, uint64_t{g.state}}) {
         h = h * 1000003U ^ std::hash<uint64_t>{}(v);
@@ -296,9 +301,14 @@ std::vector<std::string> QpCountersCollector::collect(Scrape& scrape, MetricSink
   };
   std::unordered_map<Group, std::pair<const nldev::Qp*, std::size_t>, GroupHash> groups;
   for (const auto& q : all_qps) {
-    Group g{q.dev_index, q.port, q.type, q.state, {}};
+    Group g{q.dev_index, q.port, q.type, q.state, {}, {}};
     if (options_.inventory_by_comm) {
       g.comm = q.kern_name ? *q.kern_name : (q.pid ? processes_.comm(*q.pid).value_or("") : "");
+    }
+    if (by_pod && q.pid) {
+      if (const auto cgroup = processes_.cgroup(*q.pid)) {
+        if (auto pod = scrape.pods()->lookup(*cgroup)) g.pod = std::move(*pod);
+      }
     }
     auto [it, inserted] = groups.try_emplace(std::move(g), &q, 0);
     ++it->second.second;
@@ -309,11 +319,22 @@ std::vector<std::string> QpCountersCollector::collect(Scrape& scrape, MetricSink
     std::vector<std::string> key{q.dev_name, q.port ? std::to_string(*q.port) : "",
                                  nldev::qp_type_name(q.type), nldev::qp_state_name(q.state)};
     if (options_.inventory_by_comm) key.push_back(g.comm);
+    if (by_pod) {
+      key.push_back(g.pod.pod_namespace);
+      key.push_back(g.pod.pod);
+      key.push_back(g.pod.container);
+    }
     inventory[std::move(key)] += first_and_count.second;
   }
   for (const auto& [key, count] : inventory) {
     Labels labels{{"device", key[0]}, {"port", key[1]}, {"qp_type", key[2]}, {"state", key[3]}};
-    if (options_.inventory_by_comm) labels.emplace_back("comm", key[4]);
+    std::size_t next = 4;
+    if (options_.inventory_by_comm) labels.emplace_back("comm", key[next++]);
+    if (by_pod) {
+      labels.emplace_back("namespace", key[next]);
+      labels.emplace_back("pod", key[next + 1]);
+      labels.emplace_back("container", key[next + 2]);
+    }
     sink.gauge("rdma_qps", "QPs in the device's resource tracker, by port, type and state.",
                std::move(labels), static_cast<double>(count));
   }

@@ -57,6 +57,7 @@ void expect_documented_defaults(const Config& c) {
   EXPECT_EQ(c.collectors.options<QpCountersOptions>().max_series, 1000U);
   EXPECT_EQ(c.collectors.options<QpCountersOptions>().retired_ttl, minutes(10));
   EXPECT_FALSE(c.collectors.options<QpCountersOptions>().inventory_by_comm);
+  EXPECT_FALSE(c.collectors.options<QpCountersOptions>().inventory_by_pod);
   EXPECT_EQ(c.collectors.options<QpCountersOptions>().proc_root, "/proc");
 
   EXPECT_TRUE(c.collectors.options<OptionalCountersOptions>().ports.empty());

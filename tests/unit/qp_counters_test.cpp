@@ -181,6 +181,25 @@ TEST_F(QpCountersTest, ProcessesOfPodsCarryTheirNamespacePodAndContainer) {
                    {{"pid", "200"}, {"namespace", ""}, {"pod", ""}, {"container", ""}}),
             7.0);
   EXPECT_EQ(fake.list_containers_calls(), 1);
+  // The inventory by pod: two of job-0's QPs, one of loader-7's, one of no pod.
+  kernel().create_qp(1, 1, kRC, 300);
+  config_.collectors.options<QpCountersOptions>().inventory_by_pod = true;
+  collection().reconfigure(config_);
+  s = collect();
+  EXPECT_EQ(sample(*s, "rdma_qps",
+                   {{"qp_type", "RC"},
+                    {"state", "RTS"},
+                    {"namespace", "ns-train"},
+                    {"pod", "job-0"},
+                    {"container", "worker"}}),
+            2.0);
+  EXPECT_EQ(sample(*s, "rdma_qps",
+                   {{"qp_type", "RC"},
+                    {"namespace", "ns-data"},
+                    {"pod", "loader-7"},
+                    {"container", "fetch"}}),
+            1.0);
+  EXPECT_EQ(sample(*s, "rdma_qps", {{"qp_type", "UD"}, {"pod", ""}}), 1.0);
 }
 
 // A set may list a QP the QP dump no longer has (destroyed in between): the
