@@ -13,10 +13,6 @@ bool lower_hex(std::string_view s) {
   });
 }
 
-bool ends_with(std::string_view s, std::string_view suffix) {
-  return s.size() >= suffix.size() && s.substr(s.size() - suffix.size()) == suffix;
-}
-
 // A pod UID, with `dash` between its groups: 8-4-4-4-12 hex digits, or the
 // 32 hex digits of a static pod's (a hash of its manifest).
 std::optional<std::string> pod_uid(std::string_view s, char dash) {
@@ -52,14 +48,14 @@ bool read_container(std::string_view seg, bool systemd, PodCgroup& out) {
       {"docker-", "docker"},
   }};
   if (systemd) {
-    if (!ends_with(seg, ".scope")) return false;
+    if (!seg.ends_with(".scope")) return false;
     seg.remove_suffix(6);
   } else if (seg.size() == 64 && lower_hex(seg)) {
     out.container_id = seg;  // containerd under the cgroupfs driver
     return true;
   }
   for (const auto& p : kPrefixes) {
-    if (seg.substr(0, p.prefix.size()) != p.prefix) continue;
+    if (!seg.starts_with(p.prefix)) continue;
     const std::string_view id = seg.substr(p.prefix.size());
     if (!container_id(id)) return false;  // crio-conmon-<id> among them
     out.container_id = id;
@@ -71,7 +67,7 @@ bool read_container(std::string_view seg, bool systemd, PodCgroup& out) {
 
 // A systemd pod slice: [<root>-]kubepods[-burstable|-besteffort]-pod<uid>.slice.
 std::optional<PodCgroup> systemd_pod(std::string_view seg) {
-  if (!ends_with(seg, ".slice")) return std::nullopt;
+  if (!seg.ends_with(".slice")) return std::nullopt;
   seg.remove_suffix(6);
   const std::size_t pod = seg.rfind("-pod");
   if (pod == std::string_view::npos) return std::nullopt;
@@ -79,14 +75,14 @@ std::optional<PodCgroup> systemd_pod(std::string_view seg) {
   if (!uid) return std::nullopt;
   std::string_view parent = seg.substr(0, pod);  // ...kubepods[-qos]
   PodCgroup out;
-  if (ends_with(parent, "-burstable")) {
+  if (parent.ends_with("-burstable")) {
     out.qos = QosClass::burstable;
     parent.remove_suffix(10);
-  } else if (ends_with(parent, "-besteffort")) {
+  } else if (parent.ends_with("-besteffort")) {
     out.qos = QosClass::besteffort;
     parent.remove_suffix(11);
   }
-  if (parent != "kubepods" && !ends_with(parent, "-kubepods")) return std::nullopt;
+  if (parent != "kubepods" && !parent.ends_with("-kubepods")) return std::nullopt;
   out.pod_uid = std::move(*uid);
   return out;
 }
@@ -108,7 +104,7 @@ std::optional<PodCgroup> parse_pod_cgroup(std::string_view path) {
     bool systemd = false;
     if ((pod = systemd_pod(segs[i]))) {
       systemd = true;
-    } else if (segs[i].substr(0, 3) == "pod" && i >= 1) {
+    } else if (segs[i].starts_with("pod") && i >= 1) {
       // cgroupfs: kubepods/pod<uid> or kubepods/<qos>/pod<uid>.
       auto uid = pod_uid(segs[i].substr(3), '-');
       std::size_t k = i - 1;
