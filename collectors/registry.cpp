@@ -16,6 +16,7 @@ CollectorEntry sysfs_entry();
 CollectorEntry pcie_entry();
 CollectorEntry link_entry();
 CollectorEntry transceiver_entry();
+CollectorEntry pods_entry();
 
 const std::vector<CollectorEntry>& collector_registry() {
   static const std::vector<CollectorEntry> registry = {
@@ -30,6 +31,7 @@ const std::vector<CollectorEntry>& collector_registry() {
       pcie_entry(),               // collectors/pcie
       link_entry(),               // collectors/link
       transceiver_entry(),        // collectors/transceiver
+      pods_entry(),               // collectors/pods
   };
   return registry;
 }

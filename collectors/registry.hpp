@@ -44,6 +44,7 @@ struct CollectorEntry {
   std::string help;  // one line: what it exports
   bool enabled_by_default = true;
   bool reads_rdma_netlink = true;  // false: it works without rdma netlink
+  bool needs_kubernetes = false;   // true: it runs only with kubernetes.enabled
 
   // Its options, for a collector that has a configuration section named like
   // it: the defaults, the section's parser (one message per problem through

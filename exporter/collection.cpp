@@ -89,7 +89,8 @@ void Collection::build_collectors() {
                            [&](const Running& r) { return r.entry == &entry; });
     std::unique_ptr<Collector> previous;
     if (it != running_.end()) previous = std::move(it->collector);
-    if (!config_.collectors.enabled(entry.name)) {
+    if (!config_.collectors.enabled(entry.name) ||
+        (entry.needs_kubernetes && !config_.kubernetes.enabled)) {
       if (previous) {
         Running gone{&entry, std::move(previous)};
         retire(gone);

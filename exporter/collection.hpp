@@ -61,6 +61,10 @@ class Collection {
   void maintain();
   void restore_kernel_state();
 
+  // The node's pods and containers, nullptr while the kubernetes section is
+  // off.
+  kubernetes::PodDirectory* pods() { return pods_.get(); }
+
  private:
   struct Running {
     const CollectorEntry* entry;  // nullptr for the daemon's own

@@ -122,9 +122,13 @@ class KubernetesTest(unittest.TestCase):
             self.assertEqual(sc["capabilities"], {"drop": ["ALL"]})
             self.assertTrue(sc["readOnlyRootFilesystem"])
             self.assertFalse(sc["allowPrivilegeEscalation"])
-            self.assertTrue(sc["runAsNonRoot"])
             for m in container["volumeMounts"]:
                 self.assertIn(m["name"], volumes, m)
+        # The sidecar is no root; the exporter is uid 0 for the node's
+        # sockets (root's, owner-writable), with no capability.
+        self.assertTrue(containers["peers"]["securityContext"]["runAsNonRoot"])
+        self.assertEqual(containers["peers"]["securityContext"]["runAsUser"], 65534)
+        self.assertEqual(containers["rdma-exporter"]["securityContext"]["runAsUser"], 0)
         c = containers["rdma-exporter"]
         mounts = {m["mountPath"]: m for m in c["volumeMounts"]}
         self.assertTrue(mounts["/host/sys"]["readOnly"])
@@ -132,6 +136,28 @@ class KubernetesTest(unittest.TestCase):
         self.assertIn("/dev/infiniband", mounts)
         self.assertEqual(volumes["config"]["configMap"]["name"],
                          self.by_kind["ConfigMap"]["metadata"]["name"])
+
+    def test_node_sockets_are_mounted_read_only_where_the_configuration_looks(self):
+        pod = self.by_kind["DaemonSet"]["spec"]["template"]["spec"]
+        cfg = yaml.safe_load(self.by_kind["ConfigMap"]["data"]["rdma_exporter.yml"])
+        k8s = cfg["kubernetes"]
+        self.assertTrue(k8s["enabled"])
+        volumes = {v["name"]: v for v in pod["volumes"]}
+        (exporter,) = [c for c in pod["containers"] if c["name"] == "rdma-exporter"]
+        mounts = {m["mountPath"]: m for m in exporter["volumeMounts"]}
+        for socket, host_dir in [(k8s["cri_socket"], "/run/containerd"),
+                                 (k8s["pod_resources_socket"], "/var/lib/kubelet/pod-resources")]:
+            mount = mounts[os.path.dirname(socket)]   # the directory, not the socket file
+            self.assertTrue(mount["readOnly"], socket)
+            self.assertEqual(volumes[mount["name"]]["hostPath"], {"path": host_dir,
+                                                                   "type": "Directory"})
+        # The sidecar sees neither.
+        (peers,) = [c for c in pod["containers"] if c["name"] == "peers"]
+        self.assertFalse({m["name"] for m in peers["volumeMounts"]} &
+                         {mounts[os.path.dirname(k8s["cri_socket"])]["name"],
+                          mounts[os.path.dirname(k8s["pod_resources_socket"])]["name"]})
+        self.assertIn("pod", cfg["qp_counters"]["aggregate_by"])
+        self.assertTrue(cfg["qp_counters"]["inventory_by_pod"])
 
     def test_ports_line_up(self):
         pod = self.by_kind["DaemonSet"]["spec"]["template"]["spec"]

@@ -13,7 +13,9 @@ import urllib.parse
 from harness import BIN, Exporter, Prometheus, make_sysfs, value, wait_log
 
 ALL = ["devices", "hw_counters", "optional_counters", "resources", "qp_counters", "ethtool",
-       "dcb", "sysfs", "pcie", "link", "transceiver"]
+       "dcb", "sysfs", "pcie", "link", "transceiver", "pods"]
+# Those that run without a kubernetes section (pods runs only with it).
+RUN = [name for name in ALL if name != "pods"]
 CONFIG = "collection:\n  max_age: 0s\n"
 SYSFS_FAMILY = "rdma_port_pma_symbol_error_total"   # the sysfs collector
 HW_FAMILY = "rdma_port_hw_out_of_sequence_total"    # hw_counters (from sysfs here)
@@ -49,13 +51,13 @@ class CollectorFlagsTest(unittest.TestCase):
 
     def test_default_runs_every_collector(self):
         text = self.scrape_with()
-        self.assertEqual(collectors_reported(text), sorted(ALL))
+        self.assertEqual(collectors_reported(text), sorted(RUN))
         self.assertIn(SYSFS_FAMILY, families(text))
         self.assertIn(HW_FAMILY, families(text))
 
     def test_no_collector_turns_one_off(self):
         text = self.scrape_with("--no-collector.sysfs")
-        self.assertEqual(collectors_reported(text), sorted(set(ALL) - {"sysfs"}))
+        self.assertEqual(collectors_reported(text), sorted(set(RUN) - {"sysfs"}))
         self.assertNotIn(SYSFS_FAMILY, families(text))
         self.assertNotIn("rdma_port_rate_bytes_per_second", families(text))
         self.assertIn(HW_FAMILY, families(text))
@@ -89,7 +91,7 @@ class CollectorFlagsTest(unittest.TestCase):
         self.assertEqual(r.returncode, 2)
         self.assertIn('rdma_exporter: unknown collector "infiniband" in --collector.infiniband '
                       "(collectors: devices, hw_counters, optional_counters, resources, "
-                      "qp_counters, ethtool, dcb, sysfs, pcie, link, transceiver)", r.stderr)
+                      "qp_counters, ethtool, dcb, sysfs, pcie, link, transceiver, pods)", r.stderr)
         self.assertEqual(r.stdout, "")
 
     def test_help_lists_every_collector(self):
@@ -152,7 +154,7 @@ class CollectParameterTest(unittest.TestCase):
         self.assertEqual(resp.status, 200)
         text = body.decode()
         self.assertEqual(collectors_reported(text),
-                         sorted(set(ALL) - {"sysfs", "qp_counters", "dcb"}))
+                         sorted(set(RUN) - {"sysfs", "qp_counters", "dcb"}))
         self.assertNotIn(SYSFS_FAMILY, families(text))
         self.assertIn(HW_FAMILY, families(text))
 
@@ -181,7 +183,7 @@ class CollectParameterTest(unittest.TestCase):
                 ("collect[]=infiniband",
                  'unknown collector "infiniband" in collect[] (collectors: devices, hw_counters, '
                  "optional_counters, resources, qp_counters, ethtool, dcb, sysfs, pcie, link, "
-                 "transceiver, probe)\n"),
+                 "transceiver, pods, probe)\n"),
                 ("collect[]=dcb", 'collector "dcb" in collect[] is not enabled\n'),
                 ("exclude[]=probe", 'collector "probe" in exclude[] is not enabled\n'),
                 ("collect[]=%zz", 'malformed percent escape in the query string: "%zz"\n')]:

@@ -10,6 +10,15 @@
 
 namespace rdma_exporter::testing {
 
+// True when a series' labels include every one of `labels`.
+inline bool has_labels(const prometheus::ClientMetric& m, const Labels& labels) {
+  return std::all_of(labels.begin(), labels.end(), [&](const auto& want) {
+    return std::any_of(m.label.begin(), m.label.end(), [&](const auto& l) {
+      return l.name == want.first && l.value == want.second;
+    });
+  });
+}
+
 // The value of the one sample of `name` whose labels include `labels`; NaN
 // when there is none, or more than one.
 inline double sample(const Snapshot& s, const std::string& name, const Labels& labels = {}) {
@@ -18,12 +27,7 @@ inline double sample(const Snapshot& s, const std::string& name, const Labels& l
   for (const auto& f : s.families) {
     if (f.name != name) continue;
     for (const auto& m : f.metric) {
-      const bool match = std::all_of(labels.begin(), labels.end(), [&](const auto& want) {
-        return std::any_of(m.label.begin(), m.label.end(), [&](const auto& l) {
-          return l.name == want.first && l.value == want.second;
-        });
-      });
-      if (!match) continue;
+      if (!has_labels(m, labels)) continue;
       if (seen) return std::nan("");
       seen = true;
       found = f.type == prometheus::MetricType::Counter ? m.counter.value : m.gauge.value;
@@ -32,10 +36,15 @@ inline double sample(const Snapshot& s, const std::string& name, const Labels& l
   return found;
 }
 
-// Number of series of a family (0 when it is absent).
-inline std::size_t series_count(const Snapshot& s, const std::string& name) {
+// Number of series of a family (0 when it is absent) whose labels include
+// `labels`.
+inline std::size_t series_count(const Snapshot& s, const std::string& name,
+                                const Labels& labels = {}) {
   for (const auto& f : s.families) {
-    if (f.name == name) return f.metric.size();
+    if (f.name == name) {
+      return static_cast<std::size_t>(std::count_if(
+          f.metric.begin(), f.metric.end(), [&](const auto& m) { return has_labels(m, labels); }));
+    }
   }
   return 0;
 }

@@ -34,7 +34,7 @@ using Names = std::vector<std::string>;
 const Names kAll = {"devices",   "hw_counters", "optional_counters",
                     "resources", "qp_counters", "ethtool",
                     "dcb",       "sysfs",       "pcie",
-                    "link",      "transceiver"};
+                    "link",      "transceiver", "pods"};
 
 TEST(CollectorFlags, DefaultsAndSingleFlags) {
   CommandLine cli;
@@ -45,7 +45,7 @@ TEST(CollectorFlags, DefaultsAndSingleFlags) {
   cli = {};
   ASSERT_TRUE(parse({"--no-collector.qp_counters", "--no-collector.dcb"}, cli).empty());
   EXPECT_EQ(enabled(cli), (Names{"devices", "hw_counters", "optional_counters", "resources",
-                                 "ethtool", "sysfs", "pcie", "link", "transceiver"}));
+                                 "ethtool", "sysfs", "pcie", "link", "transceiver", "pods"}));
 }
 
 TEST(CollectorFlags, DisableDefaultsKeepsOnlyTheNamedOnes) {
@@ -67,13 +67,13 @@ TEST(CollectorFlags, FlagsOverrideTheFileAndTheLastFlagWins) {
                   .empty());
   EXPECT_EQ(enabled(cli, "collectors:\n  dcb: false\n  sysfs: false\n  resources: false\n"),
             (Names{"devices", "hw_counters", "optional_counters", "qp_counters", "dcb", "sysfs",
-                   "pcie", "link", "transceiver"}));
+                   "pcie", "link", "transceiver", "pods"}));
 }
 
 TEST(CollectorFlags, UnknownCollectorsAreErrorsNamingTheKnownOnes) {
   const std::string known =
       " (collectors: devices, hw_counters, optional_counters, resources, qp_counters, ethtool, "
-      "dcb, sysfs, pcie, link, transceiver)";
+      "dcb, sysfs, pcie, link, transceiver, pods)";
   CommandLine cli;
   EXPECT_EQ(parse({"--collector.infiniband"}, cli),
             Names{"unknown collector \"infiniband\" in --collector.infiniband" + known});

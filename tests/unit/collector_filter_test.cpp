@@ -51,7 +51,7 @@ TEST(CollectorFilter, BadParametersAreErrors) {
   EXPECT_EQ(parse_collector_filter("/metrics?collect[]=sysf").error().message,
             "unknown collector \"sysf\" in collect[] (collectors: devices, hw_counters, "
             "optional_counters, resources, qp_counters, ethtool, dcb, sysfs, pcie, link, "
-            "transceiver, probe)");
+            "transceiver, pods, probe)");
   EXPECT_EQ(parse_collector_filter("/metrics?exclude[]=").error().message.substr(0, 39),
             "unknown collector \"\" in exclude[] (coll");
   EXPECT_EQ(parse_collector_filter("/metrics?collect[]=%g1").error().message,
