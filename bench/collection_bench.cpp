@@ -10,6 +10,7 @@
 
 #include <cctype>
 #include <chrono>
+#include <cstdio>
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
@@ -28,6 +29,7 @@
 #include "tests/fake_kernel/fake_ethtool.hpp"
 #include "tests/fake_kernel/fake_module.hpp"
 #include "tests/fake_kernel/fake_nldev.hpp"
+#include "tests/support/fake_node_api.hpp"
 #include "tests/support/sysfs_tree.hpp"
 
 namespace rdma_exporter {
@@ -282,20 +284,47 @@ long peak_rss_kib() {
   return u.ru_maxrss;
 }
 
+// Pods of the pod-shaped /proc tree: process `pid` is in container
+// (pid - 1000) % kContainers, two containers a pod.
+constexpr uint32_t kContainers = 5000;
+
+std::string pod_uid(uint32_t container) {
+  char b[40];
+  std::snprintf(b, sizeof b, "%08x-0000-4000-8000-%012x", container / 2, container / 2 + 1);
+  return b;
+}
+std::string container_id(uint32_t container) {
+  char b[65];
+  std::snprintf(b, sizeof b, "%016x%016x%016x%016x", container, container + 1, container + 2,
+                container + 3);
+  return b;
+}
+
 // A /proc of `count` processes from pid 1000 on, each with a comm and a
 // cgroup file, as the per-QP collector reads them; made once per run.
-const std::string& proc_tree(uint32_t count) {
-  static std::map<uint32_t, std::string> made;
-  auto [it, inserted] = made.try_emplace(count);
+// `pods`: the cgroups are containerd's under the systemd driver, for the
+// containers above; otherwise /kubepods/pod-N/ctr, no pod's.
+const std::string& proc_tree(uint32_t count, bool pods = false) {
+  static std::map<std::pair<uint32_t, bool>, std::string> made;
+  auto [it, inserted] = made.try_emplace({count, pods});
   if (!inserted) return it->second;
-  const std::filesystem::path dir =
-      "/tmp/rdma_exporter_bench_proc_" + std::to_string(::getpid()) + "_" + std::to_string(count);
+  const std::filesystem::path dir = "/tmp/rdma_exporter_bench_proc_" + std::to_string(::getpid()) +
+                                    "_" + std::to_string(count) + (pods ? "_pods" : "");
   std::filesystem::remove_all(dir);
   for (uint32_t pid = 1000; pid < 1000 + count; ++pid) {
     const auto p = dir / std::to_string(pid);
     std::filesystem::create_directories(p);
     std::ofstream(p / "comm") << "trainer_" << pid % 64 << "\n";
-    std::ofstream(p / "cgroup") << "0::/kubepods/pod-" << pid % 256 << "/ctr\n";
+    if (pods) {
+      const uint32_t c = (pid - 1000) % kContainers;
+      std::string uid = pod_uid(c);
+      for (char& ch : uid) ch = ch == '-' ? '_' : ch;
+      std::ofstream(p / "cgroup")
+          << "0::/kubepods.slice/kubepods-burstable.slice/kubepods-burstable-pod" << uid
+          << ".slice/cri-containerd-" << container_id(c) << ".scope\n";
+    } else {
+      std::ofstream(p / "cgroup") << "0::/kubepods/pod-" << pid % 256 << "/ctr\n";
+    }
   }
   if (made.size() == 1) {
     std::atexit([] {
@@ -311,8 +340,10 @@ const std::string& proc_tree(uint32_t count) {
 // collection with per-QP counters, attribution (comm from a /proc tree in
 // /tmp, one process a set) and the QP inventory. Peak
 // RSS is the whole process, the fake kernel's model and reply bytes
-// included.
-void run_qp_counters(benchmark::State& state, uint32_t devices, int sets_per_port) {
+// included. `pods`: the processes are in pod-shaped cgroups; 1 with the
+// kubernetes section off, 2 with it on (a fake CRI listing every container,
+// so each set gets its namespace, pod and container).
+void run_qp_counters(benchmark::State& state, uint32_t devices, int sets_per_port, int pods = 0) {
   auto k = std::make_unique<testing::FakeNldev>();
   k->sets_per_message = 64;
   for (uint32_t d = 0; d < devices; ++d) {
@@ -339,7 +370,25 @@ void run_qp_counters(benchmark::State& state, uint32_t devices, int sets_per_por
   c.sysfs.root = "/nonexistent";
   c.collectors.set_enabled("sysfs", false);
   c.collectors.options<QpCountersOptions>().max_series = 5000;
-  c.collectors.options<QpCountersOptions>().proc_root = proc_tree(pid - 1000);
+  c.collectors.options<QpCountersOptions>().proc_root = proc_tree(pid - 1000, pods > 0);
+  std::unique_ptr<testing::FakeNodeApi> cri;
+  if (pods == 2) {
+    const std::string socket = "/tmp/rdma_exporter_bench_cri_" + std::to_string(::getpid());
+    cri = std::make_unique<testing::FakeNodeApi>(socket, "");
+    testing::NodeState st;
+    for (uint32_t i = 0; i < kContainers; ++i) {
+      st.containers.push_back({container_id(i),
+                               {{"io.kubernetes.pod.uid", pod_uid(i)},
+                                {"io.kubernetes.pod.namespace", "team-" + std::to_string(i % 40)},
+                                {"io.kubernetes.pod.name", "job-" + std::to_string(i / 2)},
+                                {"io.kubernetes.container.name", "worker-" + std::to_string(i % 2)}},
+                               "worker-" + std::to_string(i % 2)});
+    }
+    cri->set(std::move(st));
+    c.kubernetes.enabled = true;
+    c.kubernetes.cri_socket = socket;
+    c.kubernetes.pod_resources_socket = "";
+  }
   // The first collection records the fake kernel's answers; the timed ones
   // replay them, so the time is the exporter's: parsing, attribution,
   // series, rendering and gzip.
@@ -368,6 +417,18 @@ void BM_QpCounters100kQps20kSets(benchmark::State& state) {
   run_qp_counters(state, 4, 2500);
 }
 BENCHMARK(BM_QpCounters100kQps20kSets)->Unit(benchmark::kMillisecond);
+
+// The same 20,000 sets of processes in 5,000 containers of 2,500 pods
+// (containerd, systemd cgroup driver): without the kubernetes section, and
+// with it (namespace, pod and container on every series).
+void BM_QpCounters20kSetsPodCgroups(benchmark::State& state) {
+  run_qp_counters(state, 4, 2500, 1);
+}
+BENCHMARK(BM_QpCounters20kSetsPodCgroups)->Unit(benchmark::kMillisecond);
+void BM_QpCounters20kSetsPodLabels(benchmark::State& state) {
+  run_qp_counters(state, 4, 2500, 2);
+}
+BENCHMARK(BM_QpCounters20kSetsPodLabels)->Unit(benchmark::kMillisecond);
 
 }  // namespace
 }  // namespace rdma_exporter

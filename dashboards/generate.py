@@ -14,7 +14,7 @@ Layout:
   module in boards/ (CMakeLists.txt's install list and
   tests/integration/dashboard_queries.py name the files too).
 - boards/: one module per dashboard (fleet, port, congestion, workloads,
-  latency, fabric, optics), each with dashboard(), which returns the dashboard as a dict.
+  latency, fabric, optics, pods), each with dashboard(), which returns the dashboard as a dict.
 - panels/: the library the boards share: builders (the data source, queries,
   thresholds, value mappings, panel kinds, table transformations),
   variables, layout (Board: rows, grid positions, ids, the dashboard
@@ -43,7 +43,7 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
 sys.dont_write_bytecode = True
 
-from boards import congestion, fabric, fleet, latency, optics, port, workloads  # noqa: E402
+from boards import congestion, fabric, fleet, latency, optics, pods, port, workloads  # noqa: E402
 
 DASHBOARDS = {
     "rdma-fleet.json": fleet.dashboard,
@@ -53,6 +53,7 @@ DASHBOARDS = {
     "rdma-latency.json": latency.dashboard,
     "rdma-fabric.json": fabric.dashboard,
     "rdma-optics.json": optics.dashboard,
+    "rdma-pods.json": pods.dashboard,
 }
 
 

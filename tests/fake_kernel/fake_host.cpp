@@ -6,6 +6,9 @@
 // installed.
 //
 // Usage: fake_rdma_host [--once] --web.listen-address HOST:PORT --path.sysfs DIR --path.proc DIR
+//                       [--kubernetes.sockets CRI_SOCKET,POD_RESOURCES_SOCKET]
+// With --kubernetes.sockets the kubernetes section is on with those sockets
+// (a fake_node_api_server's), and the QP inventory is by pod.
 // With --once it collects once (after one round of kernel-state maintenance),
 // prints the exposition and exits: the golden exposition's source
 // (tests/golden/).
@@ -251,7 +254,7 @@ class LiveEthtool final : public ethtool::Ioctl {
 int usage(const char* message) {
   std::fprintf(stderr,
                "fake_rdma_host: %s\nUsage: fake_rdma_host [--once] --web.listen-address HOST:PORT "
-               "--path.sysfs DIR --path.proc DIR\n",
+               "--path.sysfs DIR --path.proc DIR [--kubernetes.sockets CRI,POD_RESOURCES]\n",
                message);
   return 2;
 }
@@ -275,6 +278,13 @@ int run(int argc, char** argv) {
       config.sysfs.root = value;
     } else if (arg == "--path.proc") {
       qp_counters.proc_root = value;
+    } else if (arg == "--kubernetes.sockets") {
+      const auto comma = value.find(',');
+      if (comma == std::string::npos) return usage("--kubernetes.sockets takes CRI,POD_RESOURCES");
+      config.kubernetes.enabled = true;
+      config.kubernetes.cri_socket = value.substr(0, comma);
+      config.kubernetes.pod_resources_socket = value.substr(comma + 1);
+      qp_counters.inventory_by_pod = true;
     } else {
       return usage("unknown option");
     }

@@ -19,6 +19,10 @@ BIN = os.environ.get("RDMA_EXPORTER_BIN", "../../build/rdma_exporter")
 FAKE_HOST_BIN = os.environ.get("RDMA_FAKE_HOST_BIN", "../../build/tests/fake_rdma_host")
 SOURCE_DIR = os.environ.get("RDMA_EXPORTER_SOURCE_DIR",
                             os.path.abspath(os.path.join(os.path.dirname(__file__), "..", "..")))
+# A node's CRI and pod-resources servers (tests/support/fake_node_api_main.cpp).
+FAKE_NODE_API_BIN = os.environ.get("RDMA_FAKE_NODE_API_BIN",
+                                   os.path.join(SOURCE_DIR, "build", "tests",
+                                                "fake_node_api_server"))
 # Writes fake sysfs trees (tests/support/sysfs_tree.hpp).
 SYSFS_TREE_BIN = os.environ.get("RDMA_SYSFS_TREE_BIN",
                                 os.path.join(SOURCE_DIR, "build", "tests", "sysfs_tree"))
@@ -79,6 +83,36 @@ def write_config(text):
     with os.fdopen(fd, "w") as f:
         f.write(text)
     return path
+
+
+class NodeApi:
+    """A node's CRI and pod-resources servers (fake_node_api_server) on unix
+    sockets in a new directory (.cri, .pod_resources), answering STATE:
+    {"containers": [{id, pod_uid, namespace, pod, container}],
+     "pods": [{namespace, pod, containers: [{name, devices: [{resource, ids}]}]}]}."""
+
+    def __init__(self, state):
+        self.dir = tempfile.mkdtemp(prefix="rdma_node_api_")
+        self.cri = os.path.join(self.dir, "cri.sock")
+        self.pod_resources = os.path.join(self.dir, "kubelet.sock")
+        self.state_file = os.path.join(self.dir, "state.yml")
+        with open(self.state_file, "w") as f:
+            json.dump(state, f)
+        self.proc = subprocess.Popen(
+            [FAKE_NODE_API_BIN, self.cri, self.pod_resources, self.state_file],
+            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        line = self.proc.stdout.readline()
+        if line.strip() != "ready":
+            self.stop()
+            raise RuntimeError(f"fake_node_api_server did not start: {line!r} "
+                               f"{self.proc.stderr.read()}")
+
+    def stop(self):
+        if self.proc.poll() is None:
+            self.proc.terminate()
+        code = self.proc.wait(20)
+        shutil.rmtree(self.dir, ignore_errors=True)
+        return code
 
 
 class Exporter:

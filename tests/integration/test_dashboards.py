@@ -35,7 +35,7 @@ from dashboard_queries import (DASHBOARD_DIR, DASHBOARDS, DATASOURCE_REF, LABEL_
                                Evaluation, load, panels, prometheus_config, substitute,
                                variable_query, variables, wait_for_data)
 from harness import (FAKE_HOST_BIN, FAKE_HOST_NETDEVS, SOURCE_DIR, Exporter, Prometheus,
-                     add_netdevs, free_port, make_proc, make_sysfs, promtool)
+                     NodeApi, add_netdevs, free_port, make_proc, make_sysfs, promtool)
 from metrics_doc import MetricsDoc, metric_names
 
 # The needs-hardware list: panels whose queries may return nothing here,
@@ -65,10 +65,34 @@ def recorded_names():
                           for r in g["rules"] if "record" in r}
     return names
 
-PROCESSES = {100: ("python3", "/kubepods.slice/pod-a/ctr-1"),
-             101: ("python3", "/kubepods.slice/pod-b/ctr-2"),
+# Two of the processes are pods' (containerd under the systemd cgroup
+# driver, and the cgroupfs driver), named by the node API below.
+POD_A_UID = "0f3c1a2b-4d5e-4f60-8a9b-0c1d2e3f4a5b"
+POD_B_UID = "11112222-3333-4444-5555-666677778888"
+CONTAINER_A = "5d1e0c4b2a39f8e7d6c5b4a3928170f6e5d4c3b2a1908f7e6d5c4b3a29180f7e"
+CONTAINER_B = "a1b2c3d4e5f60718293a4b5c6d7e8f90a1b2c3d4e5f60718293a4b5c6d7e8f91"
+PROCESSES = {100: ("python3",
+                   "/kubepods.slice/kubepods-burstable.slice/kubepods-burstable-pod"
+                   + POD_A_UID.replace("-", "_") + f".slice/cri-containerd-{CONTAINER_A}.scope"),
+             101: ("python3", f"/kubepods/besteffort/pod{POD_B_UID}/{CONTAINER_B}"),
              200: ("spdk_tgt", "/system.slice/spdk.service"),
              300: ("ib_write_bw", "/user.slice/user-1000.slice/session-3.scope")}
+
+NODE_STATE = {
+    "containers": [
+        {"id": CONTAINER_A, "pod_uid": POD_A_UID, "namespace": "train", "pod": "job-a",
+         "container": "worker"},
+        {"id": CONTAINER_B, "pod_uid": POD_B_UID, "namespace": "store", "pod": "cache-b",
+         "container": "server"}],
+    # mlx5_1's PCI function (the sysfs tree's 0000:11:00.0) to job-a, rxe0
+    # by name to cache-b.
+    "pods": [
+        {"namespace": "train", "pod": "job-a",
+         "containers": [{"name": "worker", "devices": [
+             {"resource": "example.com/rdma_vf", "ids": ["0000:11:00.0"]}]}]},
+        {"namespace": "store", "pod": "cache-b",
+         "containers": [{"name": "server", "devices": [
+             {"resource": "example.com/rdma", "ids": ["rxe0"]}]}]}]}
 
 
 class DashboardStructureTest(unittest.TestCase):
@@ -465,11 +489,14 @@ class DashboardQueriesTest(unittest.TestCase):
     @classmethod
     def setUpClass(cls):
         started = time.monotonic()
-        cls.fake = cls.real = cls.prometheus = None
+        cls.fake = cls.real = cls.prometheus = cls.node_api = None
         try:
+            cls.node_api = NodeApi(NODE_STATE)
             cls.fake = Exporter("--path.sysfs",
                                 add_netdevs(make_sysfs("mlx5:2:2 rxe"), FAKE_HOST_NETDEVS),
-                                "--path.proc", make_proc(PROCESSES), binary=FAKE_HOST_BIN)
+                                "--path.proc", make_proc(PROCESSES), "--kubernetes.sockets",
+                                f"{cls.node_api.cri},{cls.node_api.pod_resources}",
+                                binary=FAKE_HOST_BIN)
             # The probe's responder runs without a device; its probers wait
             # for one.
             cls.real = Exporter("--path.sysfs", make_sysfs("mlx5:1:2 efa"), config=f"""
@@ -491,6 +518,8 @@ probe:
     def tearDownClass(cls):
         if cls.prometheus is not None:
             cls.prometheus.stop()
+        if cls.node_api is not None:
+            cls.node_api.stop()
         codes = {}
         for name in ("fake", "real"):
             exporter = getattr(cls, name)
@@ -549,7 +578,16 @@ probe:
                 ('count(rdma_exporter_netlink_available == 0)', 1),
                 ('count(count by (comm) (rdma_qp_stat_rx_write_requests_total))', 3),
                 ('count(rdma_port_state < 4)', 1),
-                ('count(rdma_port_hw_sent_pkts_total)', 1)):
+                ('count(rdma_port_hw_sent_pkts_total)', 1),
+                # Two pods' processes, each with its own labels; their devices.
+                ('count(count by (namespace, pod, container) '
+                 '(rdma_qp_stat_rx_write_requests_total{pod!=""}))', 2),
+                ('count(rdma_qp_stat_rx_write_requests_total{namespace="train", pod="job-a", '
+                 'container="worker", pid="100"})', 1),
+                ('count(rdma_device_pod_info{device="mlx5_1", pod="job-a", '
+                 'device_id="0000:11:00.0"})', 1),
+                ('count(rdma_device_pod_info{device="rxe0", pod="cache-b"})', 1),
+                ('count(rdma_qps{pod="cache-b", namespace="store"})', 1)):
             r = self.prometheus.query(expr)
             self.assertEqual(r["status"], "success", expr)
             self.assertEqual(float(r["data"]["result"][0]["value"][1]), expected, expr)

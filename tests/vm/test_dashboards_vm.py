@@ -102,6 +102,9 @@ QUIET_BED = {
     ("rdma-fabric.json", "*"):
         "culprits, their evidence and failing pairs: the bed's exporters lose no probe "
         "(vm.bed_ud evaluates the board with a culprit)",
+    ("rdma-pods.json", "*"):
+        "pods: the bed runs no Kubernetes node API (vm.kubernetes shows the pod labels on "
+        "Soft-RoCE; integration.dashboards evaluates the board with pods)",
 }
 
 
