@@ -4,16 +4,18 @@
 # itself reports (rdma netlink through iproute2's rdma tool, and sysfs).
 #
 # Usage (inside the VM started by run-in-vm):
-#   exporter-checks.sh EXPORTER [RXE_UP]
-# EXPORTER is the rdma_exporter binary; RXE_UP defaults to rxe-up next to this
-# script. Everything goes to $RESULTS; the host-side test decides pass/fail.
+#   exporter-checks.sh EXPORTER NODE_API [RXE_UP]
+# EXPORTER is the rdma_exporter binary, NODE_API fake_node_api_server (a
+# node's CRI and pod-resources servers); RXE_UP defaults to rxe-up next to
+# this script. Everything goes to $RESULTS; the host-side test decides pass/fail.
 # The script exits non-zero only when a step could not be carried out
 # (rxe-up failed, traffic did not run, the exporter did not start).
 set -euo pipefail
 
 HERE=$(cd -- "$(dirname -- "${BASH_SOURCE[0]}")" && pwd)
-EXPORTER=${1:?usage: exporter-checks.sh EXPORTER [RXE_UP]}
-RXE_UP=${2:-$HERE/rxe-up}
+EXPORTER=${1:?usage: exporter-checks.sh EXPORTER NODE_API [RXE_UP]}
+NODE_API=${2:?usage: exporter-checks.sh EXPORTER NODE_API [RXE_UP]}
+RXE_UP=${3:-$HERE/rxe-up}
 RXE=rxe0
 NETDEV=veth0
 PEER=veth1
@@ -369,6 +371,44 @@ once_with qp-auto "qp_counters:
 once_with qp-manual "qp_counters:
   ports: [{device: $RXE, port: 1, mode: manual, take_over: true}]
   manual_rules: [{name: pingpong, pid: $server_pid}]"
+
+# The QP-holding server in a cgroup shaped like a pod's container
+# (containerd under the systemd cgroup driver, cgroup v2), with the fake
+# CRI and pod-resources servers answering for that container and for rxe0
+# allocated to it by name.
+POD_UID=0f3c1a2b-4d5e-4f60-8a9b-0c1d2e3f4a5b
+CONTAINER_ID=5d1e0c4b2a39f8e7d6c5b4a3928170f6e5d4c3b2a1908f7e6d5c4b3a29180f7e
+[[ -e /sys/fs/cgroup/cgroup.procs ]] || mount -t cgroup2 cgroup2 /sys/fs/cgroup ||
+	die "cannot mount cgroup2"
+pod_cgroup=/sys/fs/cgroup/kubepods.slice/kubepods-besteffort.slice
+pod_cgroup+=/kubepods-besteffort-pod${POD_UID//-/_}.slice/cri-containerd-$CONTAINER_ID.scope
+mkdir -p "$pod_cgroup"
+echo "$server_pid" >"$pod_cgroup/cgroup.procs" || die "cannot move $server_pid into $pod_cgroup"
+record qp-pods-cgroup.txt cat "/proc/$server_pid/cgroup"
+cat >"$R/node-state.yml" <<STATE
+containers:
+  - {id: $CONTAINER_ID, pod_uid: $POD_UID, namespace: rdma-jobs, pod: pingpong-0, container: server}
+pods:
+  - {namespace: rdma-jobs, pod: pingpong-0, containers: [{name: server, devices: [{resource: example.com/rxe, ids: [$RXE]}]}]}
+STATE
+"$NODE_API" /tmp/cri.sock /tmp/kubelet.sock "$R/node-state.yml" >"$R/node-api.log" 2>&1 &
+node_api=$!
+deadline=$((SECONDS + 30))
+until grep -qx ready "$R/node-api.log"; do
+	kill -0 "$node_api" 2>/dev/null || die "fake_node_api_server exited (see node-api.log)"
+	((SECONDS < deadline)) || die "fake_node_api_server not ready within 30s"
+	sleep 0.1
+done
+record qp-pods-qp.json rdma -j resource show qp
+once_with qp-pods "kubernetes:
+  enabled: true
+  cri_socket: /tmp/cri.sock
+  pod_resources_socket: /tmp/kubelet.sock
+qp_counters:
+  inventory_by_comm: true
+  inventory_by_pod: true"
+kill "$node_api" 2>/dev/null || true
+wait "$node_api" 2>/dev/null || true
 kill "$qp_server" 2>/dev/null || true
 wait "$qp_server" 2>/dev/null || true
 note "qp counter runs done"

@@ -12,7 +12,7 @@ import shutil
 import subprocess
 import unittest
 
-from vmrun import BIN, HW_PREFIX, HW_SUFFIX, Exposition, VmTestCase
+from vmrun import BIN, FAKE_NODE_API_BIN, HW_PREFIX, HW_SUFFIX, Exposition, VmTestCase
 
 # Port states and physical states as iproute2 prints them, with the numbers
 # the exporter exports (docs/metrics.md).
@@ -44,7 +44,8 @@ def stat_ports(stat_json):
 
 class SoftRoceTest(VmTestCase):
     GUEST_SCRIPT = "exporter-checks.sh"
-    BINARIES = {"rdma_exporter": BIN}
+    # In this order: the guest script's EXPORTER and NODE_API.
+    BINARIES = {"rdma_exporter": BIN, "fake_node_api_server": FAKE_NODE_API_BIN}
     VM_TIMEOUT = 200
     LOGS = ("exporter.log",)
 
@@ -380,6 +381,40 @@ class SoftRoceTest(VmTestCase):
         self.assertGreaterEqual(manual.value("rdma_qp_stat_writes_total", device="rxe0", port="1",
                                              operation="bind", result="ENOMEM"), 1)
         self.assertIn("ENOMEM", read("qp-manual.stderr") + read("qp-manual.prom"))
+
+    def test_h_qp_inventory_of_a_pod(self):
+        """The QP-holding server in a pod-shaped cgroup, the fake CRI and
+        pod-resources servers answering for its container: its QPs are
+        listed under its namespace, pod and container in the first
+        collection, the kernel's other QPs under none, and rxe0 is the pod's."""
+        r = self.results
+        def read(name):
+            with open(os.path.join(r, name)) as f:
+                return f.read()
+        self.assertEqual(read("qp-pods.rc").strip(), "0", read("qp-pods.stderr"))
+        self.assertIn("0::/kubepods.slice/kubepods-besteffort.slice/kubepods-besteffort-pod"
+                      "0f3c1a2b_4d5e_4f60_8a9b_0c1d2e3f4a5b.slice/cri-containerd-"
+                      "5d1e0c4b2a39f8e7d6c5b4a3928170f6e5d4c3b2a1908f7e6d5c4b3a29180f7e.scope",
+                      read("qp-pods-cgroup.txt"))
+        prom = Exposition(read("qp-pods.prom"))
+        server_pid = read("qp-server.pid").strip()
+        pod = {"namespace": "rdma-jobs", "pod": "pingpong-0", "container": "server"}
+        no_pod = {"namespace": "", "pod": "", "container": ""}
+        by_key = {}
+        for q in json.loads(read("qp-pods-qp.json")):
+            labels = pod if str(q.get("pid")) == server_pid else no_pod
+            key = (str(q.get("port", "")), q["type"], q["state"], q.get("comm", ""),
+                   tuple(sorted(labels.items())))
+            by_key[key] = by_key.get(key, 0) + 1
+        self.assertTrue(any(dict(k[4]) == pod for k in by_key), "no QP of the server listed")
+        for (port, qtype, state, comm, labels), count in by_key.items():
+            self.assertEqual(prom.value("rdma_qps", device="rxe0", port=port, qp_type=qtype,
+                                        state=state, comm=comm, **dict(labels)), count,
+                             (port, qtype, state, comm, labels))
+        self.assertEqual(prom.value("rdma_device_pod_info", device="rxe0",
+                                    resource="example.com/rxe", device_id="rxe0", **pod), 1)
+        for api in ("cri", "pod_resources"):
+            self.assertEqual(prom.value("rdma_exporter_kubernetes_api_up", api=api), 1)
 
     def test_i_congestion_on_rxe_and_veth(self):
         """The ethtool, DCB and optional-counter paths on rxe over a veth:

@@ -5,7 +5,8 @@ boot the VM once per test class with tests/vm/run-in-vm, and read what the
 guest script left in the results directory.
 
 Environment: RDMA_EXPORTER_BIN (default ../../build/rdma_exporter from this
-file), RDMA_VM_STAGE_ROOT (default /var/tmp/rdma-exporter-vm), RDMA_VM_KEEP=1
+file), RDMA_FAKE_NODE_API_BIN (default ../../build/tests/fake_node_api_server),
+RDMA_VM_STAGE_ROOT (default /var/tmp/rdma-exporter-vm), RDMA_VM_KEEP=1
 keeps the staging directory even when every test passed, RDMA_VM_RESULTS=DIR
 checks the results of an earlier run instead of booting.
 """
@@ -23,6 +24,9 @@ import unittest
 HERE = os.path.dirname(os.path.abspath(__file__))
 BIN = os.path.abspath(os.environ.get("RDMA_EXPORTER_BIN",
                                      os.path.join(HERE, "..", "..", "build", "rdma_exporter")))
+FAKE_NODE_API_BIN = os.path.abspath(os.environ.get(
+    "RDMA_FAKE_NODE_API_BIN", os.path.join(HERE, "..", "..", "build", "tests",
+                                           "fake_node_api_server")))
 STAGE_ROOT = os.environ.get("RDMA_VM_STAGE_ROOT", "/var/tmp/rdma-exporter-vm")
 RUN_IN_VM = os.path.join(HERE, "run-in-vm")
 # Staging directories left behind by failed runs are removed after this age.
