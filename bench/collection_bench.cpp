@@ -5,16 +5,20 @@
 
 #include <benchmark/benchmark.h>
 #include <rdma/rdma_netlink.h>
+#include <spawn.h>
 #include <sys/resource.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include <cctype>
+#include <csignal>
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
 #include <map>
+#include <stdexcept>
 #include <string>
 #include <thread>
 
@@ -29,7 +33,6 @@
 #include "tests/fake_kernel/fake_ethtool.hpp"
 #include "tests/fake_kernel/fake_module.hpp"
 #include "tests/fake_kernel/fake_nldev.hpp"
-#include "tests/support/fake_node_api.hpp"
 #include "tests/support/sysfs_tree.hpp"
 
 namespace rdma_exporter {
@@ -335,6 +338,42 @@ const std::string& proc_tree(uint32_t count, bool pods = false) {
   return it->second;
 }
 
+// The node's CRI in a process of its own (fake_node_api_server), so that the
+// exporter's memory is measured without the server's.
+class NodeApiProcess {
+ public:
+  NodeApiProcess(const std::string& socket, const std::string& state) {
+    int out[2];
+    if (::pipe(out) != 0) throw std::runtime_error("pipe failed");
+    posix_spawn_file_actions_t actions;
+    posix_spawn_file_actions_init(&actions);
+    posix_spawn_file_actions_adddup2(&actions, out[1], STDOUT_FILENO);
+    posix_spawn_file_actions_addclose(&actions, out[0]);
+    std::string bin = FAKE_NODE_API_SERVER;
+    std::string none = "-";
+    std::string sock = socket, file = state;
+    char* argv[] = {bin.data(), sock.data(), none.data(), file.data(), nullptr};
+    const int rc = posix_spawn(&pid_, bin.c_str(), &actions, nullptr, argv, environ);
+    posix_spawn_file_actions_destroy(&actions);
+    ::close(out[1]);
+    if (rc != 0) throw std::runtime_error("cannot run " + bin);
+    std::string line;
+    char c = 0;
+    while (::read(out[0], &c, 1) == 1 && c != '\n') line += c;
+    ::close(out[0]);
+    if (line != "ready") throw std::runtime_error("fake_node_api_server did not start");
+  }
+  ~NodeApiProcess() {
+    ::kill(pid_, SIGTERM);
+    ::waitpid(pid_, nullptr, 0);
+  }
+  NodeApiProcess(const NodeApiProcess&) = delete;
+  NodeApiProcess& operator=(const NodeApiProcess&) = delete;
+
+ private:
+  pid_t pid_ = -1;
+};
+
 // `devices` devices of 2 ports, each port with `sets_per_port` per-QP
 // counter sets of 5 QPs (auto mode by pid: one pid a set): one whole
 // collection with per-QP counters, attribution (comm from a /proc tree in
@@ -371,22 +410,22 @@ void run_qp_counters(benchmark::State& state, uint32_t devices, int sets_per_por
   c.collectors.set_enabled("sysfs", false);
   c.collectors.options<QpCountersOptions>().max_series = 5000;
   c.collectors.options<QpCountersOptions>().proc_root = proc_tree(pid - 1000, pods > 0);
-  std::unique_ptr<testing::FakeNodeApi> cri;
+  std::unique_ptr<NodeApiProcess> cri;
   if (pods == 2) {
-    const std::string socket = "/tmp/rdma_exporter_bench_cri_" + std::to_string(::getpid());
-    cri = std::make_unique<testing::FakeNodeApi>(socket, "");
-    testing::NodeState st;
-    for (uint32_t i = 0; i < kContainers; ++i) {
-      st.containers.push_back({container_id(i),
-                               {{"io.kubernetes.pod.uid", pod_uid(i)},
-                                {"io.kubernetes.pod.namespace", "team-" + std::to_string(i % 40)},
-                                {"io.kubernetes.pod.name", "job-" + std::to_string(i / 2)},
-                                {"io.kubernetes.container.name", "worker-" + std::to_string(i % 2)}},
-                               "worker-" + std::to_string(i % 2)});
+    const std::string base = "/tmp/rdma_exporter_bench_cri_" + std::to_string(::getpid());
+    {
+      std::ofstream node(base + ".yml");
+      node << "containers:\n";
+      for (uint32_t i = 0; i < kContainers; ++i) {
+        node << "  - {id: " << container_id(i) << ", pod_uid: " << pod_uid(i)
+              << ", namespace: team-" << i % 40 << ", pod: job-" << i / 2
+              << ", container: worker-" << i % 2 << "}\n";
+      }
+      node << "pods: []\n";
     }
-    cri->set(std::move(st));
+    cri = std::make_unique<NodeApiProcess>(base + ".sock", base + ".yml");
     c.kubernetes.enabled = true;
-    c.kubernetes.cri_socket = socket;
+    c.kubernetes.cri_socket = base + ".sock";
     c.kubernetes.pod_resources_socket = "";
   }
   // The first collection records the fake kernel's answers; the timed ones
