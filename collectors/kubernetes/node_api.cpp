@@ -42,7 +42,7 @@ Error failed(const std::string& socket, const std::string& method, const grpc::S
   std::string what = socket + ": " + method + ": " +
                      (code < std::size(kCodes) ? kCodes[code] : "code " + std::to_string(code));
   if (!s.error_message().empty()) what += ": " + s.error_message();
-  return Error{0, what};
+  return Error{static_cast<int>(code), what};  // code: the gRPC status code
 }
 
 std::string label(const google::protobuf::Map<std::string, std::string>& labels,

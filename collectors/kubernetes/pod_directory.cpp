@@ -52,13 +52,16 @@ void PodDirectory::note(ApiHealth& h, const char* api, const std::string& socket
     return;
   }
   ++h.failures;
-  // Logged when it starts failing, and when the reason changes.
-  if (h.up || h.calls == 1 || h.last_error != e->message) {
+  // Logged when it starts failing, and when the kind of failure (the gRPC
+  // status) changes: the detail of one kind varies from call to call (the
+  // last connection error), which is no news.
+  if (h.up || h.calls == 1 || h.last_code != e->code) {
     log::warn("kubernetes: not answering; its labels are left out",
               {{"api", api}, {"socket", socket}, {"err", e->message}});
   }
   h.up = false;
   h.last_error = e->message;
+  h.last_code = e->code;
 }
 
 void PodDirectory::refresh() {

@@ -42,6 +42,7 @@ struct ApiHealth {
   std::uint64_t calls = 0;
   std::uint64_t failures = 0;
   std::string last_error;
+  int last_code = 0;  // the gRPC status code of the last failure
 };
 
 class PodDirectory {

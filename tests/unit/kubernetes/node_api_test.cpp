@@ -140,7 +140,9 @@ void expect_error(const Result<std::vector<ContainerInfo>>& r, const std::string
 }
 
 TEST_F(NodeApiTest, AMissingSocket) {
-  expect_error(list_containers(path("absent.sock"), 2s), path("absent.sock"), "UNAVAILABLE");
+  const auto r = list_containers(path("absent.sock"), 2s);
+  expect_error(r, path("absent.sock"), "UNAVAILABLE");
+  EXPECT_EQ(r.error().code, 14);
 }
 
 TEST_F(NodeApiTest, ASocketNobodyListensOn) {
@@ -166,6 +168,7 @@ TEST_F(NodeApiTest, AServerThatFails) {
   const auto d = list_pod_devices(path("kubelet.sock"), 2s);
   ASSERT_FALSE(d);
   EXPECT_EQ(d.error().message, path("kubelet.sock") + ": List: PERMISSION_DENIED: the fake fails");
+  EXPECT_EQ(d.error().code, 7);  // the gRPC status code, for telling kinds of failure apart
 }
 
 TEST_F(NodeApiTest, AServerThatIsNoGrpcServer) {
