@@ -11,8 +11,8 @@
 #include <unistd.h>
 
 #include <cctype>
-#include <csignal>
 #include <chrono>
+#include <csignal>
 #include <cstdio>
 #include <cstdlib>
 #include <filesystem>
@@ -418,8 +418,8 @@ void run_qp_counters(benchmark::State& state, uint32_t devices, int sets_per_por
       node << "containers:\n";
       for (uint32_t i = 0; i < kContainers; ++i) {
         node << "  - {id: " << container_id(i) << ", pod_uid: " << pod_uid(i)
-              << ", namespace: team-" << i % 40 << ", pod: job-" << i / 2
-              << ", container: worker-" << i % 2 << "}\n";
+             << ", namespace: team-" << i % 40 << ", pod: job-" << i / 2 << ", container: worker-"
+             << i % 2 << "}\n";
       }
       node << "pods: []\n";
     }

@@ -44,8 +44,7 @@ std::vector<std::string> PodsCollector::collect(Scrape& scrape, MetricSink& sink
 
   // A device listed twice for one container (two resources naming it) is
   // one series per resource and ID; an exact repeat is one series.
-  std::set<std::tuple<std::string, std::string, std::string, std::string, std::string,
-                      std::string>>
+  std::set<std::tuple<std::string, std::string, std::string, std::string, std::string, std::string>>
       seen;
   for (const auto& c : allocations) {
     for (const auto& alloc : c.devices) {
