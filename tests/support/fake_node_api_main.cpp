@@ -45,9 +45,8 @@ NodeState read_state(const std::string& path) {
                              name});
   }
   for (const auto& p : doc["pods"]) {
-    rdma_exporter::testing::FakePod pod{p["pod"].as<std::string>(),
-                                        p["namespace"].as<std::string>(),
-                                        {}};
+    rdma_exporter::testing::FakePod pod{
+        p["pod"].as<std::string>(), p["namespace"].as<std::string>(), {}};
     for (const auto& c : p["containers"]) {
       pod.containers.push_back({c["name"].as<std::string>(), devices_of(c["devices"])});
     }

@@ -81,19 +81,18 @@ class PodsTest : public ::testing::Test {
 
 testing::NodeState allocations() {
   testing::NodeState st;
-  st.pods = {
-      {"job-0",
-       "ns-train",
-       {{"worker",
-         {{"intel.com/sriov_rdma", {"0000:3b:02.1"}},   // a virtual function
-          {"nvidia.com/gpu", {"GPU-8f2c", "0000:af:00.0"}}}},  // not RDMA
-        {"sidecar", {}}}},
-      {"cache-3",
-       "ns-store",
-       {{"io",
-         {{"rdma/hca_shared_a", {"0", "1"}},            // opaque slots
-          {"example.com/sf", {"mlx5_core.sf.4"}},       // an auxiliary device
-          {"example.com/rdma_dev", {"rxe0", "rxe0"}}}}}}};  // by name, twice
+  st.pods = {{"job-0",
+              "ns-train",
+              {{"worker",
+                {{"intel.com/sriov_rdma", {"0000:3b:02.1"}},          // a virtual function
+                 {"nvidia.com/gpu", {"GPU-8f2c", "0000:af:00.0"}}}},  // not RDMA
+               {"sidecar", {}}}},
+             {"cache-3",
+              "ns-store",
+              {{"io",
+                {{"rdma/hca_shared_a", {"0", "1"}},                // opaque slots
+                 {"example.com/sf", {"mlx5_core.sf.4"}},           // an auxiliary device
+                 {"example.com/rdma_dev", {"rxe0", "rxe0"}}}}}}};  // by name, twice
   return st;
 }
 
