@@ -55,20 +55,30 @@ DeviceAllocation allocation_of(const ::v1::ContainerDevices& d) {
   return DeviceAllocation{d.resource_name(), {d.device_ids().begin(), d.device_ids().end()}};
 }
 
+// One unary call with an empty request on a new channel to `socket`.
+template <typename Stub, typename Request, typename Response>
+Result<Response> call(const std::string& socket, std::chrono::milliseconds deadline,
+                      const char* method,
+                      grpc::Status (Stub::*rpc)(grpc::ClientContext*, const Request&, Response*)) {
+  Stub stub(channel_to(socket));
+  grpc::ClientContext ctx;
+  set_deadline(ctx, deadline);
+  Response response;
+  const grpc::Status s = (stub.*rpc)(&ctx, Request(), &response);
+  if (!s.ok()) return failed(socket, method, s);
+  return response;
+}
+
 }  // namespace
 
 Result<std::vector<ContainerInfo>> list_containers(const std::string& socket,
                                                    std::chrono::milliseconds deadline) {
-  auto stub = runtime::v1::RuntimeService::NewStub(channel_to(socket));
-  grpc::ClientContext ctx;
-  set_deadline(ctx, deadline);
-  runtime::v1::ListContainersRequest request;
-  runtime::v1::ListContainersResponse response;
-  const grpc::Status s = stub->ListContainers(&ctx, request, &response);
-  if (!s.ok()) return failed(socket, "ListContainers", s);
+  auto response =
+      call(socket, deadline, "ListContainers", &runtime::v1::RuntimeService::Stub::ListContainers);
+  if (!response) return response.error();
   std::vector<ContainerInfo> out;
-  out.reserve(static_cast<std::size_t>(response.containers_size()));
-  for (const auto& c : response.containers()) {
+  out.reserve(static_cast<std::size_t>(response->containers_size()));
+  for (const auto& c : response->containers()) {
     ContainerInfo info{c.id(), label(c.labels(), "io.kubernetes.pod.uid"),
                        label(c.labels(), "io.kubernetes.pod.namespace"),
                        label(c.labels(), "io.kubernetes.pod.name"),
@@ -81,15 +91,10 @@ Result<std::vector<ContainerInfo>> list_containers(const std::string& socket,
 
 Result<std::vector<ContainerDevices>> list_pod_devices(const std::string& socket,
                                                        std::chrono::milliseconds deadline) {
-  auto stub = ::v1::PodResourcesLister::NewStub(channel_to(socket));
-  grpc::ClientContext ctx;
-  set_deadline(ctx, deadline);
-  ::v1::ListPodResourcesRequest request;
-  ::v1::ListPodResourcesResponse response;
-  const grpc::Status s = stub->List(&ctx, request, &response);
-  if (!s.ok()) return failed(socket, "List", s);
+  auto response = call(socket, deadline, "List", &::v1::PodResourcesLister::Stub::List);
+  if (!response) return response.error();
   std::vector<ContainerDevices> out;
-  for (const auto& pod : response.pod_resources()) {
+  for (const auto& pod : response->pod_resources()) {
     for (const auto& c : pod.containers()) {
       if (c.devices_size() == 0) continue;
       ContainerDevices cd{pod.namespace_(), pod.name(), c.name(), {}};
@@ -102,15 +107,11 @@ Result<std::vector<ContainerDevices>> list_pod_devices(const std::string& socket
 
 Result<std::vector<DeviceAllocation>> allocatable_devices(const std::string& socket,
                                                           std::chrono::milliseconds deadline) {
-  auto stub = ::v1::PodResourcesLister::NewStub(channel_to(socket));
-  grpc::ClientContext ctx;
-  set_deadline(ctx, deadline);
-  ::v1::AllocatableResourcesRequest request;
-  ::v1::AllocatableResourcesResponse response;
-  const grpc::Status s = stub->GetAllocatableResources(&ctx, request, &response);
-  if (!s.ok()) return failed(socket, "GetAllocatableResources", s);
+  auto response = call(socket, deadline, "GetAllocatableResources",
+                       &::v1::PodResourcesLister::Stub::GetAllocatableResources);
+  if (!response) return response.error();
   std::vector<DeviceAllocation> out;
-  for (const auto& d : response.devices()) out.push_back(allocation_of(d));
+  for (const auto& d : response->devices()) out.push_back(allocation_of(d));
   return out;
 }
 

@@ -116,8 +116,19 @@ class NodeApiTest(unittest.TestCase):
         # The rest of the exposition is there.
         self.assertIn("\nrdma_exporter_build_info{", text)
 
-    def run_exporter(self):
-        return Exporter(config=config(self.cri, self.pod_resources))
+    def check_failing_quietly(self, handle=None):
+        """Runs the daemon against the two sockets, served by HANDLE (see
+        UnixServer) when given, and checks that it fails quietly."""
+        servers = [UnixServer(p, handle) for p in (self.cri, self.pod_resources)] if handle else []
+        try:
+            exporter = Exporter(config=config(self.cri, self.pod_resources))
+            try:
+                self.assert_failing_quietly(exporter)
+            finally:
+                self.assertEqual(exporter.stop(), 0, exporter.log())
+        finally:
+            for s in servers:
+                s.close()
 
     def test_answering_sockets(self):
         api = NodeApi({"containers": [], "pods": []})
@@ -135,46 +146,20 @@ class NodeApiTest(unittest.TestCase):
             api.stop()
 
     def test_missing_sockets(self):
-        exporter = self.run_exporter()
-        try:
-            self.assert_failing_quietly(exporter)
-        finally:
-            self.assertEqual(exporter.stop(), 0, exporter.log())
+        self.check_failing_quietly()
 
     def test_sockets_nobody_listens_on(self):
         for path in (self.cri, self.pod_resources):
             s = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
             s.bind(path)
             s.close()
-        exporter = self.run_exporter()
-        try:
-            self.assert_failing_quietly(exporter)
-        finally:
-            self.assertEqual(exporter.stop(), 0, exporter.log())
+        self.check_failing_quietly()
 
     def test_sockets_that_hang(self):
-        servers = [UnixServer(self.cri, hang), UnixServer(self.pod_resources, hang)]
-        try:
-            exporter = self.run_exporter()
-            try:
-                self.assert_failing_quietly(exporter)
-            finally:
-                self.assertEqual(exporter.stop(), 0, exporter.log())
-        finally:
-            for s in servers:
-                s.close()
+        self.check_failing_quietly(hang)
 
     def test_sockets_that_answer_garbage(self):
-        servers = [UnixServer(self.cri, garbage), UnixServer(self.pod_resources, garbage)]
-        try:
-            exporter = self.run_exporter()
-            try:
-                self.assert_failing_quietly(exporter)
-            finally:
-                self.assertEqual(exporter.stop(), 0, exporter.log())
-        finally:
-            for s in servers:
-                s.close()
+        self.check_failing_quietly(garbage)
 
 
 if __name__ == "__main__":
