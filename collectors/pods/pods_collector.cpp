@@ -30,7 +30,8 @@ std::vector<std::string> PodsCollector::collect(Scrape& scrape, MetricSink& sink
   kubernetes::PodDirectory* pods = scrape.pods();
   if (pods == nullptr) return errors;
   const std::vector<kubernetes::ContainerDevices> allocations = pods->allocations();
-  if (allocations.empty()) return errors;
+  const std::vector<kubernetes::DeviceAllocation> allocatable = pods->allocatable();
+  if (allocations.empty() && allocatable.empty()) return errors;
   const Topology* topology = scrape.topology_for(errors);
   if (topology == nullptr) return errors;
 
@@ -67,6 +68,21 @@ std::vector<std::string> PodsCollector::collect(Scrape& scrape, MetricSink& sink
       }
     }
   }
+
+  // What the node can allocate, allocated or not: with the above, which of
+  // a resource's devices are free.
+  std::set<std::tuple<std::string, std::string, std::string>> offered;
+  for (const auto& alloc : allocatable) {
+    for (const auto& id : alloc.ids) {
+      auto it = device_of.find(id);
+      if (it == device_of.end()) continue;
+      if (!offered.emplace(it->second, alloc.resource, id).second) continue;
+      sink.info("rdma_device_allocatable_info",
+                "An RDMA device the kubelet can allocate to pods, from the pod-resources "
+                "API's allocatable resources; the value is always 1.",
+                {{"device", it->second}, {"resource", alloc.resource}, {"device_id", id}});
+    }
+  }
   return errors;
 }
 
@@ -74,8 +90,9 @@ CollectorEntry pods_entry() {
   CollectorEntry e;
   e.name = "pods";
   e.help =
-      "Which pod's container was allocated which RDMA device (rdma_device_pod_info), from the "
-      "kubelet's pod-resources API; runs with kubernetes.enabled.";
+      "Which pod's container was allocated which RDMA device (rdma_device_pod_info) and which "
+      "devices the node can allocate (rdma_device_allocatable_info), from the kubelet's "
+      "pod-resources API; runs with kubernetes.enabled.";
   e.needs_kubernetes = true;
   e.make = [](const CollectorContext& c) { return std::make_unique<PodsCollector>(c.sysfs_root); };
   return e;

@@ -99,4 +99,14 @@ def dashboard():
          target(f"sum by (namespace, pod) ({rate('rdma_port_pma_port_rcv_data_bytes_total', INSTANCES)} "
                 f"* on (instance, device) group_left (namespace, pod) {one_pod})",
                 POD_LEGEND + " rx")], "Bps"), w=24)
+    offered = f"rdma_device_allocatable_info{{{INSTANCES}}}"
+    b.add(table(
+        "Free RDMA devices by resource", "Per device plugin resource, the RDMA devices the "
+        "kubelets can allocate (`rdma_device_allocatable_info`) and those of them no container "
+        "holds (not in `rdma_device_pod_info`), over the selected instances.",
+        [target(f"count by (resource) ({offered})", instant=True, fmt="table"),
+         target(f"count by (resource) ({offered} unless on (instance, device, resource, device_id) "
+                f"rdma_device_pod_info{{{INSTANCES}}})", instant=True, fmt="table")],
+        "short", transformations=[MERGE, organize(
+            exclude=("Time",), rename={"Value #A": "allocatable", "Value #B": "free"})]), w=24)
     return b.json()

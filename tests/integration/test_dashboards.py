@@ -92,7 +92,10 @@ NODE_STATE = {
              {"resource": "example.com/rdma_vf", "ids": ["0000:11:00.0"]}]}]},
         {"namespace": "store", "pod": "cache-b",
          "containers": [{"name": "server", "devices": [
-             {"resource": "example.com/rdma", "ids": ["rxe0"]}]}]}]}
+             {"resource": "example.com/rdma", "ids": ["rxe0"]}]}]}],
+    # What the node can allocate: both of the above, and mlx5_0 by name, free.
+    "allocatable": [{"resource": "example.com/rdma_vf", "ids": ["0000:11:00.0"]},
+                    {"resource": "example.com/rdma", "ids": ["rxe0", "mlx5_0"]}]}
 
 
 class DashboardStructureTest(unittest.TestCase):
@@ -587,7 +590,10 @@ probe:
                 ('count(rdma_device_pod_info{device="mlx5_1", pod="job-a", '
                  'device_id="0000:11:00.0"})', 1),
                 ('count(rdma_device_pod_info{device="rxe0", pod="cache-b"})', 1),
-                ('count(rdma_qps{pod="cache-b", namespace="store"})', 1)):
+                ('count(rdma_qps{pod="cache-b", namespace="store"})', 1),
+                ('count(rdma_device_allocatable_info)', 3),
+                ('count(rdma_device_allocatable_info{device="mlx5_0", resource="example.com/rdma"} '
+                 'unless on (instance, device, resource, device_id) rdma_device_pod_info)', 1)):
             r = self.prometheus.query(expr)
             self.assertEqual(r["status"], "success", expr)
             self.assertEqual(float(r["data"]["result"][0]["value"][1]), expected, expr)

@@ -132,6 +132,61 @@ TEST_F(PodsTest, AllocatedDevicesAreJoinedToTheirPodsByPciAddressAuxNameOrDevice
   EXPECT_EQ(sample(*s, "rdma_exporter_collector_success", {{"collector", "pods"}}), 1.0);
 }
 
+// What the node can allocate: the kubelet lists every device of each
+// resource, allocated or not, with the same IDs as the allocations; a
+// device offered by two resources is one series for each, an ID repeated
+// within one resource is one series, and IDs of no RDMA device are left out.
+TEST_F(PodsTest, AllocatableDevicesAreListedByResourceWhetherAllocatedOrNot) {
+  testing::FakeNodeApi fake("", config_.kubernetes.pod_resources_socket);
+  testing::NodeState st = allocations();
+  st.allocatable = {{"intel.com/sriov_rdma", {"0000:3b:02.1", "0000:3b:00.0", "0000:3b:02.1"}},
+                    {"example.com/rdma_dev", {"rxe0", "mlx5_1"}},
+                    {"rdma/hca_shared_a", {"0", "1", "2"}},
+                    {"nvidia.com/gpu", {"0000:af:00.0"}}};
+  fake.set(st);
+  auto s = collect();
+  ASSERT_TRUE(s->all_succeeded());
+  EXPECT_EQ(sample(*s, "rdma_device_allocatable_info",
+                   {{"device", "mlx5_1"},
+                    {"resource", "intel.com/sriov_rdma"},
+                    {"device_id", "0000:3b:02.1"}}),
+            1.0);
+  EXPECT_EQ(sample(*s, "rdma_device_allocatable_info",
+                   {{"device", "mlx5_0"},
+                    {"resource", "intel.com/sriov_rdma"},
+                    {"device_id", "0000:3b:00.0"}}),
+            1.0);
+  EXPECT_EQ(
+      sample(*s, "rdma_device_allocatable_info",
+             {{"device", "rxe0"}, {"resource", "example.com/rdma_dev"}, {"device_id", "rxe0"}}),
+      1.0);
+  EXPECT_EQ(
+      sample(*s, "rdma_device_allocatable_info",
+             {{"device", "mlx5_1"}, {"resource", "example.com/rdma_dev"}, {"device_id", "mlx5_1"}}),
+      1.0);
+  EXPECT_EQ(series_count(*s, "rdma_device_allocatable_info"), 4U);
+  EXPECT_EQ(series_count(*s, "rdma_device_allocatable_info", {{"device", "mlx5_2"}}), 0U);
+  // The allocations are still there beside them.
+  EXPECT_EQ(series_count(*s, "rdma_device_pod_info"), 3U);
+}
+
+// A node with devices to give but no pod holding one yet.
+TEST_F(PodsTest, AllocatableDevicesShowWithNoAllocations) {
+  testing::FakeNodeApi fake("", config_.kubernetes.pod_resources_socket);
+  testing::NodeState st;
+  st.allocatable = {{"example.com/sf", {"mlx5_core.sf.4"}}};
+  fake.set(st);
+  auto s = collect();
+  ASSERT_TRUE(s->all_succeeded());
+  EXPECT_EQ(
+      sample(
+          *s, "rdma_device_allocatable_info",
+          {{"device", "mlx5_2"}, {"resource", "example.com/sf"}, {"device_id", "mlx5_core.sf.4"}}),
+      1.0);
+  EXPECT_EQ(series_count(*s, "rdma_device_allocatable_info"), 1U);
+  EXPECT_EQ(series_count(*s, "rdma_device_pod_info"), 0U);
+}
+
 // Pods that stop and are replaced: the next answer is the truth, the old
 // pod's series go.
 TEST_F(PodsTest, APodReplacedBetweenCollectionsMovesTheDevice) {
