@@ -60,9 +60,10 @@ struct PortPlan {
 // The series one host exports in the fleet mode (one UD class, bounded
 // histograms), counted by rendering the probe's own ProbeStats for the
 // host's plan: per pair its counters and last success, per local port and
-// scope (own group, remote) a latency histogram, per port the responder's
-// delay (and the prober's on devices with completion timestamps: counted
-// here), the UD queue pair's and the port's state, and the pinglist.
+// scope (own group, remote) a latency histogram and the scope's counters
+// and peers, per port the responder's delay (and the prober's on devices
+// with completion timestamps: counted here), the UD queue pair's and the
+// port's state, and the pinglist.
 std::size_t fleet_series_per_host(const std::vector<PortPlan>& ports) {
   static std::map<std::vector<std::tuple<std::size_t, bool, bool>>, std::size_t> cache;
   std::vector<std::tuple<std::size_t, bool, bool>> key;
@@ -100,6 +101,9 @@ std::size_t fleet_series_per_host(const std::vector<PortPlan>& ports) {
       Labels l = port;
       l.emplace_back("scope", scope);
       stats.histogram("rdma_probe_group_latency_seconds", "", l)->observe(1e-5);
+      Labels counted(port.begin(), port.end() - 1);  // without clock
+      counted.emplace_back("scope", scope);
+      stats.scope(counted)->invalid();
     }
     stats.histogram("rdma_probe_responder_delay_seconds", "", port)->observe(1e-6);
     stats.histogram("rdma_probe_prober_delay_seconds", "", port)->observe(1e-6);

@@ -326,6 +326,7 @@ void ProbeService::run_probers(const std::string& self_group) {
   std::map<ProberKey, std::shared_ptr<ControlClient>> next;
   std::vector<std::shared_ptr<SeriesStats>> keep;
   std::vector<std::shared_ptr<HistogramStats>> keep_histograms;
+  std::vector<std::shared_ptr<ScopeStats>> keep_scopes;
   for (const PlannedProber& plan : planned) {
     const LocalPort& local = ports[plan.local];
     const PlanTarget& target = plan_targets[plan.target];
@@ -337,6 +338,9 @@ void ProbeService::run_probers(const std::string& self_group) {
       series = stats_->series(plan.key.labels, SeriesShape{options_.histograms == "target", false});
       ud_stats = ud_prober_histograms(*stats_, local, cls, plan.scope, keep_histograms);
       ud_stats.pair = series;
+      auto scope = ud_scope_stats(*stats_, local, cls, plan.scope);
+      series->set_scope(scope);
+      keep_scopes.push_back(std::move(scope));
     } else {
       series = stats_->series(plan.key.labels);
     }
@@ -361,6 +365,7 @@ void ProbeService::run_probers(const std::string& self_group) {
   probers_ = std::move(next);
   stats_->retain(keep);
   stats_->retain_histograms(keep_histograms);
+  stats_->retain_scopes(keep_scopes);
 }
 
 void ProbeService::heartbeat() {

@@ -179,6 +179,23 @@ class BedUdTest(BedTestCase):
             self.assertEqual(groups, want, vm)
             for l, _ in prom.series("rdma_probe_group_latency_seconds_count"):
                 self.assertEqual(l["clock"], "host")
+            # Counters per (port, scope): the same scopes; at least what the
+            # pairs of the current plan sent (pairs rotated away sent too),
+            # and as many remote ports probed in the last 2 minutes as
+            # there are pairs now, at most the 2 other hosts' port.
+            scopes = {(l["device"], l["scope"])
+                      for l, _ in prom.series("rdma_probe_scope_sent_total")}
+            self.assertEqual(scopes, want, vm)
+            for device, scope in want:
+                mine = [(labels, prom.value("rdma_probe_sent_total", **labels))
+                        for (p, r), labels in self.ud_pairs(prom).items()
+                        if labels["device"] == device and (scope == "group") == (
+                            RACKS[self.bed.names.index(p)] == RACKS[i])]
+                sent = prom.value("rdma_probe_scope_sent_total", device=device, scope=scope)
+                self.assertGreaterEqual(sent, sum(v for _, v in mine), (vm, device, scope))
+                self.assertGreater(sum(v for _, v in mine), 0, (vm, device, scope))
+                peers = prom.value("rdma_probe_scope_peers", device=device, scope=scope)
+                self.assertTrue(len(mine) <= peers <= 2, (vm, device, scope, peers, len(mine)))
             self.assertGreater(sum(v for _, v in prom.series(
                 "rdma_probe_responder_delay_seconds_count")), 0, vm)
             # Soft-RoCE has no completion timestamps: no prober delay.

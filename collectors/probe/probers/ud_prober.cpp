@@ -244,4 +244,15 @@ UdProberStats ud_prober_histograms(ProbeStats& stats, const LocalPort& local, co
   return ud;
 }
 
+std::shared_ptr<ScopeStats> ud_scope_stats(ProbeStats& stats, const LocalPort& local,
+                                           const ProbeClass& cls, const char* scope) {
+  return stats.scope({{"device", local.device->name()},
+                      {"port", std::to_string(local.info.port)},
+                      {"rail", local.rail},
+                      {"op", op_name(cls.op)},
+                      {"size", std::to_string(cls.size)},
+                      {"tclass", std::to_string(cls.tclass)},
+                      {"scope", scope}});
+}
+
 }  // namespace rdma_exporter::probe

@@ -31,6 +31,11 @@ UdProberStats ud_prober_histograms(ProbeStats& stats, const LocalPort& local, co
                                    const char* scope,
                                    std::vector<std::shared_ptr<HistogramStats>>& keep);
 
+// The counters of every UD pair of `cls` on `local` whose target is in
+// `scope`, taken together (ScopeStats).
+std::shared_ptr<ScopeStats> ud_scope_stats(ProbeStats& stats, const LocalPort& local,
+                                           const ProbeClass& cls, const char* scope);
+
 // Network round trip from a UD probe's times (R-Pingmesh's split):
 //   with device timestamps  (T5 - T2) - (T4 - T3), the prober's own delay
 //                           (T6 - T1) - (T5 - T2);

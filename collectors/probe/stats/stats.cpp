@@ -10,12 +10,93 @@ std::vector<double> latency_buckets() {
           2.5e-3, 5e-3,   1e-2, 2.5e-2, 5e-2,   0.1,  0.25, 0.5,    1.0};
 }
 
+void ScopeStats::sent(const std::string& peer, ProbeClock::time_point now) {
+  const std::lock_guard lock(mutex_);
+  ++sent_;
+  if (auto it = peers_.find(peer); it != peers_.end()) {
+    it->second.sent = now;
+  } else {
+    peers_.emplace(peer, Seen{now, std::nullopt});
+  }
+  // Forget the remote ports not probed for a window, once a window: those
+  // the pinglist rotated away.
+  if (now - pruned_ >= kWindow) {
+    std::erase_if(peers_, [&](const auto& kv) { return now - kv.second.sent > kWindow; });
+    pruned_ = now;
+  }
+}
+
+void ScopeStats::lost(const std::string& peer, ProbeClock::time_point now) {
+  const std::lock_guard lock(mutex_);
+  ++lost_;
+  if (auto it = peers_.find(peer); it != peers_.end()) it->second.lost = now;
+}
+
+void ScopeStats::invalid() {
+  const std::lock_guard lock(mutex_);
+  ++invalid_;
+}
+
+std::size_t ScopeStats::remembered() const {
+  const std::lock_guard lock(mutex_);
+  return peers_.size();
+}
+
+void ScopeStats::add_metrics(MetricSink& sink, ProbeClock::time_point now) const {
+  const std::lock_guard lock(mutex_);
+  std::size_t probed = 0;
+  std::size_t failing = 0;
+  for (const auto& [peer, seen] : peers_) {
+    if (now - seen.sent > kWindow) continue;
+    ++probed;
+    if (seen.lost && now - *seen.lost <= kWindow) ++failing;
+  }
+  sink.counter("rdma_probe_scope_sent_total",
+               "UD probes this local port sent to the targets of the scope (group: its own "
+               "group's; remote: other groups').",
+               labels_, static_cast<double>(sent_));
+  sink.counter("rdma_probe_scope_timeouts_total",
+               "UD probes this local port sent to the scope's targets that got no reply in time.",
+               labels_, static_cast<double>(lost_));
+  sink.counter("rdma_probe_scope_invalid_total",
+               "UD probes to the scope's targets counted neither lost nor timed because a stall "
+               "touched them.",
+               labels_, static_cast<double>(invalid_));
+  sink.gauge("rdma_probe_scope_peers",
+             "Remote ports of the scope this local port probed in the last 2 minutes.", labels_,
+             static_cast<double>(probed));
+  sink.gauge("rdma_probe_scope_peers_failing",
+             "Of the scope's remote ports probed in the last 2 minutes, those that lost a probe "
+             "in them.",
+             labels_, static_cast<double>(failing));
+}
+
 SeriesStats::SeriesStats(Labels labels, SeriesShape shape)
     : labels_(std::move(labels)), shape_(shape), latency_(latency_buckets()) {}
 
-void SeriesStats::sent() {
+void SeriesStats::set_scope(std::shared_ptr<ScopeStats> scope) {
+  std::string peer;
+  for (const char* name : {"target", "remote_device", "remote_port"}) {
+    for (const auto& [k, v] : labels_) {
+      if (k == name) peer.append(v).push_back('\0');
+    }
+  }
   const std::lock_guard lock(mutex_);
-  ++sent_;
+  scope_ = std::move(scope);
+  peer_ = std::move(peer);
+}
+
+void SeriesStats::sent(ProbeClock::time_point now) {
+  std::shared_ptr<ScopeStats> scope;
+  std::string peer;
+  {
+    const std::lock_guard lock(mutex_);
+    ++sent_;
+    if (!scope_) return;
+    scope = scope_;
+    peer = peer_;
+  }
+  scope->sent(peer, now);
 }
 
 void SeriesStats::success(double seconds, double unix_now) {
@@ -31,11 +112,19 @@ void SeriesStats::timeout() {
   up_ = false;
 }
 
-void SeriesStats::lost(uint8_t path) {
-  const std::lock_guard lock(mutex_);
-  ++timeouts_;
-  ++path_lost_[path];
-  up_ = false;
+void SeriesStats::lost(uint8_t path, ProbeClock::time_point now) {
+  std::shared_ptr<ScopeStats> scope;
+  std::string peer;
+  {
+    const std::lock_guard lock(mutex_);
+    ++timeouts_;
+    ++path_lost_[path];
+    up_ = false;
+    if (!scope_) return;
+    scope = scope_;
+    peer = peer_;
+  }
+  scope->lost(peer, now);
 }
 
 void SeriesStats::error(const std::string& why) {
@@ -45,8 +134,13 @@ void SeriesStats::error(const std::string& why) {
 }
 
 void SeriesStats::invalid(const char* why) {
-  const std::lock_guard lock(mutex_);
-  ++invalid_[why];
+  std::shared_ptr<ScopeStats> scope;
+  {
+    const std::lock_guard lock(mutex_);
+    ++invalid_[why];
+    scope = scope_;
+  }
+  if (scope) scope->invalid();
 }
 
 namespace {
@@ -143,6 +237,20 @@ void ProbeStats::retain_histograms(const std::vector<std::shared_ptr<HistogramSt
   for (const auto& k : keep) wanted.insert(k.get());
   const std::lock_guard lock(mutex_);
   std::erase_if(histograms_, [&](const auto& kv) { return !wanted.contains(kv.second.get()); });
+}
+
+std::shared_ptr<ScopeStats> ProbeStats::scope(const Labels& labels) {
+  const std::lock_guard lock(mutex_);
+  auto& slot = scopes_[labels];
+  if (!slot) slot = std::make_shared<ScopeStats>(labels);
+  return slot;
+}
+
+void ProbeStats::retain_scopes(const std::vector<std::shared_ptr<ScopeStats>>& keep) {
+  std::set<const ScopeStats*> wanted;
+  for (const auto& k : keep) wanted.insert(k.get());
+  const std::lock_guard lock(mutex_);
+  std::erase_if(scopes_, [&](const auto& kv) { return !wanted.contains(kv.second.get()); });
 }
 
 void UdPortStats::dropped(const char* why) {
@@ -315,12 +423,13 @@ void ProbeStats::responder_rejected(const std::string& why) {
   ++rejected_[why];
 }
 
-void ProbeStats::add_metrics(MetricSink& sink) const {
+void ProbeStats::add_metrics(MetricSink& sink, ProbeClock::time_point now) const {
   stalls_->add_metrics(sink);
   std::vector<std::shared_ptr<SeriesStats>> series;
   std::vector<std::shared_ptr<TargetStats>> targets;
   std::vector<std::shared_ptr<HistogramStats>> histograms;
   std::vector<std::shared_ptr<UdPortStats>> ud_ports;
+  std::vector<std::shared_ptr<ScopeStats>> scopes;
   {
     const std::lock_guard lock(mutex_);
     static constexpr const char* kDeviceStates[] = {device_state::in_use, device_state::excluded,
@@ -411,11 +520,13 @@ void ProbeStats::add_metrics(MetricSink& sink) const {
     for (const auto& [labels, t] : targets_by_labels_) targets.push_back(t);
     for (const auto& [key, h] : histograms_) histograms.push_back(h);
     for (const auto& [labels, u] : ud_ports_) ud_ports.push_back(u);
+    for (const auto& [labels, sc] : scopes_) scopes.push_back(sc);
   }
   for (const auto& t : targets) t->add_metrics(sink);
   for (const auto& s : series) s->add_metrics(sink);
   for (const auto& h : histograms) h->add_metrics(sink);
   for (const auto& u : ud_ports) u->add_metrics(sink);
+  for (const auto& sc : scopes) sc->add_metrics(sink, now);
 }
 
 }  // namespace rdma_exporter::probe

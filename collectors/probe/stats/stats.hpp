@@ -2,6 +2,7 @@
 
 #include <prometheus/histogram.h>
 
+#include <chrono>
 #include <compare>
 #include <cstdint>
 #include <map>
@@ -53,17 +54,57 @@ struct SeriesShape {
   auto operator<=>(const SeriesShape&) const = default;
 };
 
+using ProbeClock = std::chrono::steady_clock;
+
+// What every UD pair of one local port, class and scope (targets in this
+// host's group, or in others) did: probes sent, lost and invalid, and how
+// many remote ports were probed and how many of them lost a probe in the
+// last kWindow. A pair's series come and go as the pinglist rotates; these
+// stay, so rules read a port's figures from a few series instead of summing
+// its pairs'.
+class ScopeStats {
+ public:
+  // The culprit rules' window (config/prometheus/rdma-culprits.yml).
+  static constexpr ProbeClock::duration kWindow = std::chrono::minutes(2);
+
+  explicit ScopeStats(Labels labels) : labels_(std::move(labels)) {}
+  // `peer` names the remote port (its target and port).
+  void sent(const std::string& peer, ProbeClock::time_point now);
+  void lost(const std::string& peer, ProbeClock::time_point now);
+  void invalid();
+  void add_metrics(MetricSink& sink, ProbeClock::time_point now) const;
+  // Remote ports remembered (those probed within the last 2 windows at most).
+  std::size_t remembered() const;
+
+ private:
+  struct Seen {
+    ProbeClock::time_point sent;
+    std::optional<ProbeClock::time_point> lost;
+  };
+  const Labels labels_;
+  mutable std::mutex mutex_;
+  uint64_t sent_ = 0;
+  uint64_t lost_ = 0;
+  uint64_t invalid_ = 0;
+  std::map<std::string, Seen, std::less<>> peers_;
+  ProbeClock::time_point pruned_{};
+};
+
 // One pair of ports probed with one class.
 class SeriesStats {
  public:
   explicit SeriesStats(Labels labels, SeriesShape shape = {});
 
-  void sent();
+  // UD pairs: also count in their port's scope (ScopeStats), as the remote
+  // port their `target`, `remote_device` and `remote_port` labels name.
+  void set_scope(std::shared_ptr<ScopeStats> scope);
+
+  void sent(ProbeClock::time_point now = ProbeClock::now());
   void success(double seconds, double unix_now);
   void timeout();
   // A UD probe that got no reply in time, on path (flow label) `path`:
   // counted as a timeout, and by path once a path has lost one.
-  void lost(uint8_t path);
+  void lost(uint8_t path, ProbeClock::time_point now = ProbeClock::now());
   void error(const std::string& why);
   // A probe neither lost nor timed because a stall touched it (invalid::).
   void invalid(const char* why);
@@ -76,6 +117,8 @@ class SeriesStats {
   const SeriesShape shape_;
   prometheus::Histogram latency_;
   mutable std::mutex mutex_;
+  std::shared_ptr<ScopeStats> scope_;
+  std::string peer_;
   uint64_t sent_ = 0;
   uint64_t timeouts_ = 0;
   std::map<uint8_t, uint64_t> path_lost_;
@@ -218,6 +261,10 @@ class ProbeStats {
                                             const Labels& labels);
   void retain_histograms(const std::vector<std::shared_ptr<HistogramStats>>& keep);
 
+  // A local port's scope, made on first use; those not in `keep` go.
+  std::shared_ptr<ScopeStats> scope(const Labels& labels);
+  void retain_scopes(const std::vector<std::shared_ptr<ScopeStats>>& keep);
+
   // A local port's UD queue pair, made on first use; those not in `keep` go.
   std::shared_ptr<UdPortStats> ud_port(const Labels& labels);
   void retain_ud_ports(const std::vector<std::shared_ptr<UdPortStats>>& keep);
@@ -241,7 +288,9 @@ class ProbeStats {
   // The event loop's own stalls.
   const std::shared_ptr<StallWatch>& stalls() const { return stalls_; }
 
-  void add_metrics(MetricSink& sink) const;
+  void add_metrics(MetricSink& sink) const { add_metrics(sink, ProbeClock::now()); }
+  // With the scopes' windows ending at `now`.
+  void add_metrics(MetricSink& sink, ProbeClock::time_point now) const;
 
  private:
   const std::shared_ptr<StallWatch> stalls_ = std::make_shared<StallWatch>();
@@ -249,6 +298,7 @@ class ProbeStats {
   std::map<std::pair<Labels, SeriesShape>, std::shared_ptr<SeriesStats>> series_;
   std::map<std::pair<std::string, Labels>, std::shared_ptr<HistogramStats>> histograms_;
   std::map<Labels, std::shared_ptr<UdPortStats>> ud_ports_;
+  std::map<Labels, std::shared_ptr<ScopeStats>> scopes_;
   std::optional<PinglistReport> pinglist_;
   std::map<Labels, std::shared_ptr<TargetStats>> targets_by_labels_;
   std::vector<DeviceReport> devices_;

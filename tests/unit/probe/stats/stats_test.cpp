@@ -97,6 +97,120 @@ TEST(ProbeStatsTest, SeriesCarryTargetClassAndTargetLabels) {
   EXPECT_EQ(series_count(metrics_of(stats), "rdma_probe_sent_total"), 0u);
 }
 
+Snapshot metrics_at(const ProbeStats& stats, ProbeClock::time_point now) {
+  MetricSink sink;
+  stats.add_metrics(sink, now);
+  Snapshot s;
+  s.families = sink.take();
+  return s;
+}
+
+// A UD pair of `local` to `target`'s mlx5_<remote> port 1, counted in `scope`.
+std::shared_ptr<SeriesStats> ud_pair(ProbeStats& stats, const std::shared_ptr<ScopeStats>& scope,
+                                     const std::string& target, int remote) {
+  ProbeClass c;
+  c.op = Op::ud;
+  const RailPort local{"mlx5_2", 1, "rail-2"};
+  wire::PortAd ad;
+  ad.device = "mlx5_" + std::to_string(remote);
+  ad.port = 1;
+  ad.rail = "rail-2";
+  auto s = stats.series(series_labels(target, local, ad, c, {}), SeriesShape{false, false});
+  s->set_scope(scope);
+  return s;
+}
+
+// Per local port and scope: the probes of all its pairs, and how many remote
+// ports were probed and failed in the last 2 minutes, at explicit times.
+TEST(ProbeStatsTest, ScopesSumTheirPairsAndCountPeersProbedAndFailingInTheWindow) {
+  using std::chrono::seconds;
+  ProbeStats stats;
+  const Labels group_labels = {{"device", "mlx5_2"}, {"port", "1"},  {"rail", "rail-2"},
+                               {"op", "ud"},         {"size", "64"}, {"tclass", "0"},
+                               {"scope", "group"}};
+  Labels remote_labels = group_labels;
+  remote_labels.back().second = "remote";
+  auto group = stats.scope(group_labels);
+  auto remote = stats.scope(remote_labels);
+  EXPECT_EQ(stats.scope(group_labels), group);  // made once
+
+  const ProbeClock::time_point t0{seconds(100000)};
+  // Group: three remote ports, on two hosts; remote: one.
+  auto a1 = ud_pair(stats, group, "10.0.0.1:10911", 1);
+  auto a4 = ud_pair(stats, group, "10.0.0.1:10911", 4);
+  auto b1 = ud_pair(stats, group, "10.0.0.2:10911", 1);
+  auto r5 = ud_pair(stats, remote, "10.9.0.7:10911", 5);
+  for (int i = 0; i < 7; ++i) a1->sent(t0);
+  for (int i = 0; i < 5; ++i) a4->sent(t0 + seconds(10));
+  for (int i = 0; i < 3; ++i) b1->sent(t0 + seconds(20));
+  for (int i = 0; i < 11; ++i) r5->sent(t0 + seconds(30));
+  a4->lost(0, t0 + seconds(40));
+  a4->lost(1, t0 + seconds(41));
+  r5->lost(3, t0 + seconds(45));
+  b1->invalid(invalid::local_stall);
+  r5->invalid(invalid::responder_stall);
+  r5->invalid(invalid::local_stall);
+
+  Snapshot snap = metrics_at(stats, t0 + seconds(60));
+  EXPECT_EQ(sample(snap, "rdma_probe_scope_sent_total", group_labels), 15);
+  EXPECT_EQ(sample(snap, "rdma_probe_scope_timeouts_total", group_labels), 2);
+  EXPECT_EQ(sample(snap, "rdma_probe_scope_invalid_total", group_labels), 1);
+  EXPECT_EQ(sample(snap, "rdma_probe_scope_peers", group_labels), 3);
+  EXPECT_EQ(sample(snap, "rdma_probe_scope_peers_failing", group_labels), 1);
+  EXPECT_EQ(sample(snap, "rdma_probe_scope_sent_total", remote_labels), 11);
+  EXPECT_EQ(sample(snap, "rdma_probe_scope_timeouts_total", remote_labels), 1);
+  EXPECT_EQ(sample(snap, "rdma_probe_scope_invalid_total", remote_labels), 2);
+  EXPECT_EQ(sample(snap, "rdma_probe_scope_peers", remote_labels), 1);
+  EXPECT_EQ(sample(snap, "rdma_probe_scope_peers_failing", remote_labels), 1);
+  // The pairs' own series count alike.
+  EXPECT_EQ(sample(snap, "rdma_probe_sent_total", a4->labels()), 5);
+  EXPECT_EQ(sample(snap, "rdma_probe_timeouts_total", a4->labels()), 2);
+
+  // 2 minutes after a1's last probe it is still in the window; a second
+  // later it is not. a4's loss leaves the window 2 minutes after it.
+  snap = metrics_at(stats, t0 + seconds(120));
+  EXPECT_EQ(sample(snap, "rdma_probe_scope_peers", group_labels), 3);
+  snap = metrics_at(stats, t0 + seconds(121));
+  EXPECT_EQ(sample(snap, "rdma_probe_scope_peers", group_labels), 2);
+  EXPECT_EQ(sample(snap, "rdma_probe_scope_peers_failing", group_labels), 1);
+  a4->sent(t0 + seconds(150));
+  snap = metrics_at(stats, t0 + seconds(162));
+  EXPECT_EQ(sample(snap, "rdma_probe_scope_peers", group_labels), 1);
+  EXPECT_EQ(sample(snap, "rdma_probe_scope_peers_failing", group_labels), 0);
+  // Counters only grow.
+  EXPECT_EQ(sample(snap, "rdma_probe_scope_sent_total", group_labels), 16);
+}
+
+// The pinglist rotates remote targets every epoch: the pairs go, the
+// scope's counters stay, and the remote ports it remembers are only those
+// probed within the last two windows.
+TEST(ProbeStatsTest, ScopesOutliveRotatedPairsAndForgetTheirPorts) {
+  using std::chrono::seconds;
+  ProbeStats stats;
+  auto remote = stats.scope({{"device", "mlx5_2"}, {"scope", "remote"}});
+  const ProbeClock::time_point t0{seconds(5000)};
+  for (int epoch = 0; epoch < 50; ++epoch) {
+    // 4 new remote ports each minute, each probed once.
+    std::vector<std::shared_ptr<SeriesStats>> pairs;
+    for (int k = 0; k < 4; ++k) {
+      pairs.push_back(ud_pair(stats, remote, "10.8." + std::to_string(epoch) + ".1:10911", k));
+      pairs.back()->sent(t0 + seconds(60 * epoch + k));
+    }
+    stats.retain(pairs);
+  }
+  EXPECT_LE(remote->remembered(), 4u * 5u);
+  const Snapshot snap = metrics_at(stats, t0 + seconds(60 * 49 + 10));
+  EXPECT_EQ(
+      sample(snap, "rdma_probe_scope_sent_total", {{"device", "mlx5_2"}, {"scope", "remote"}}),
+      200);
+  // Probed in the last 2 minutes: this minute's and the last (the one
+  // before, 127 to 130 s ago, is out).
+  EXPECT_EQ(sample(snap, "rdma_probe_scope_peers", {{"device", "mlx5_2"}, {"scope", "remote"}}), 8);
+  EXPECT_EQ(series_count(snap, "rdma_probe_sent_total"), 4u);
+  stats.retain_scopes({});
+  EXPECT_EQ(series_count(metrics_of(stats), "rdma_probe_scope_sent_total"), 0u);
+}
+
 // The samples of the family `name`, one line each as in the text format
 // (labels in the order they were given), in the order they were added.
 std::vector<std::string> lines_of(const Snapshot& snap, const std::string& name) {
