@@ -5,6 +5,18 @@
 
 namespace rdma_exporter::probe {
 
+namespace {
+
+// The stats of `map` whose pointers are not in `keep` go.
+template <typename Map, typename T>
+void keep_only(Map& map, const std::vector<std::shared_ptr<T>>& keep) {
+  std::set<const T*> wanted;
+  for (const auto& k : keep) wanted.insert(k.get());
+  std::erase_if(map, [&](const auto& kv) { return !wanted.contains(kv.second.get()); });
+}
+
+}  // namespace
+
 std::vector<double> latency_buckets() {
   return {1e-6,   2.5e-6, 5e-6, 1e-5,   2.5e-5, 5e-5, 1e-4, 2.5e-4, 5e-4, 1e-3,
           2.5e-3, 5e-3,   1e-2, 2.5e-2, 5e-2,   0.1,  0.25, 0.5,    1.0};
@@ -233,10 +245,8 @@ std::shared_ptr<HistogramStats> ProbeStats::histogram(const std::string& name,
 }
 
 void ProbeStats::retain_histograms(const std::vector<std::shared_ptr<HistogramStats>>& keep) {
-  std::set<const HistogramStats*> wanted;
-  for (const auto& k : keep) wanted.insert(k.get());
   const std::lock_guard lock(mutex_);
-  std::erase_if(histograms_, [&](const auto& kv) { return !wanted.contains(kv.second.get()); });
+  keep_only(histograms_, keep);
 }
 
 std::shared_ptr<ScopeStats> ProbeStats::scope(const Labels& labels) {
@@ -247,10 +257,8 @@ std::shared_ptr<ScopeStats> ProbeStats::scope(const Labels& labels) {
 }
 
 void ProbeStats::retain_scopes(const std::vector<std::shared_ptr<ScopeStats>>& keep) {
-  std::set<const ScopeStats*> wanted;
-  for (const auto& k : keep) wanted.insert(k.get());
   const std::lock_guard lock(mutex_);
-  std::erase_if(scopes_, [&](const auto& kv) { return !wanted.contains(kv.second.get()); });
+  keep_only(scopes_, keep);
 }
 
 void UdPortStats::dropped(const char* why) {
@@ -317,10 +325,8 @@ std::shared_ptr<UdPortStats> ProbeStats::ud_port(const Labels& labels) {
 }
 
 void ProbeStats::retain_ud_ports(const std::vector<std::shared_ptr<UdPortStats>>& keep) {
-  std::set<const UdPortStats*> wanted;
-  for (const auto& k : keep) wanted.insert(k.get());
   const std::lock_guard lock(mutex_);
-  std::erase_if(ud_ports_, [&](const auto& kv) { return !wanted.contains(kv.second.get()); });
+  keep_only(ud_ports_, keep);
 }
 
 void ProbeStats::set_pinglist(const PinglistReport& report) {
@@ -329,13 +335,8 @@ void ProbeStats::set_pinglist(const PinglistReport& report) {
 }
 
 void ProbeStats::retain(const std::vector<std::shared_ptr<SeriesStats>>& keep) {
-  const std::set<const SeriesStats*> wanted = [&] {
-    std::set<const SeriesStats*> s;
-    for (const auto& k : keep) s.insert(k.get());
-    return s;
-  }();
   const std::lock_guard lock(mutex_);
-  std::erase_if(series_, [&](const auto& kv) { return !wanted.contains(kv.second.get()); });
+  keep_only(series_, keep);
 }
 
 void TargetStats::answered(std::size_t ports) {
@@ -376,11 +377,8 @@ std::shared_ptr<TargetStats> ProbeStats::target(const Labels& labels) {
 }
 
 void ProbeStats::retain_targets(const std::vector<std::shared_ptr<TargetStats>>& keep) {
-  std::set<const TargetStats*> wanted;
-  for (const auto& k : keep) wanted.insert(k.get());
   const std::lock_guard lock(mutex_);
-  std::erase_if(targets_by_labels_,
-                [&](const auto& kv) { return !wanted.contains(kv.second.get()); });
+  keep_only(targets_by_labels_, keep);
 }
 
 void ProbeStats::set_local(std::vector<DeviceReport> devices, std::vector<PortReport> ports,
