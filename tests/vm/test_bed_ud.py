@@ -36,6 +36,7 @@ Results are printed and kept in the bed's directory (bed-ud-results.json)
 when RDMA_VM_KEEP=1 or a test fails.
 """
 import json
+import math
 import os
 import sys
 import time
@@ -403,19 +404,30 @@ class BedUdTest(BedTestCase):
             return now
 
         after = self.wait_until("the stopped exporter's probers settled", settled, timeout=120)
+        stall = delta("vm2", after, "rdma_probe_stall_seconds_total")
+        # The probes a prober waits for longer than 4 timeouts (2 s) are lost
+        # by design. `sleep 1` in a loaded guest can hold vm2 stopped longer
+        # than asked: vm2's own heartbeat measures how long it was (late by
+        # the stop less up to one 100 ms beat); the probes sent in the part
+        # of it beyond 2 s (and one beat's worth) may be lost, no others.
+        may_lose = math.ceil(max(0.0, stall + 0.2 - 2.0) * 1000 / INTERVAL_MS)
         record = {"vm2_stalls": delta("vm2", after, "rdma_probe_stalls_total"),
-                  "vm2_stall_seconds": round(delta("vm2", after, "rdma_probe_stall_seconds_total"), 3),
+                  "vm2_stall_seconds": round(stall, 3), "may_lose": may_lose,
                   "pairs_to_vm2": {}}
+        self.record["stopped_exporter"] = record
         for vm in others:
             for r, labels in to_vm2(vm, before[vm]).items():
                 invalid = delta(vm, after, "rdma_probe_invalid_total", reason="responder_stall",
                                 **labels)
                 lost = delta(vm, after, "rdma_probe_timeouts_total", **labels)
                 record["pairs_to_vm2"][f"{vm} rail {r}"] = {"invalid": invalid, "lost": lost}
+        for vm in others:
+            for r in to_vm2(vm, before[vm]):
+                got = record["pairs_to_vm2"][f"{vm} rail {r}"]
                 # Held back for 1 s at 10 probes/s: about 10, each invalid,
-                # none lost.
-                self.assertGreaterEqual(invalid, 5, f"{vm} -> vm2 rail {r}")
-                self.assertEqual(lost, 0, f"{vm} -> vm2 rail {r}")
+                # none lost unless the stop outlasted the prober's wait.
+                self.assertGreaterEqual(got["invalid"], 5, (vm, r, record))
+                self.assertLessEqual(got["lost"], may_lose, (vm, r, record))
         # What vm2's ports say of the way in: the requests held back were all
         # received, late; none is missing.
         for r in (0, 1):
@@ -426,7 +438,6 @@ class BedUdTest(BedTestCase):
             record[f"vm2_rxe{r}_requests"] = {"expected": expected, "received": received}
             self.assertGreater(expected, 40, f"rxe{r}")
             self.assertEqual(expected, received, f"rxe{r}")
-        self.record["stopped_exporter"] = record
         self.assertGreaterEqual(record["vm2_stalls"], 1)
         self.assertGreater(record["vm2_stall_seconds"], 0.5)
         self.assertLess(record["vm2_stall_seconds"], 10)
