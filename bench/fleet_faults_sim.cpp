@@ -279,6 +279,10 @@ const std::map<std::string, std::pair<std::string, std::string>>& families() {
       {"rdma_probe_invalid_total", {"rdma_probe_invalid", "counter"}},
       {"rdma_probe_stall_seconds_total", {"rdma_probe_stall_seconds", "counter"}},
       {"rdma_probe_pinglist_info", {"rdma_probe_pinglist_info", "gauge"}},
+      {"rdma_probe_scope_sent_total", {"rdma_probe_scope_sent", "counter"}},
+      {"rdma_probe_scope_timeouts_total", {"rdma_probe_scope_timeouts", "counter"}},
+      {"rdma_probe_scope_peers", {"rdma_probe_scope_peers", "gauge"}},
+      {"rdma_probe_scope_peers_failing", {"rdma_probe_scope_peers_failing", "gauge"}},
   };
   return f;
 }
@@ -396,6 +400,7 @@ class Simulation {
     cls.size = 64;
     std::vector<Pair> pairs;
     std::vector<std::shared_ptr<SeriesStats>> keep;
+    std::vector<std::shared_ptr<ScopeStats>> keep_scopes;
     const auto add = [&](std::size_t target, std::size_t r) {
       const RailPort local{device_name(r), 1, rail_names(r)};
       wire::PortAd remote;
@@ -404,6 +409,10 @@ class Simulation {
       const Labels labels = series_labels(address_of(target), local, remote, cls,
                                           {{"rack", group_name(group_of_[target])}});
       Pair p{host.stats->series(labels, SeriesShape{false, false}), target, r};
+      auto scope = host.stats->scope(
+          scope_labels(local, cls, group_of_[target] == group_of_[h] ? "group" : "remote"));
+      p.series->set_scope(scope);
+      keep_scopes.push_back(std::move(scope));
       for (uint8_t flow = 0; flow < s_.probe.flows; ++flow) {
         p.request_spine[flow] = spine_of(h, target, r, flow);
         p.reply_spine[flow] = spine_of(target, h, r, flow);
@@ -424,6 +433,7 @@ class Simulation {
       for (std::size_t i : targets) add(i, r);
     }
     host.stats->retain(keep);
+    host.stats->retain_scopes(keep_scopes);
     host.pairs = std::move(pairs);
     host.stats->set_pinglist(PinglistReport{true, group_name(group_of_[h]), address_of(h), epoch,
                                             list.group.size(), 0, members_.size()});
@@ -470,7 +480,7 @@ class Simulation {
     const double wait = std::min(4 * s_.probe.timeout, std::max(s_.probe.timeout, 10.0));
     for (Pair& p : host.pairs) {
       const uint8_t flow = static_cast<uint8_t>(p.seq++ % s_.probe.flows);
-      p.series->sent();
+      p.series->sent(clock_at(t));
       bool lost = down(p.target, t);
       if (!lost) {
         const auto [far_from, far_to] = stall_at(p.target, t);
@@ -494,7 +504,7 @@ class Simulation {
       } else if (noticed_stall_between(h, t, t + s_.probe.timeout)) {
         p.series->invalid(invalid::local_stall);
       } else {
-        p.series->lost(flow);
+        p.series->lost(flow, clock_at(t));
       }
     }
   }
@@ -512,7 +522,7 @@ class Simulation {
     for (std::size_t h = 0; h < hosts_.size(); ++h) {
       if (!hosts_[h].stats) continue;
       MetricSink sink;
-      hosts_[h].stats->add_metrics(sink);
+      hosts_[h].stats->add_metrics(sink, clock_at(t));
       const std::string scrape_labels = "instance=\"" + instance_of(h) + "\",job=\"rdma_exporter\"";
       for (const prometheus::MetricFamily& f : sink.take()) {
         const auto it = out.find(f.name);

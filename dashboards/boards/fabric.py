@@ -97,7 +97,8 @@ def dashboard():
         "never arrived (read beside `loss`: which way it loses); `pairs failing` of `pairs`: "
         "the pairs through it that lost a probe.",
         [target(worst, instant=True, fmt="table"),
-         target(f"rdma:probe_rnic:lost_blamed:increase2m{{{RNIC_SEL}}} / "
+         target(f"(rdma:probe_rnic:lost_blamed:increase2m{{{RNIC_SEL}}} or 0 * "
+                f"rdma:probe_rnic:sent:increase2m{{{RNIC_SEL}}}) / "
                 f"rdma:probe_rnic:sent:increase2m{{{RNIC_SEL}}} and on (host, device) {worst}",
                 instant=True, fmt="table"),
          target(f"rdma:probe_rnic:within_group_loss_ratio:2m{{{RNIC_SEL}}} and on (host, "

@@ -20,6 +20,16 @@ Labels series_labels(const std::string& target, const RailPort& local, const wir
   return l;
 }
 
+Labels scope_labels(const RailPort& local, const ProbeClass& cls, const char* scope) {
+  return {{"device", local.device},
+          {"port", std::to_string(local.port)},
+          {"rail", local.rail},
+          {"op", op_name(cls.op)},
+          {"size", std::to_string(cls.size)},
+          {"tclass", std::to_string(cls.tclass)},
+          {"scope", scope}};
+}
+
 std::vector<PlannedProber> plan_probers(const PlanInputs& in) {
   std::vector<RailPort> rail_ports;
   for (const auto& p : in.ports) rail_ports.push_back(p.port);

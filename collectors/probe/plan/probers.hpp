@@ -25,6 +25,11 @@ Labels series_labels(const std::string& target, const RailPort& local, const wir
                      const ProbeClass& cls,
                      const std::map<std::string, std::string>& target_labels);
 
+// The labels of a local port's scope counters (ScopeStats): device, port,
+// rail, op, size, tclass and `scope` ("group" or "remote", as
+// PlannedProber::scope).
+Labels scope_labels(const RailPort& local, const ProbeClass& cls, const char* scope);
+
 // A local port as planning sees it.
 struct PlanPort {
   RailPort port;                  // device, port number, rail

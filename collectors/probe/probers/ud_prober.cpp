@@ -2,6 +2,7 @@
 
 #include <algorithm>
 
+#include "collectors/probe/plan/probers.hpp"
 #include "collectors/probe/wire/auth.hpp"
 #include "common/log.hpp"
 
@@ -246,13 +247,8 @@ UdProberStats ud_prober_histograms(ProbeStats& stats, const LocalPort& local, co
 
 std::shared_ptr<ScopeStats> ud_scope_stats(ProbeStats& stats, const LocalPort& local,
                                            const ProbeClass& cls, const char* scope) {
-  return stats.scope({{"device", local.device->name()},
-                      {"port", std::to_string(local.info.port)},
-                      {"rail", local.rail},
-                      {"op", op_name(cls.op)},
-                      {"size", std::to_string(cls.size)},
-                      {"tclass", std::to_string(cls.tclass)},
-                      {"scope", scope}});
+  return stats.scope(
+      scope_labels(RailPort{local.device->name(), local.info.port, local.rail}, cls, scope));
 }
 
 }  // namespace rdma_exporter::probe
