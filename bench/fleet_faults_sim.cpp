@@ -267,7 +267,9 @@ struct Pair {
 struct Host {
   std::unique_ptr<ProbeStats> stats;
   std::vector<Pair> pairs;
-  std::vector<std::pair<double, double>> stalls;  // [from, to), sorted, within the run
+  // [from, to), sorted, apart (stalls that overlap are merged), within the run
+  std::vector<std::pair<double, double>> stalls;
+  std::vector<std::pair<double, double>> downs;  // [from, to) the host is down
 };
 
 // The metric families the culprit rules read, as OpenMetrics families.
@@ -311,7 +313,23 @@ class Simulation {
         }
       }
     }
-    for (Host& h : hosts_) std::sort(h.stalls.begin(), h.stalls.end());
+    for (Host& h : hosts_) {
+      std::sort(h.stalls.begin(), h.stalls.end());
+      std::vector<std::pair<double, double>> merged;
+      for (const auto& st : h.stalls) {
+        if (!merged.empty() && st.first <= merged.back().second) {
+          merged.back().second = std::max(merged.back().second, st.second);
+        } else {
+          merged.push_back(st);
+        }
+      }
+      h.stalls = std::move(merged);
+    }
+    for (const Fault& f : s_.faults) {
+      if (f.kind == "host_down" && static_cast<std::size_t>(f.host) < n) {
+        hosts_[static_cast<std::size_t>(f.host)].downs.emplace_back(f.start, f.end);
+      }
+    }
   }
 
   void run(const std::string& out_dir) {
@@ -358,28 +376,30 @@ class Simulation {
 
  private:
   bool down(std::size_t h, double t) const {
-    for (const Fault& f : s_.faults) {
-      if (f.kind == "host_down" && static_cast<std::size_t>(f.host) == h && t >= f.start &&
-          t < f.end) {
-        return true;
-      }
-    }
-    return false;
+    return std::any_of(hosts_[h].downs.begin(), hosts_[h].downs.end(),
+                       [t](const auto& d) { return t >= d.first && t < d.second; });
   }
 
+  // The stalls of host h from the first that ends at or after t: the
+  // stalls are apart, so their ends are sorted as their starts are.
+  std::vector<std::pair<double, double>>::const_iterator stalls_ending_from(std::size_t h,
+                                                                            double t) const {
+    const auto& stalls = hosts_[h].stalls;
+    return std::lower_bound(stalls.begin(), stalls.end(), t,
+                            [](const auto& st, double x) { return st.second < x; });
+  }
   // The stall of host h that covers time t, [from, to); none: {0, 0}.
   std::pair<double, double> stall_at(std::size_t h, double t) const {
-    for (const auto& [from, to] : hosts_[h].stalls) {
-      if (from > t) break;
-      if (t < to) return {from, to};
-    }
+    auto it = stalls_ending_from(h, t);
+    if (it != hosts_[h].stalls.end() && it->second == t) ++it;  // [from, to): t == to is out
+    if (it != hosts_[h].stalls.end() && it->first <= t) return *it;
     return {0, 0};
   }
   // Whether a stall of host h that its exporter notices overlaps [from, to].
   bool noticed_stall_between(std::size_t h, double from, double to) const {
-    for (const auto& [a, b] : hosts_[h].stalls) {
-      if (a > to) break;
-      if (b >= from && noticed(b - a)) return true;
+    for (auto it = stalls_ending_from(h, from); it != hosts_[h].stalls.end(); ++it) {
+      if (it->first > to) break;
+      if (noticed(it->second - it->first)) return true;
     }
     return false;
   }
@@ -470,9 +490,10 @@ class Simulation {
     if (!host.stats) return;
     if (stall_at(h, t).second > 0) return;
     // A stall that ended since the last probe: the heartbeat ran late.
-    for (const auto& [from, to] : host.stalls) {
-      if (from > t) break;
-      if (to > t - s_.probe.interval && to <= t) {
+    for (auto it = stalls_ending_from(h, t - s_.probe.interval); it != host.stalls.end(); ++it) {
+      const auto [from, to] = *it;
+      if (to > t) break;
+      if (to > t - s_.probe.interval) {
         host.stats->stalls()->armed(clock_at(from), clock_at(from) + kHeartbeat);
         host.stats->stalls()->check(clock_at(to));
       }

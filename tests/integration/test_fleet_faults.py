@@ -4,7 +4,8 @@ bench/fleet_faults_sim with the real pinglists and the probe's own
 statistics, the rules evaluated by a real Prometheus. Every fault of the
 shipped CI scenarios is named, as exactly its element, within 2 pinglist
 epochs of simulated time, and nothing else is named (host stalls shorter
-than the probe timeout run all along)."""
+than the probe timeout run all along). And bench/fleet_faults_campaign adds
+up several runs' reports."""
 import json
 import os
 import subprocess
@@ -60,6 +61,81 @@ class FleetFaultsTest(unittest.TestCase):
             ("path", 960.0): ["path/g001/g006/rail0"],
             ("rnic", 1380.0): ["rnic/h0020:10911/mlx5_0"],
         })
+
+
+class CampaignTest(unittest.TestCase):
+    """bench/fleet_faults_campaign on two reports written here, every figure
+    distinct: one with a double fault (an RNIC named, a leaf named as
+    another element) and an uplink not named, one with a path and a host
+    down named late and early."""
+
+    @staticmethod
+    def fault(kind, group, start, named_as, time_to_name=None):
+        f = {"kind": kind, "group": group, "start": start, "end": start + 300,
+             "named_as": named_as}
+        if time_to_name is not None:
+            f["time_to_name_seconds"] = time_to_name
+        return f
+
+    def test_reports_add_up(self):
+        first = {
+            "faults": [
+                self.fault("rnic", "g001", 1000, ["rnic/h0040:10911/mlx5_1"], 60),
+                self.fault("leaf", "g001", 1000, ["rnic/h0041:10911/mlx5_2"]),
+                self.fault("uplink", "g002", 1000, []),
+                {"kind": "host_stall", "start": 0, "end": 2000, "named_as": []},
+            ],
+            "culprit_episodes": 5, "culprit_episodes_exact": 3,
+            "total": {"wrong_element_culprits": 1, "false_culprits": 1},
+            "false_culprit_list": [{"culprit": "leaf/g009/rail3", "from": 30, "to": 60}],
+        }
+        second = {
+            "faults": [
+                self.fault("path", "g003", 5000, ["path/g003/g007/rail0"], 150),
+                self.fault("host_down", "g004", 5000, ["host/h0130:10911"], 90),
+            ],
+            "culprit_episodes": 2, "culprit_episodes_exact": 2,
+            "total": {"wrong_element_culprits": 0, "false_culprits": 0},
+            "false_culprit_list": [],
+        }
+        with tempfile.TemporaryDirectory(prefix="campaign_") as d:
+            paths = []
+            for i, report in enumerate((first, second)):
+                paths.append(os.path.join(d, "r%d.json" % i))
+                with open(paths[-1], "w") as f:
+                    json.dump(report, f)
+            r = subprocess.run([os.path.join(SOURCE_DIR, "bench/fleet_faults_campaign")] + paths,
+                               capture_output=True, text=True, timeout=60)
+        self.assertEqual(r.returncode, 0, r.stderr)
+        out = json.loads(r.stdout)
+        total = out["total"]
+        self.assertEqual((total["injected"], total["named"], total["named_correctly"]), (5, 4, 3))
+        self.assertEqual(total["recall"], 0.8)
+        self.assertEqual(total["accuracy"], 0.75)
+        self.assertEqual(total["time_to_name_seconds"], {"median": 90, "max": 150})
+        self.assertEqual(total["named_within_2_epochs"], 2 / 3)
+        self.assertEqual((total["culprit_episodes"], total["culprit_episodes_exact"]), (7, 5))
+        self.assertEqual(total["precision"], 5 / 7)
+        self.assertEqual((total["wrong_element_culprits"], total["false_culprits"]), (1, 1))
+        self.assertEqual([c["culprit"] for c in out["false_culprit_list"]], ["leaf/g009/rail3"])
+        single, double = out["single"], out["double"]
+        self.assertEqual((single["injected"], single["named"], single["named_correctly"]),
+                         (3, 2, 2))
+        self.assertEqual((double["injected"], double["named"], double["named_correctly"]),
+                         (2, 2, 1))
+        self.assertEqual(sorted(out["kinds"]), ["host_down", "leaf", "path", "rnic", "uplink"])
+        self.assertEqual(out["kinds"]["leaf"]["accuracy"], 0.0)
+        self.assertEqual(out["kinds"]["uplink"]["recall"], 0.0)
+
+    def test_a_report_that_cannot_be_read_is_an_error(self):
+        with tempfile.TemporaryDirectory(prefix="campaign_") as d:
+            path = os.path.join(d, "broken.json")
+            with open(path, "w") as f:
+                f.write('{"faults": [')
+            r = subprocess.run([os.path.join(SOURCE_DIR, "bench/fleet_faults_campaign"), path],
+                               capture_output=True, text=True, timeout=60)
+        self.assertEqual(r.returncode, 2)
+        self.assertIn("broken.json", r.stderr)
 
 
 if __name__ == "__main__":
