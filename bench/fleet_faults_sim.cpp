@@ -41,6 +41,7 @@
 #include "collectors/probe/plan/probers.hpp"
 #include "collectors/probe/stats/stats.hpp"
 #include "common/metric_sink.hpp"
+#include "exporter/formats/prometheus_values.hpp"
 
 namespace rdma_exporter::probe {
 namespace {
@@ -280,6 +281,7 @@ const std::map<std::string, std::pair<std::string, std::string>>& families() {
       {"rdma_probe_path_timeouts_total", {"rdma_probe_path_timeouts", "counter"}},
       {"rdma_probe_invalid_total", {"rdma_probe_invalid", "counter"}},
       {"rdma_probe_stall_seconds_total", {"rdma_probe_stall_seconds", "counter"}},
+      {"rdma_probe_stall_duration_seconds", {"rdma_probe_stall_duration_seconds", "histogram"}},
       {"rdma_probe_pinglist_info", {"rdma_probe_pinglist_info", "gauge"}},
       {"rdma_probe_scope_sent_total", {"rdma_probe_scope_sent", "counter"}},
       {"rdma_probe_scope_timeouts_total", {"rdma_probe_scope_timeouts", "counter"}},
@@ -496,6 +498,8 @@ class Simulation {
       if (to > t - s_.probe.interval) {
         host.stats->stalls()->armed(clock_at(from), clock_at(from) + kHeartbeat);
         host.stats->stalls()->check(clock_at(to));
+        // The heartbeat runs again as the stall ends: the stall is over.
+        host.stats->stalls()->armed(clock_at(to), clock_at(to) + kHeartbeat);
       }
     }
     const double wait = std::min(4 * s_.probe.timeout, std::max(s_.probe.timeout, 10.0));
@@ -550,9 +554,20 @@ class Simulation {
         if (it == out.end()) continue;
         for (const prometheus::ClientMetric& m : f.metric) {
           std::ostream& o = it->second;
-          o << f.name << '{' << scrape_labels;
-          for (const auto& l : m.label) o << ',' << l.name << "=\"" << l.value << '"';
-          o << "} " << (f.type == prometheus::MetricType::Counter ? m.counter.value : m.gauge.value)
+          std::string labels = scrape_labels;
+          for (const auto& l : m.label) labels += ',' + l.name + "=\"" + l.value + '"';
+          if (f.type == prometheus::MetricType::Histogram) {
+            // As the exporter renders them (exporter/formats): le="4", le="+Inf".
+            for (const auto& b : m.histogram.bucket) {
+              o << f.name << "_bucket{" << labels << ",le=\"" << format_number(b.upper_bound)
+                << "\"} " << b.cumulative_count << stamp;
+            }
+            o << f.name << "_count{" << labels << "} " << m.histogram.sample_count << stamp;
+            o << f.name << "_sum{" << labels << "} " << m.histogram.sample_sum << stamp;
+            continue;
+          }
+          o << f.name << '{' << labels << "} "
+            << (f.type == prometheus::MetricType::Counter ? m.counter.value : m.gauge.value)
             << stamp;
         }
       }

@@ -441,6 +441,14 @@ class BedUdTest(BedTestCase):
         self.assertGreaterEqual(record["vm2_stalls"], 1)
         self.assertGreater(record["vm2_stall_seconds"], 0.5)
         self.assertLess(record["vm2_stall_seconds"], 10)
+        # Each stall in the durations once its heartbeat ran again (one
+        # still going on when scraped is not there yet), and all of them
+        # under 16 s.
+        record["vm2_stall_durations"] = delta("vm2", after, "rdma_probe_stall_duration_seconds_count")
+        self.assertGreaterEqual(record["vm2_stall_durations"], 1)
+        self.assertLessEqual(record["vm2_stall_durations"], record["vm2_stalls"])
+        self.assertEqual(delta("vm2", after, "rdma_probe_stall_duration_seconds_bucket", le="16"),
+                         record["vm2_stall_durations"])
 
     def test_g_prometheus_names_a_lossy_rnic_and_a_stopped_host(self):
         bed = self.bed

@@ -2,7 +2,19 @@
 
 namespace rdma_exporter::probe {
 
+const prometheus::Histogram::BucketBoundaries& StallWatch::duration_buckets() {
+  static const prometheus::Histogram::BucketBoundaries buckets = {0.5, 1, 2, 4, 8, 16};
+  return buckets;
+}
+
 void StallWatch::armed(Clock::time_point beat, Clock::time_point due) {
+  if (open_) {
+    open_ = false;
+    const double late =
+        std::chrono::duration<double>(stalls_.back().to - stalls_.back().due).count();
+    const std::lock_guard lock(mutex_);
+    durations_.Observe(late);
+  }
   armed_ = true;
   beat_ = beat;
   due_ = due;
@@ -18,6 +30,7 @@ void StallWatch::check(Clock::time_point now) {
     stalls_.back().to = now;
   } else {
     fresh = true;
+    open_ = true;
     stalls_.push_back(Stall{beat_, now, due_});
     if (stalls_.size() > kKept) stalls_.pop_front();
     added = std::chrono::duration<double>(now - due_).count();
@@ -45,6 +58,15 @@ void StallWatch::add_metrics(MetricSink& sink) const {
   sink.counter("rdma_probe_stall_seconds_total",
                "How late the probe's event loop ran its heartbeat in those stalls, summed.", {},
                seconds_);
+  prometheus::MetricFamily family;
+  family.name = "rdma_probe_stall_duration_seconds";
+  family.help =
+      "The probe's event loop stalls once over, by how late they made its heartbeat run. One "
+      "longer than the 4 timeouts a UD prober waits for a late reply (4 s by default) makes its "
+      "probers count losses.";
+  family.type = prometheus::MetricType::Histogram;
+  family.metric.push_back(durations_.Collect());
+  sink.family(std::move(family));
 }
 
 }  // namespace rdma_exporter::probe

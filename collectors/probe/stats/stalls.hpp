@@ -1,5 +1,7 @@
 #pragma once
 
+#include <prometheus/histogram.h>
+
 #include <chrono>
 #include <cstdint>
 #include <deque>
@@ -28,7 +30,8 @@ class StallWatch {
 
   explicit StallWatch(Clock::duration threshold = kStallThreshold) : threshold_(threshold) {}
 
-  // The heartbeat ran at `beat` and is next due at `due`.
+  // The heartbeat ran at `beat` and is next due at `due`; a stall that made
+  // the previous beat late is over.
   void armed(Clock::time_point beat, Clock::time_point due);
   // Records a stall when the heartbeat is `threshold` or more overdue at
   // `now`; a stall still going on is extended.
@@ -36,8 +39,15 @@ class StallWatch {
   // Whether a recorded stall overlaps [from, to].
   bool stalled_between(Clock::time_point from, Clock::time_point to) const;
 
-  // rdma_probe_stalls_total, rdma_probe_stall_seconds_total.
+  // rdma_probe_stalls_total, rdma_probe_stall_seconds_total, and
+  // rdma_probe_stall_duration_seconds: each stall once it is over, by how
+  // late the heartbeat ran. Only a stall longer than the 4 timeouts a UD
+  // prober waits for a late reply (4 s by default) makes its probers count
+  // losses: the culprit rules read the bucket of 4 s.
   void add_metrics(MetricSink& sink) const;
+
+  // The histogram's buckets, seconds.
+  static const prometheus::Histogram::BucketBoundaries& duration_buckets();
 
   // Stalls remembered for stalled_between(): the oldest go first.
   static constexpr std::size_t kKept = 64;
@@ -54,10 +64,12 @@ class StallWatch {
   Clock::time_point beat_;
   Clock::time_point due_;
   std::deque<Stall> stalls_;
+  bool open_ = false;  // the last stall is not over yet
 
   mutable std::mutex mutex_;  // the totals
   uint64_t count_ = 0;
   double seconds_ = 0;  // how late the heartbeat ran, summed
+  prometheus::Histogram durations_{duration_buckets()};
 };
 
 }  // namespace rdma_exporter::probe

@@ -5,6 +5,9 @@
 
 #include <gtest/gtest.h>
 
+#include <limits>
+#include <map>
+
 #include "tests/support/snapshot_query.hpp"
 
 namespace rdma_exporter::probe {
@@ -21,6 +24,28 @@ class StallWatchTest : public ::testing::Test {
 
   double metric(const char* name) const {
     return testing::sample(testing::metrics_of(watch_), name);
+  }
+
+  // rdma_probe_stall_duration_seconds: {upper bound: cumulative count},
+  // its count and its sum.
+  struct Durations {
+    std::map<double, uint64_t> buckets;
+    uint64_t count = 0;
+    double sum = 0;
+  };
+  Durations durations() const {
+    Durations d;
+    const Snapshot s = testing::metrics_of(watch_);
+    for (const auto& f : s.families) {
+      if (f.name != "rdma_probe_stall_duration_seconds") continue;
+      EXPECT_EQ(f.type, prometheus::MetricType::Histogram);
+      EXPECT_EQ(f.metric.size(), 1u);
+      const auto& h = f.metric.at(0).histogram;
+      for (const auto& b : h.bucket) d.buckets[b.upper_bound] = b.cumulative_count;
+      d.count = h.sample_count;
+      d.sum = h.sample_sum;
+    }
+    return d;
   }
 };
 
@@ -80,6 +105,33 @@ TEST_F(StallWatchTest, TheOldestStallsAreForgotten) {
   EXPECT_TRUE(watch_.stalled_between(t0_ + std::chrono::seconds(1),
                                      t0_ + std::chrono::seconds(1) + milliseconds(1)));
   EXPECT_EQ(metric("rdma_probe_stalls_total"), static_cast<double>(StallWatch::kKept + 1));
+}
+
+TEST_F(StallWatchTest, AStallCountsInTheDurationsOnceItIsOver) {
+  // 1 s late, seen twice: not over until the heartbeat runs again.
+  watch_.armed(t0_, t0_ + milliseconds(100));
+  watch_.check(t0_ + milliseconds(600));
+  watch_.check(t0_ + milliseconds(1100));
+  EXPECT_EQ(durations().count, 0u);
+  watch_.armed(t0_ + milliseconds(1100), t0_ + milliseconds(1200));
+  Durations d = durations();
+  EXPECT_EQ(d.count, 1u);
+  EXPECT_NEAR(d.sum, 1.0, 1e-9);
+  const double inf = std::numeric_limits<double>::infinity();
+  EXPECT_EQ(d.buckets, (std::map<double, uint64_t>{
+                           {0.5, 0}, {1, 1}, {2, 1}, {4, 1}, {8, 1}, {16, 1}, {inf, 1}}));
+
+  // A beat on time closes nothing more; a stall of 5.3 s lands above 4 s.
+  watch_.armed(t0_ + milliseconds(1200), t0_ + milliseconds(1300));
+  watch_.check(t0_ + milliseconds(6600));
+  watch_.armed(t0_ + milliseconds(6600), t0_ + milliseconds(6700));
+  d = durations();
+  EXPECT_EQ(d.count, 2u);
+  EXPECT_NEAR(d.sum, 6.3, 1e-9);
+  EXPECT_EQ(d.buckets, (std::map<double, uint64_t>{
+                           {0.5, 0}, {1, 1}, {2, 1}, {4, 1}, {8, 2}, {16, 2}, {inf, 2}}));
+  EXPECT_EQ(metric("rdma_probe_stalls_total"), 2);
+  EXPECT_NEAR(metric("rdma_probe_stall_seconds_total"), 6.3, 1e-9);
 }
 
 }  // namespace
