@@ -644,8 +644,9 @@ TEST(HttpServer, EveryListenAddressServesAndTheLimitsAreShared) {
   web.header_timeout = 1h;
   Server server(web);
   const auto ports = server.ports();
+  // The kernel may give both listeners the same port: they are on
+  // different addresses, and each is reached on its own below.
   ASSERT_EQ(ports.size(), 2U);
-  EXPECT_NE(ports[0], ports[1]);
   {
     Client second(ports[1], "127.0.0.5", "127.0.0.2");
     second.send(request("GET", "/healthz"));
