@@ -18,6 +18,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <map>
+#include <set>
 #include <string>
 #include <string_view>
 #include <tuple>
@@ -26,6 +27,7 @@
 #include "collectors/probe/plan/pinglist.hpp"
 #include "collectors/probe/stats/stats.hpp"
 #include "common/metric_sink.hpp"
+#include "tests/support/fleet_probe_host.hpp"
 
 namespace rdma_exporter::probe {
 namespace {
@@ -49,69 +51,18 @@ struct Fleet {
   std::size_t epoch_seconds = 60;
 };
 
-// What one local port probes in an epoch.
-struct PortPlan {
-  std::size_t targets = 0;  // target ports (one per target host, on its rail)
-  std::size_t groups = 0;   // distinct groups among them
-  bool own_group = false;   // some of them are in this host's group
-  bool remote = false;      // some are in other groups
-};
+using PortPlan = testing::FleetProbePort;
 
-// The series one host exports in the fleet mode (one UD class, bounded
-// histograms), counted by rendering the probe's own ProbeStats for the
-// host's plan: per pair its counters and last success, per local port and
-// scope (own group, remote) a latency histogram and the scope's counters
-// and peers, per port the responder's delay (and the prober's on devices
-// with completion timestamps: counted here), the UD queue pair's and the
-// port's state, and the pinglist.
-std::size_t fleet_series_per_host(const std::vector<PortPlan>& ports) {
+// The series one host exports in the fleet mode, counted by rendering the
+// probe's own ProbeStats for the host's plan (tests/support/fleet_probe_host).
+std::size_t fleet_series_per_host(const std::vector<PortPlan>& ports, std::size_t target_hosts) {
   static std::map<std::vector<std::tuple<std::size_t, bool, bool>>, std::size_t> cache;
   std::vector<std::tuple<std::size_t, bool, bool>> key;
   for (const PortPlan& p : ports) key.emplace_back(p.targets, p.own_group, p.remote);
+  key.emplace_back(target_hosts, false, false);
   if (auto it = cache.find(key); it != cache.end()) return it->second;
   ProbeStats stats;
-  std::vector<DeviceReport> devices;
-  std::vector<PortReport> reports;
-  for (std::size_t i = 0; i < ports.size(); ++i) {
-    const std::string dev = "mlx5_" + std::to_string(i);
-    const std::string rail = "rail" + std::to_string(i);
-    devices.push_back({dev, device_state::in_use, true, true});
-    reports.push_back({dev, 1, port_state::probing, rail});
-    const Labels port = {{"device", dev}, {"port", "1"},   {"rail", rail},     {"op", "ud"},
-                         {"size", "64"},  {"tclass", "0"}, {"clock", "device"}};
-    for (std::size_t t = 0; t < ports[i].targets; ++t) {
-      Labels pair = {{"target", "10.0." + std::to_string(t) + ".1:10911"},
-                     {"device", dev},
-                     {"port", "1"},
-                     {"remote_device", dev},
-                     {"remote_port", "1"},
-                     {"rail", rail},
-                     {"op", "ud"},
-                     {"size", "64"},
-                     {"tclass", "0"},
-                     {"rack", "r"}};
-      auto s = stats.series(pair, SeriesShape{false, false});
-      s->sent();
-      s->success(1e-5, 1.0);
-    }
-    for (const char* scope : {"group", "remote"}) {
-      if ((scope[0] == 'g' && !ports[i].own_group) || (scope[0] == 'r' && !ports[i].remote)) {
-        continue;
-      }
-      Labels l = port;
-      l.emplace_back("scope", scope);
-      stats.histogram("rdma_probe_group_latency_seconds", "", l)->observe(1e-5);
-      Labels counted(port.begin(), port.end() - 1);  // without clock
-      counted.emplace_back("scope", scope);
-      stats.scope(counted)->invalid();
-    }
-    stats.histogram("rdma_probe_responder_delay_seconds", "", port)->observe(1e-6);
-    stats.histogram("rdma_probe_prober_delay_seconds", "", port)->observe(1e-6);
-    auto ud = stats.ud_port({{"device", dev}, {"port", "1"}});
-    ud->answered();
-  }
-  stats.set_local(devices, reports, "host");
-  stats.set_pinglist(PinglistReport{true, "r", "h:1", 1, 31, 4, 10000});
+  testing::fill_fleet_probe_stats(stats, ports, target_hosts);
   MetricSink sink;
   stats.add_metrics(sink);
   std::size_t n = 0;
@@ -195,7 +146,6 @@ Result simulate(const Fleet& fleet) {
   std::vector<std::size_t> received(n * rail_count);
   std::vector<std::size_t> received_remote(n * rail_count);
   std::vector<std::size_t> sent(n * rail_count);
-  std::vector<char> group_seen(racks, 0);
   for (std::size_t e = 0; e < kMaxEpochs; ++e) {
     const bool all_rails_done = std::all_of(covered_rail.begin(), covered_rail.end(),
                                             [&](std::size_t c) { return c == pairs; });
@@ -213,14 +163,16 @@ Result simulate(const Fleet& fleet) {
         compute_us.push_back(std::chrono::duration<double, std::micro>(after - before).count());
       }
       std::vector<PortPlan> ports;
+      std::set<std::size_t> target_hosts(list.group.begin(), list.group.end());
       for (std::size_t r = 0; r < rail_count; ++r) {
         const std::vector<std::size_t>& remote = list.remote.at(rails[r]);
         sent[h * rail_count + r] = list.group.size() + remote.size();
         for (const std::size_t t : list.group) ++received[t * rail_count + r];
         intra_seen += list.group.size();
-        PortPlan port{list.group.size() + remote.size(), list.group.empty() ? 0u : 1u,
-                      !list.group.empty(), !remote.empty()};
+        const PortPlan port{list.group.size() + remote.size(), !list.group.empty(),
+                            !remote.empty()};
         for (const std::size_t t : remote) {
+          target_hosts.insert(t);
           ++received[t * rail_count + r];
           ++received_remote[t * rail_count + r];
           const std::size_t a = rack_of[h], b = rack_of[t];
@@ -233,15 +185,10 @@ Result simulate(const Fleet& fleet) {
             pair_any[a * racks + b] = 1;
             ++covered_any;
           }
-          if (group_seen[b] == 0) {
-            group_seen[b] = 1;
-            ++port.groups;
-          }
         }
-        for (const std::size_t t : remote) group_seen[rack_of[t]] = 0;
         ports.push_back(port);
       }
-      const std::size_t series = fleet_series_per_host(ports);
+      const std::size_t series = fleet_series_per_host(ports, target_hosts.size());
       series_sum += static_cast<double>(series);
       result.series_max = std::max(result.series_max, series);
     }

@@ -7,6 +7,7 @@
 //
 // Usage: fake_rdma_host [--once] --web.listen-address HOST:PORT --path.sysfs DIR --path.proc DIR
 //                       [--kubernetes.sockets CRI_SOCKET,POD_RESOURCES_SOCKET]
+//                       [--rnics N [--processes P] [--probe-pairs GROUP,REMOTE]]
 // With --kubernetes.sockets the kubernetes section is on with those sockets
 // (a fake_node_api_server's), and the QP inventory is by pod.
 // With --once it collects once (after one round of kernel-state maintenance),
@@ -14,6 +15,14 @@
 // (tests/golden/).
 // The proc directory must hold <pid>/comm and <pid>/cgroup for pids 100,
 // 101, 200 and 300 (the processes of the model below).
+// With --rnics the host is a rail host instead (make_rail_kernel below): N
+// single-port mlx5 RoCE devices, mlx5_0 to mlx5_<N-1> (a sysfs tree of
+// "mlx5:N:1"), netdevs ens<i>np0, and P processes (pids 1000 to 1000+P-1 in
+// the proc directory, 8 by default) with an RC QP on every port; with
+// --probe-pairs it also serves the probe's series of a fleet-mode host whose
+// ports each probe GROUP targets of their own group and REMOTE of others
+// (tests/support/fleet_probe_host.hpp). The series budget test
+// (tests/integration/test_series_budget.py) counts its exposition.
 
 #include <linux/ethtool.h>
 #include <linux/netlink.h>
@@ -22,11 +31,15 @@
 #include <algorithm>
 #include <boost/asio/io_context.hpp>
 #include <boost/asio/signal_set.hpp>
+#include <charconv>
 #include <csignal>
 #include <cstdio>
 #include <cstring>
+#include <memory>
+#include <optional>
 #include <string>
 #include <string_view>
+#include <utility>
 #include <vector>
 
 #include "collectors/qp_counters/options.hpp"
@@ -41,6 +54,7 @@
 #include "tests/fake_kernel/fake_ethtool.hpp"
 #include "tests/fake_kernel/fake_module.hpp"
 #include "tests/fake_kernel/fake_nldev.hpp"
+#include "tests/support/fleet_probe_host.hpp"
 
 namespace rdma_exporter::testing {
 namespace {
@@ -69,7 +83,8 @@ std::vector<std::pair<std::string, uint64_t>> zeroed(const std::vector<std::stri
 
 // An mlx5 device whose ports count what mlx5 counts (RoCE-only counters
 // left out on InfiniBand).
-FakeDevice mlx5_device(uint32_t index, const std::string& protocol, const std::string& fw) {
+FakeDevice mlx5_device(uint32_t index, const std::string& protocol, const std::string& fw,
+                       uint32_t ports = 2) {
   const uint64_t guid = 0x98039b0300340000ULL + index - 1;
   FakeDevice d{.index = index,
                .name = "mlx5_" + std::to_string(index - 1),
@@ -78,7 +93,7 @@ FakeDevice mlx5_device(uint32_t index, const std::string& protocol, const std::s
                .sys_image_guid = guid,
                .protocol = protocol};
   d.qp_counter_names = mlx5_qp_counters();
-  for (uint32_t p = 1; p <= 2; ++p) {
+  for (uint32_t p = 1; p <= ports; ++p) {
     FakePort port{.index = p, .counters = zeroed(mlx5_port_counters(), protocol == "ib")};
     if (protocol == "ib") {
       port.lid = 2 + p;
@@ -131,6 +146,38 @@ FakeNldev make_kernel() {
   // Not every QP is in RTS.
   k.device(1)->qps[5].state = kInit;
   k.device(1)->qps[6].state = kErr;
+  for (auto& d : k.devices) {
+    for (auto& [name, value] : d.resources) {
+      if (name == "qp") value = d.qps.size();
+    }
+  }
+  return k;
+}
+
+// The netdev of a rail host's RNIC i.
+std::string rail_netdev(uint32_t i) {
+  return "ens" + std::to_string(i + 1) + "np0";
+}
+
+// A rail host: `rnics` single-port mlx5 RoCE devices, one per rail, in auto
+// mode by QP type and process, a GSI QP on each, and `processes` processes
+// (pids 1000 on) with an RC QP on every port: processes * rnics counter sets.
+FakeNldev make_rail_kernel(uint32_t rnics, uint32_t processes) {
+  FakeNldev k;
+  for (uint32_t i = 0; i < rnics; ++i) {
+    FakeDevice d = mlx5_device(i + 1, "roce", "28.39.1002", 1);
+    d.ports[0].netdev = rail_netdev(i);
+    d.ports[0].netdev_index = 10 + i;
+    d.ports[0].counter_mode = RDMA_COUNTER_MODE_AUTO;
+    d.ports[0].auto_mask = RDMA_COUNTER_MASK_QP_TYPE | RDMA_COUNTER_MASK_PID;
+    d.resources = {{"pd", 2 + i},    {"cq", 4 + i},  {"qp", 0},
+                   {"cm_id", 1 + i}, {"mr", 16 + i}, {"ctx", 1 + i}};
+    k.devices.push_back(d);
+  }
+  for (uint32_t i = 0; i < rnics; ++i) {
+    k.create_qp(i + 1, 1, kGsi, std::nullopt, "ib_core");
+    for (uint32_t p = 0; p < processes; ++p) k.create_qp(i + 1, 1, kRc, 1000 + p);
+  }
   for (auto& d : k.devices) {
     for (auto& [name, value] : d.resources) {
       if (name == "qp") value = d.qps.size();
@@ -197,12 +244,12 @@ class LiveKernel final : public netlink::Transport {
   uint64_t ticks_ = 0;
 };
 
-// mlx5's per-priority port statistics (ethtool -S), RoCE on priority 3 with
-// PFC: traffic on 0 and 3, pauses received and sent on 3.
-FakeNetdev mlx5_netdev() {
+// mlx5's per-priority port statistics (ethtool -S) for `priorities`, RoCE on
+// priority 3 with PFC: traffic on 0 and 3, pauses received and sent on 3.
+FakeNetdev mlx5_netdev(const std::vector<int>& priorities = {0, 3}) {
   FakeNetdev n;
   n.driver = "mlx5_core";
-  for (int prio : {0, 3}) {
+  for (int prio : priorities) {
     const std::string p = std::to_string(prio);
     for (const char* dir : {"rx", "tx"}) {
       const std::string d = dir;
@@ -254,53 +301,17 @@ class LiveEthtool final : public ethtool::Ioctl {
 int usage(const char* message) {
   std::fprintf(stderr,
                "fake_rdma_host: %s\nUsage: fake_rdma_host [--once] --web.listen-address HOST:PORT "
-               "--path.sysfs DIR --path.proc DIR [--kubernetes.sockets CRI,POD_RESOURCES]\n",
+               "--path.sysfs DIR --path.proc DIR [--kubernetes.sockets CRI,POD_RESOURCES] "
+               "[--rnics N [--processes P] [--probe-pairs GROUP,REMOTE]]\n",
                message);
   return 2;
 }
 
-int run(int argc, char** argv) {
-  Config config;
-  auto& qp_counters = config.collectors.options<QpCountersOptions>();
-  config.web.listen_addresses = {"127.0.0.1:0"};
-  bool once = false;
-  for (int i = 1; i < argc; ++i) {
-    const std::string_view arg = argv[i];
-    if (arg == "--once") {
-      once = true;
-      continue;
-    }
-    if (i + 1 >= argc) return usage("every option needs a value");
-    const std::string value = argv[++i];
-    if (arg == "--web.listen-address") {
-      config.web.listen_addresses = {value};
-    } else if (arg == "--path.sysfs") {
-      config.sysfs.root = value;
-    } else if (arg == "--path.proc") {
-      qp_counters.proc_root = value;
-    } else if (arg == "--kubernetes.sockets") {
-      const auto comma = value.find(',');
-      if (comma == std::string::npos) return usage("--kubernetes.sockets takes CRI,POD_RESOURCES");
-      config.kubernetes.enabled = true;
-      config.kubernetes.cri_socket = value.substr(0, comma);
-      config.kubernetes.pod_resources_socket = value.substr(comma + 1);
-      qp_counters.inventory_by_pod = true;
-    } else {
-      return usage("unknown option");
-    }
-  }
-  qp_counters.cgroup_label = true;
-  qp_counters.inventory_by_comm = true;
-  // Managed ports (found in mode none: the exporter switches them to auto),
-  // so that the management metrics exist.
-  qp_counters.ports.push_back(
-      {.device = "mlx5_1", .port = 0, .mode = QpCountersOptions::Mode::auto_mode});
-  config.collection.once = once;
-  if (auto errors = validate_config(config); !errors.empty()) return usage(errors.front().c_str());
-
-  // Netdev statistics and DCB from fakes too, never from this host's netdevs:
-  // the RoCE ports' DCB configuration and per-priority statistics as mlx5
-  // has them, veth statistics for the Soft-RoCE port.
+// The kernel of the model above: nldev, netdev statistics and DCB from
+// fakes, never from this host's netdevs: the RoCE ports' DCB configuration
+// and per-priority statistics as mlx5 has them, veth statistics for the
+// Soft-RoCE port.
+KernelInterfaces mixed_host_kernel() {
   auto dcb = std::make_unique<FakeDcb>();
   dcb->netdevs["ens1f0"] = mlx5_dcb();
   dcb->netdevs["ens1f1"] = mlx5_dcb();
@@ -342,7 +353,120 @@ int run(int argc, char** argv) {
   module_ioctl->netdevs["veth0"] = veth_netdev();
   kernel.module_generic = std::move(module_ethnl);
   kernel.module_ioctl = std::move(module_ioctl);
+  return kernel;
+}
+
+// The rail host's kernel: every netdev as mlx5 has it on a 400G link, with
+// PFC on priority 3, statistics for all 8 priorities, RS-FEC counted on 8
+// lanes and a QSFP-DD module read through ethtool netlink.
+KernelInterfaces rail_host_kernel(uint32_t rnics, uint32_t processes) {
+  auto dcb = std::make_unique<FakeDcb>();
+  auto ethtool = std::make_unique<FakeEthtool>();
+  auto ethnl = std::make_unique<FakeEthnl>();
+  auto module_ethnl = std::make_unique<FakeEthnl>();
+  auto module_ioctl = std::make_unique<FakeEthtool>();
+  for (uint32_t i = 0; i < rnics; ++i) {
+    const std::string netdev = rail_netdev(i);
+    dcb->netdevs[netdev] = mlx5_dcb();
+    ethtool->netdevs[netdev] = mlx5_netdev({0, 1, 2, 3, 4, 5, 6, 7});
+    FakeEthnlNetdev rs;
+    rs.down_events = i;
+    rs.fec = true;
+    rs.active = ETHTOOL_LINK_MODE_FEC_RS_BIT;
+    rs.corrected = {800 + 8 * i};
+    rs.uncorrectable = {i};
+    for (uint32_t lane = 0; lane < 8; ++lane) {
+      rs.corrected.push_back(100 + i);
+      rs.uncorrectable.push_back(lane == 0 ? i : 0);
+    }
+    ethnl->netdevs[netdev] = rs;
+    module_ethnl->netdevs[netdev].module = qsfp_dd_module();
+  }
+  KernelInterfaces kernel{std::make_unique<LiveKernel>(make_rail_kernel(rnics, processes)),
+                          std::move(dcb), std::make_unique<LiveEthtool>(std::move(ethtool))};
+  kernel.generic = std::move(ethnl);
+  kernel.module_generic = std::move(module_ethnl);
+  kernel.module_ioctl = std::move(module_ioctl);
+  return kernel;
+}
+
+// A whole number from 0 to 4096.
+bool parse_count(const std::string& text, uint32_t& out) {
+  const auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), out);
+  return ec == std::errc() && end == text.data() + text.size() && out <= 4096;
+}
+
+int run(int argc, char** argv) {
+  Config config;
+  auto& qp_counters = config.collectors.options<QpCountersOptions>();
+  config.web.listen_addresses = {"127.0.0.1:0"};
+  bool once = false;
+  uint32_t rnics = 0;
+  uint32_t processes = 8;
+  std::optional<std::pair<uint32_t, uint32_t>> probe_pairs;
+  for (int i = 1; i < argc; ++i) {
+    const std::string_view arg = argv[i];
+    if (arg == "--once") {
+      once = true;
+      continue;
+    }
+    if (i + 1 >= argc) return usage("every option needs a value");
+    const std::string value = argv[++i];
+    if (arg == "--web.listen-address") {
+      config.web.listen_addresses = {value};
+    } else if (arg == "--path.sysfs") {
+      config.sysfs.root = value;
+    } else if (arg == "--path.proc") {
+      qp_counters.proc_root = value;
+    } else if (arg == "--kubernetes.sockets") {
+      const auto comma = value.find(',');
+      if (comma == std::string::npos) return usage("--kubernetes.sockets takes CRI,POD_RESOURCES");
+      config.kubernetes.enabled = true;
+      config.kubernetes.cri_socket = value.substr(0, comma);
+      config.kubernetes.pod_resources_socket = value.substr(comma + 1);
+      qp_counters.inventory_by_pod = true;
+    } else if (arg == "--rnics") {
+      if (!parse_count(value, rnics) || rnics == 0) return usage("--rnics takes 1 to 4096");
+    } else if (arg == "--processes") {
+      if (!parse_count(value, processes)) return usage("--processes takes 0 to 4096");
+    } else if (arg == "--probe-pairs") {
+      const auto comma = value.find(',');
+      uint32_t group = 0, remote = 0;
+      if (comma == std::string::npos || !parse_count(value.substr(0, comma), group) ||
+          !parse_count(value.substr(comma + 1), remote)) {
+        return usage("--probe-pairs takes GROUP,REMOTE, each 0 to 4096");
+      }
+      probe_pairs = std::make_pair(group, remote);
+    } else {
+      return usage("unknown option");
+    }
+  }
+  if (probe_pairs && rnics == 0) return usage("--probe-pairs needs --rnics");
+  if (rnics == 0) {
+    // The mixed host: labels and managed ports beyond the defaults, so that
+    // their series exist. Managed ports (found in mode none: the exporter
+    // switches them to auto), so that the management metrics exist.
+    qp_counters.cgroup_label = true;
+    qp_counters.inventory_by_comm = true;
+    qp_counters.ports.push_back(
+        {.device = "mlx5_1", .port = 0, .mode = QpCountersOptions::Mode::auto_mode});
+  }
+  config.collection.once = once;
+  if (auto errors = validate_config(config); !errors.empty()) return usage(errors.front().c_str());
+
+  KernelInterfaces kernel = rnics == 0 ? mixed_host_kernel() : rail_host_kernel(rnics, processes);
   Collection collection(config, std::move(kernel));
+  if (probe_pairs) {
+    auto stats = std::make_shared<probe::ProbeStats>();
+    const auto [group, remote] = *probe_pairs;
+    // Target hosts: the group's, and every rail's remote picks on hosts of
+    // their own (the most there can be).
+    fill_fleet_probe_stats(
+        *stats,
+        std::vector<FleetProbePort>(rnics, FleetProbePort{group + remote, group > 0, remote > 0}),
+        group + std::size_t{remote} * rnics);
+    collection.add_self_metrics([stats](MetricSink& sink) { stats->add_metrics(sink); });
+  }
   if (once) {
     collection.maintain();
     const auto snapshot = collection.collect();

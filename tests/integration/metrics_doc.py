@@ -26,11 +26,15 @@ class MetricsDoc:
         self.path = path
         self.exact = {}     # name -> type
         self.patterns = []  # (regex, allowed kernel names (globs), pattern text, type)
+        self.sections = {}  # entry (name or pattern text) -> its "## " heading, up to " — "
+        section = ""
         with open(path, encoding="utf-8") as f:
             for line in f:
-                self._row(line)
+                if line.startswith("## "):
+                    section = line[3:].split(" — ")[0].strip()
+                self._row(line, section)
 
-    def _row(self, line):
+    def _row(self, line, section):
         if not line.startswith("|"):
             return
         cells = [c.strip() for c in line.strip().strip("|").split("|")]
@@ -50,6 +54,7 @@ class MetricsDoc:
                 self.patterns.append((regex, listed, name, kind))
             else:
                 self.exact[name] = kind
+            self.sections.setdefault(name, section)
 
     def documented(self, name):
         """The docs entry that covers NAME (exact name or pattern), else None."""
@@ -60,6 +65,22 @@ class MetricsDoc:
             if m and any(fnmatch.fnmatchcase(m.group("name"), g) for g in listed):
                 return text
         return None
+
+    def section_of(self, name):
+        """The heading of the section that documents series NAME (a
+        histogram's _bucket, _sum and _count too) first, else None: a name
+        a later table quotes (the OTLP names) stays in its collector's."""
+        candidates = [name] + [name[:-len(x)] for x in HISTOGRAM_SUFFIXES if name.endswith(x)]
+        entries = []
+        for n in candidates:
+            if n in self.exact:
+                entries.append(n)
+            entries += [text for regex, listed, text, _ in self.patterns
+                        if (m := regex.fullmatch(n))
+                        and any(fnmatch.fnmatchcase(m.group("name"), g) for g in listed)]
+        order = list(self.sections)
+        entries = sorted((e for e in entries if e in self.sections), key=order.index)
+        return self.sections[entries[0]] if entries else None
 
     def type_of(self, entry):
         if entry in self.exact:

@@ -1,0 +1,35 @@
+#pragma once
+
+// The probe's statistics of one host in the fleet mode, filled as the probe
+// fills them, for counting and serving its series without a fabric:
+// bench/pinglist_bench counts a host's series, fake_rdma_host serves them
+// beside its collection (the series budget test, docs/metrics.md).
+
+#include <cstddef>
+#include <vector>
+
+#include "collectors/probe/stats/stats.hpp"
+
+namespace rdma_exporter::testing {
+
+// What one local port probes in an epoch.
+struct FleetProbePort {
+  std::size_t targets = 0;  // target ports (one per target host, on its rail)
+  bool own_group = false;   // some of them are in this host's group
+  bool remote = false;      // some are in other groups
+};
+
+// Fills `stats` for a host whose port i is mlx5_i port 1 on rail i and that
+// probes `target_hosts` hosts (its group's and the remote picks of every
+// rail, from file_sd): per target host whether it answers and its ports, per
+// pair its counters and last success (one UD class, bounded histograms), per
+// port and scope (own group, remote) a latency histogram and the scope's
+// counters, per port the responder's delay and the prober's (as on devices
+// with completion timestamps), the UD queue pair's port, the devices' and
+// ports' state, the event loop's stalls and the pinglist. Series that appear
+// only on failures (errors, invalid probes, lost paths, rejections) are not
+// there.
+void fill_fleet_probe_stats(probe::ProbeStats& stats, const std::vector<FleetProbePort>& ports,
+                            std::size_t target_hosts);
+
+}  // namespace rdma_exporter::testing
