@@ -22,8 +22,11 @@ CULPRIT_RULES = os.path.join(SOURCE_DIR, "config/prometheus/rdma-culprits.yml")
 CULPRIT_TESTS = os.path.join(SOURCE_DIR, "tests/alerts/rdma-culprits.test.yml")
 LAST_HOP_RULES = os.path.join(SOURCE_DIR, "config/prometheus/rdma-last-hop.yml")
 LAST_HOP_TESTS = os.path.join(SOURCE_DIR, "tests/alerts/rdma-last-hop.test.yml")
+ROLLUP_RULES = os.path.join(SOURCE_DIR, "config/prometheus/rdma-rollups.yml")
+ROLLUP_TESTS = os.path.join(SOURCE_DIR, "tests/alerts/rdma-rollups.test.yml")
 # Each rule file and its promtool tests.
-RULE_SETS = [(RULES, RULE_TESTS), (CULPRIT_RULES, CULPRIT_TESTS), (LAST_HOP_RULES, LAST_HOP_TESTS)]
+RULE_SETS = [(RULES, RULE_TESTS), (CULPRIT_RULES, CULPRIT_TESTS), (LAST_HOP_RULES, LAST_HOP_TESTS),
+             (ROLLUP_RULES, ROLLUP_TESTS)]
 SCRAPE_CONFIG = os.path.join(SOURCE_DIR, "config/prometheus/prometheus.yml")
 RUNBOOKS = os.path.join(SOURCE_DIR, "docs/alerts.md")
 RUNBOOK_PREFIX = "file:///usr/share/doc/rdma_exporter/alerts.md#"
@@ -181,6 +184,7 @@ class AlertRulesTest(unittest.TestCase):
         self.assertIn("rdma-alerts.yml", config["rule_files"])
         self.assertIn("rdma-culprits.yml", config["rule_files"])
         self.assertIn("rdma-last-hop.yml", config["rule_files"])
+        self.assertIn("rdma-rollups.yml", config["rule_files"])
         targets = [t for sc in jobs["rdma_exporter"]["static_configs"] for t in sc["targets"]]
         self.assertTrue(all(t.endswith(":10910") for t in targets), targets)
 

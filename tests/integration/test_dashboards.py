@@ -568,7 +568,8 @@ probe:
                if rule["health"] != "ok"]
         self.assertEqual(bad, [])
         shipped = []
-        for name in ("rdma-alerts.yml", "rdma-culprits.yml", "rdma-last-hop.yml"):
+        for name in ("rdma-alerts.yml", "rdma-culprits.yml", "rdma-last-hop.yml",
+                     "rdma-rollups.yml"):
             with open(os.path.join(SOURCE_DIR, "config/prometheus", name)) as f:
                 shipped += [r for g in yaml.safe_load(f)["groups"] for r in g["rules"]]
         self.assertEqual(len(rules), len(shipped))
