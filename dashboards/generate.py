@@ -43,9 +43,11 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
 sys.dont_write_bytecode = True
 
-from boards import congestion, fabric, fleet, latency, optics, pods, port, workloads  # noqa: E402
+from boards import (congestion, fabric, fleet, latency, optics, overview, pods, port,  # noqa: E402
+                    workloads)
 
 DASHBOARDS = {
+    "rdma-overview.json": overview.dashboard,
     "rdma-fleet.json": fleet.dashboard,
     "rdma-port.json": port.dashboard,
     "rdma-congestion.json": congestion.dashboard,

@@ -10,7 +10,7 @@ from panels.variables import port_variables
 
 
 def dashboard():
-    b = Board("rdma-fleet", "RDMA / Fleet overview",
+    b = Board("rdma-fleet", "RDMA / Hosts and ports",
               "Hosts and ports of every rdma_exporter: state, link rate, traffic, errors and the "
               "exporter's own health.", port_variables())
     b.row("Overview")

@@ -46,13 +46,16 @@ NEEDS_HARDWARE = {
     ("rdma-latency.json", "*"):
         "the verbs latency probe, which needs an RDMA device (vm.dashboards runs it on "
         "Soft-RoCE); here only its responder runs",
+    ("rdma-overview.json", "*"):
+        "the probe's groups and rails for the rollups to place ports in, and culprits "
+        "(OverviewBoardTest evaluates every panel on the rollup rules' hand-worked series)",
     ("rdma-fabric.json", "*"):
         "UD probes between hosts for the culprit rules to record from (FabricBoardTest "
         "evaluates the board on a culprit's series; vm.bed_ud on the VM bed's)",
 }
 # Boards that read only the records of config/prometheus's rules, never an
 # exporter's series: they have no job or instance variable.
-RULE_BOARDS = ("rdma-fabric.json",)
+RULE_BOARDS = ("rdma-fabric.json", "rdma-overview.json")
 
 
 def recorded_names():
@@ -485,6 +488,111 @@ class FabricBoardTest(unittest.TestCase):
             (case,) = [c for c in yaml.safe_load(f)["tests"] if c["name"] == FABRIC_CASE]
         r = promtool_test(case["interval"], case["input_series"], tests,
                           rules=os.path.join(SOURCE_DIR, "config/prometheus/rdma-culprits.yml"))
+        self.assertEqual(r.returncode, 0, r.stdout + r.stderr)
+
+
+# The overview board on the rollup rules' case (tests/alerts/rdma-rollups.test.yml,
+# whose comments work out every record): hosts a and b in group g1, c in
+# g2, two rails; a leaf culprit (g1, rail0), RNIC culprits on a's and c's
+# mlx5_0, a path from g2 to g1 on rail1.
+ROLLUP_CASE = "rollups per port, host, group, rail, leaf and fleet; culprits' impact"
+LEAF = 'culprit="leaf/g1/rail0", kind="leaf"'
+RNIC_A = 'culprit="rnic/a:10911/mlx5_0", kind="rnic"'
+RNIC_C = 'culprit="rnic/c:10911/mlx5_0", kind="rnic"'
+PATH = 'culprit="path/g2/g1/rail1", kind="path"'
+
+
+def pod(culprit, instance, name):
+    return (f'culprit_instance_pod:rdma_impact:info{{{culprit}, job="rdma", '
+            f'instance="{instance}", namespace="ns", pod="{name}", container="c"}}', 1)
+
+
+OVERVIEW_EXPECTED = {
+    # a 10 + 20, b 30 + 40, c 50 + 60, d 70 bytes/s.
+    ("Traffic sent", "A"): [("{}", 280)],
+    # (0.25 + 0.125 + 0.125) lost of (1 + 2 + 1 + 1) probes a second.
+    ("Probe loss", "A"): [("{}", 0.1)],
+    ("Link errors", "A"): [("{}", 3)],
+    ("Retransmissions", "A"): [("{}", 0.5)],
+    ("Culprits", "A"): [("{}", 4)],
+    # a's and b's round trips, as many: 98 % into b's bucket (100 µs - 1 ms).
+    ("p99 round trip, own group", "A"): [("{}", 0.000982)],
+    ("Culprits and what sits behind them", "A"): [
+        (f"culprit:rdma_impact_hosts:count{{{LEAF}}}", 2),
+        (f"culprit:rdma_impact_hosts:count{{{RNIC_A}}}", 1),
+        (f"culprit:rdma_impact_hosts:count{{{RNIC_C}}}", 1),
+        (f"culprit:rdma_impact_hosts:count{{{PATH}}}", 1)],
+    ("Culprits and what sits behind them", "B"): [
+        (f"culprit:rdma_impact_traffic_bytes:rate2m{{{LEAF}}}", 45),
+        (f"culprit:rdma_impact_traffic_bytes:rate2m{{{RNIC_A}}}", 15),
+        (f"culprit:rdma_impact_traffic_bytes:rate2m{{{RNIC_C}}}", 50),
+        (f"culprit:rdma_impact_traffic_bytes:rate2m{{{PATH}}}", 67)],
+    ("Culprits and what sits behind them", "C"): [
+        (f"culprit:rdma_impact_errors:rate2m{{{LEAF}}}", 3),
+        (f"culprit:rdma_impact_errors:rate2m{{{RNIC_A}}}", 3),
+        (f"culprit:rdma_impact_errors:rate2m{{{RNIC_C}}}", 0.5),
+        (f"culprit:rdma_impact_errors:rate2m{{{PATH}}}", 0.2)],
+    ("Pods behind culprits", "A"): [pod(RNIC_A, "a:9", "p1"), pod(LEAF, "b:9", "p2"),
+                                    pod(LEAF, "b:9", "p3")],
+    # g1: 0.375 of 4 probes a second; g2: 0.125 of 1.
+    ("Groups by probe loss", "A"): [
+        ('group:rdma_probe_loss:ratio_rate2m{job="rdma", group="g1"}', 0.09375),
+        ('group:rdma_probe_loss:ratio_rate2m{job="rdma", group="g2"}', 0.125)],
+    ("Leaves by probe loss", "A"): [
+        ('group_rail:rdma_probe_loss:ratio_rate2m{job="rdma", group="g1", rail="rail0"}', 0.09375),
+        ('group_rail:rdma_probe_loss:ratio_rate2m{job="rdma", group="g2", rail="rail1"}', 0.125)],
+    ("Hosts by probe loss", "A"): [
+        ('instance:rdma_probe_loss:ratio_rate2m{job="rdma", instance="a:9"}', 0.125),
+        ('instance:rdma_probe_loss:ratio_rate2m{job="rdma", instance="b:9"}', 0),
+        ('instance:rdma_probe_loss:ratio_rate2m{job="rdma", instance="c:9"}', 0.125)],
+    ("Hosts by link errors", "A"): [
+        ('instance:rdma_link_errors:rate2m{job="rdma", instance="a:9"}', 3)],
+    ("Leaves by time paused", "A"): [
+        ('group_rail_direction:rdma_netdev_pfc_pause_duration_seconds:max_rate2m{job="rdma", '
+         'group="g1", rail="rail0", direction="rx"}', 0.5)],
+    ("Groups by discards", "A"): [
+        ('group:rdma_discards:rate2m{job="rdma", group="g1"}', 0.1),
+        ('group:rdma_discards:rate2m{job="rdma", group="g2"}', 0.2)],
+    ("Traffic per rail", "A"): [
+        ('rail:rdma_transmit_bytes:rate2m{job="rdma", rail="rail0"}', 90),
+        ('rail:rdma_transmit_bytes:rate2m{job="rdma", rail="rail1"}', 120)],
+    ("Probe loss per rail", "A"): [
+        ('rail:rdma_probe_loss:ratio_rate2m{job="rdma", rail="rail0"}', 0.09375),
+        ('rail:rdma_probe_loss:ratio_rate2m{job="rdma", rail="rail1"}', 0.125)],
+    ("p99 round trip per rail", "A"): [
+        ('rail_scope_tclass:rdma_probe_group_latency_seconds:p99_rate2m{job="rdma", '
+         'rail="rail0", scope="group", tclass="0"}', 0.000982)],
+    ("Time paused per rail", "A"): [
+        ('rail_direction:rdma_netdev_pfc_pause_duration_seconds:max_rate2m{job="rdma", '
+         'rail="rail0", direction="rx"}', 0.5)],
+}
+
+
+class OverviewBoardTest(unittest.TestCase):
+    """The overview board reads the rollup rules' records, whose group and
+    rail levels exist only where hosts run the probe: promtool evaluates the
+    rules and then every query of the board on the rollup rules' case,
+    compared with hand-worked results."""
+
+    def test_every_panel_shows_the_rollups(self):
+        d = load("rdma-overview.json")
+        tests, queried = [], set()
+        for p in panels(d):
+            for t in p.get("targets", []):
+                queried.add((p["title"], t["refId"]))
+                samples = OVERVIEW_EXPECTED.get((p["title"], t["refId"]))
+                self.assertIsNotNone(samples, f"no expected values for {p['title']} "
+                                              f"[{t['refId']}]")
+                expr, unknown = substitute(t["expr"], {}, set())
+                self.assertEqual(unknown, set(), p["title"])
+                tests.append({"expr": expr, "eval_time": "5m",
+                              "exp_samples": [{"labels": labels, "value": value}
+                                              for labels, value in samples]})
+        self.assertEqual(set(OVERVIEW_EXPECTED), queried)
+        with open(os.path.join(SOURCE_DIR, "tests/alerts/rdma-rollups.test.yml")) as f:
+            (case,) = [c for c in yaml.safe_load(f)["tests"] if c["name"] == ROLLUP_CASE]
+        r = promtool_test(case["interval"], case["input_series"], tests,
+                          rules=os.path.join(SOURCE_DIR, "config/prometheus/rdma-rollups.yml"))
         self.assertEqual(r.returncode, 0, r.stdout + r.stderr)
 
 

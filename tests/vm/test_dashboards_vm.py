@@ -38,6 +38,10 @@ NO_MODULE = ("a pluggable module (a veth has none: the kernel answers EOPNOTSUPP
              "MODULE_EEPROM_GET and to the legacy ioctl)")
 FEC = "FEC, which a veth's driver does not have"
 SOFT_ROCE_LACKS = {
+    ("rdma-overview.json", "Traffic sent"): PMA,
+    ("rdma-overview.json", "Traffic per rail"): PMA,
+    ("rdma-overview.json", "Leaves by time paused"): VETH,
+    ("rdma-overview.json", "Time paused per rail"): VETH,
     ("rdma-fleet.json", "Throughput"): PMA,
     ("rdma-fleet.json", "Link utilization"): PMA,
     ("rdma-fleet.json", "Top talkers"): PMA,
@@ -102,6 +106,13 @@ QUIET_BED = {
     ("rdma-fabric.json", "*"):
         "culprits, their evidence and failing pairs: the bed's exporters lose no probe "
         "(vm.bed_ud evaluates the board with a culprit)",
+    ("rdma-overview.json", "Culprits and what sits behind them"):
+        "culprits: the bed's exporters lose no probe (integration.dashboards evaluates the "
+        "board with culprits)",
+    ("rdma-overview.json", "Pods behind culprits"):
+        "culprits and pods: the bed loses no probe and runs no Kubernetes node API",
+    ("rdma-overview.json", "Hosts by link errors"): "link errors: the veth has none",
+    ("rdma-overview.json", "Groups by discards"): "discards: the bed drops nothing",
     ("rdma-pods.json", "*"):
         "pods: the bed runs no Kubernetes node API (vm.kubernetes shows the pod labels on "
         "Soft-RoCE; integration.dashboards evaluates the board with pods)",
