@@ -65,6 +65,16 @@ void MetricSink::gauge(std::string_view name, std::string_view help, Labels labe
   }
 }
 
+void MetricSink::histogram(std::string_view name, std::string_view help, Labels labels,
+                           prometheus::ClientMetric metric) {
+  if (auto* fam = find_or_add(name, help, prometheus::MetricType::Histogram)) {
+    for (auto& [k, v] : labels) {
+      metric.label.push_back(prometheus::ClientMetric::Label{std::move(k), std::move(v)});
+    }
+    add(fam, std::move(metric));
+  }
+}
+
 void MetricSink::family(prometheus::MetricFamily family) {
   if (auto* fam = find_or_add(family.name, family.help, family.type)) {
     for (auto& m : family.metric) add(fam, std::move(m));

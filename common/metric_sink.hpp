@@ -27,7 +27,12 @@ class MetricSink {
     gauge(name, help, std::move(labels), 1.0);
   }
 
-  // Adds a prepared family (for example a histogram); merged by name.
+  // A histogram sample: `metric` as prometheus::Histogram::Collect() gives it
+  // (buckets, sum and count), with `labels` added after its own.
+  void histogram(std::string_view name, std::string_view help, Labels labels,
+                 prometheus::ClientMetric metric);
+
+  // Adds a prepared family; merged by name.
   void family(prometheus::MetricFamily family);
 
   std::size_t rejected() const { return rejected_; }

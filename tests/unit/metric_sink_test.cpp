@@ -1,6 +1,7 @@
 #include "common/metric_sink.hpp"
 
 #include <gtest/gtest.h>
+#include <prometheus/histogram.h>
 #include <prometheus/text_serializer.h>
 
 #include <cmath>
@@ -33,6 +34,37 @@ TEST(MetricSink, SameNameWithAnotherTypeIsRejected) {
   auto families = sink.take();
   ASSERT_EQ(families.size(), 1U);
   EXPECT_EQ(families[0].metric.size(), 1U);
+}
+
+TEST(MetricSink, HistogramsKeepTheirBucketsAndTakeTheLabels) {
+  prometheus::Histogram a({0.5, 2}), b({0.5, 2});
+  a.Observe(0.25);
+  a.Observe(1);
+  b.Observe(3);
+  MetricSink sink;
+  sink.histogram("h_seconds", "H.", {{"device", "x"}, {"port", "1"}}, a.Collect());
+  sink.gauge("g", "G.", {}, 1);
+  sink.histogram("h_seconds", "H.", {{"device", "y"}}, b.Collect());
+  sink.counter("h_seconds", "H.", {}, 1);  // another type under the same name
+  EXPECT_EQ(sink.rejected(), 1U);
+  auto families = sink.take();
+  ASSERT_EQ(families.size(), 2U);
+  const auto& h = families[0];
+  EXPECT_EQ(h.name, "h_seconds");
+  EXPECT_EQ(h.type, prometheus::MetricType::Histogram);
+  ASSERT_EQ(h.metric.size(), 2U);
+  ASSERT_EQ(h.metric[0].label.size(), 2U);
+  EXPECT_EQ(h.metric[0].label[0].name, "device");
+  EXPECT_EQ(h.metric[0].label[0].value, "x");
+  EXPECT_EQ(h.metric[0].label[1].value, "1");
+  EXPECT_EQ(h.metric[0].histogram.sample_count, 2U);
+  EXPECT_DOUBLE_EQ(h.metric[0].histogram.sample_sum, 1.25);
+  ASSERT_EQ(h.metric[0].histogram.bucket.size(), 3U);  // 0.5, 2 and +Inf, cumulative
+  EXPECT_EQ(h.metric[0].histogram.bucket[0].cumulative_count, 1U);
+  EXPECT_EQ(h.metric[0].histogram.bucket[1].cumulative_count, 2U);
+  EXPECT_EQ(h.metric[1].label[0].value, "y");
+  EXPECT_EQ(h.metric[1].histogram.bucket[1].cumulative_count, 0U);
+  EXPECT_EQ(h.metric[1].histogram.bucket[2].cumulative_count, 1U);
 }
 
 TEST(MetricSink, KernelNamesBecomeValidMetricNames) {

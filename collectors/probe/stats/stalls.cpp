@@ -58,15 +58,12 @@ void StallWatch::add_metrics(MetricSink& sink) const {
   sink.counter("rdma_probe_stall_seconds_total",
                "How late the probe's event loop ran its heartbeat in those stalls, summed.", {},
                seconds_);
-  prometheus::MetricFamily family;
-  family.name = "rdma_probe_stall_duration_seconds";
-  family.help =
+  sink.histogram(
+      "rdma_probe_stall_duration_seconds",
       "The probe's event loop stalls once over, by how late they made its heartbeat run. One "
       "longer than the 4 timeouts a UD prober waits for a late reply (4 s by default) makes its "
-      "probers count losses.";
-  family.type = prometheus::MetricType::Histogram;
-  family.metric.push_back(durations_.Collect());
-  sink.family(std::move(family));
+      "probers count losses.",
+      {}, durations_.Collect());
 }
 
 }  // namespace rdma_exporter::probe

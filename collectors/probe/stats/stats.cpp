@@ -155,26 +155,12 @@ void SeriesStats::invalid(const char* why) {
   if (scope) scope->invalid();
 }
 
-namespace {
-void add_histogram(MetricSink& sink, const std::string& name, const std::string& help,
-                   const Labels& labels, const prometheus::Histogram& histogram) {
-  prometheus::MetricFamily hist;
-  hist.name = name;
-  hist.help = help;
-  hist.type = prometheus::MetricType::Histogram;
-  prometheus::ClientMetric m = histogram.Collect();
-  for (const auto& [k, v] : labels) m.label.push_back({k, v});
-  hist.metric.push_back(std::move(m));
-  sink.family(std::move(hist));
-}
-}  // namespace
-
 void SeriesStats::add_metrics(MetricSink& sink) const {
   if (shape_.histogram) {
-    add_histogram(sink, "rdma_probe_latency_seconds",
-                  "Round-trip time of successful probes (UD: the network round trip, see "
-                  "docs/probe.md; compare with perftest's numbers there).",
-                  labels_, latency_);
+    sink.histogram("rdma_probe_latency_seconds",
+                   "Round-trip time of successful probes (UD: the network round trip, see "
+                   "docs/probe.md; compare with perftest's numbers there).",
+                   labels_, latency_.Collect());
   }
 
   const std::lock_guard lock(mutex_);
@@ -232,7 +218,7 @@ HistogramStats::HistogramStats(std::string name, std::string help, Labels labels
       histogram_(latency_buckets()) {}
 
 void HistogramStats::add_metrics(MetricSink& sink) const {
-  add_histogram(sink, name_, help_, labels_, histogram_);
+  sink.histogram(name_, help_, labels_, histogram_.Collect());
 }
 
 std::shared_ptr<HistogramStats> ProbeStats::histogram(const std::string& name,
