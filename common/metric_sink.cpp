@@ -65,12 +65,10 @@ void MetricSink::gauge(std::string_view name, std::string_view help, Labels labe
   }
 }
 
-void MetricSink::histogram(std::string_view name, std::string_view help, Labels labels,
+void MetricSink::histogram(std::string_view name, std::string_view help, const Labels& labels,
                            prometheus::ClientMetric metric) {
   if (auto* fam = find_or_add(name, help, prometheus::MetricType::Histogram)) {
-    for (auto& [k, v] : labels) {
-      metric.label.push_back(prometheus::ClientMetric::Label{std::move(k), std::move(v)});
-    }
+    for (const auto& [k, v] : labels) metric.label.push_back(prometheus::ClientMetric::Label{k, v});
     add(fam, std::move(metric));
   }
 }

@@ -29,7 +29,7 @@ class MetricSink {
 
   // A histogram sample: `metric` as prometheus::Histogram::Collect() gives it
   // (buckets, sum and count), with `labels` added after its own.
-  void histogram(std::string_view name, std::string_view help, Labels labels,
+  void histogram(std::string_view name, std::string_view help, const Labels& labels,
                  prometheus::ClientMetric metric);
 
   // Adds a prepared family; merged by name.
