@@ -459,6 +459,32 @@ FABRIC_EXPECTED = {
 }
 
 
+def check_board_on_rule_case(test, board, expected, rules, case_name):
+    """Every query of BOARD (its variables at ".*") evaluated by promtool after
+    config/prometheus/RULES.yml on the input series of the case CASE_NAME of
+    tests/alerts/RULES.test.yml, against EXPECTED: {(panel title, refId):
+    [(labels, value)]}, which must name every query of the board."""
+    d = load(board)
+    names = {v["name"] for v in variables(d)}
+    tests, queried = [], set()
+    for p in panels(d):
+        for t in p.get("targets", []):
+            queried.add((p["title"], t["refId"]))
+            samples = expected.get((p["title"], t["refId"]))
+            test.assertIsNotNone(samples, f"no expected values for {p['title']} [{t['refId']}]")
+            expr, unknown = substitute(t["expr"], {n: ".*" for n in names}, names)
+            test.assertEqual(unknown, set(), p["title"])
+            tests.append({"expr": expr, "eval_time": "5m",
+                          "exp_samples": [{"labels": labels, "value": value}
+                                          for labels, value in samples]})
+    test.assertEqual(set(expected), queried)
+    with open(os.path.join(SOURCE_DIR, f"tests/alerts/{rules}.test.yml")) as f:
+        (case,) = [c for c in yaml.safe_load(f)["tests"] if c["name"] == case_name]
+    r = promtool_test(case["interval"], case["input_series"], tests,
+                      rules=os.path.join(SOURCE_DIR, f"config/prometheus/{rules}.yml"))
+    test.assertEqual(r.returncode, 0, r.stdout + r.stderr)
+
+
 class FabricBoardTest(unittest.TestCase):
     """The fabric board reads the culprit rules' records, which exist only
     where hosts probe each other (DashboardQueriesTest only checks that its
@@ -467,28 +493,8 @@ class FabricBoardTest(unittest.TestCase):
     results."""
 
     def test_every_panel_shows_the_dead_rnic_and_its_evidence(self):
-        d = load("rdma-fabric.json")
-        names = {v["name"] for v in variables(d)}
-        assignment = {n: ".*" for n in names}
-        tests = []
-        queried = set()
-        for p in panels(d):
-            for t in p.get("targets", []):
-                queried.add((p["title"], t["refId"]))
-                samples = FABRIC_EXPECTED.get((p["title"], t["refId"]))
-                self.assertIsNotNone(samples, f"no expected values for {p['title']} "
-                                              f"[{t['refId']}]")
-                expr, unknown = substitute(t["expr"], assignment, names)
-                self.assertEqual(unknown, set(), p["title"])
-                tests.append({"expr": expr, "eval_time": "5m",
-                              "exp_samples": [{"labels": labels, "value": value}
-                                              for labels, value in samples]})
-        self.assertEqual(set(FABRIC_EXPECTED), queried)
-        with open(os.path.join(SOURCE_DIR, "tests/alerts/rdma-culprits.test.yml")) as f:
-            (case,) = [c for c in yaml.safe_load(f)["tests"] if c["name"] == FABRIC_CASE]
-        r = promtool_test(case["interval"], case["input_series"], tests,
-                          rules=os.path.join(SOURCE_DIR, "config/prometheus/rdma-culprits.yml"))
-        self.assertEqual(r.returncode, 0, r.stdout + r.stderr)
+        check_board_on_rule_case(self, "rdma-fabric.json", FABRIC_EXPECTED, "rdma-culprits",
+                                 FABRIC_CASE)
 
 
 # The overview board on the rollup rules' case (tests/alerts/rdma-rollups.test.yml,
@@ -575,25 +581,8 @@ class OverviewBoardTest(unittest.TestCase):
     compared with hand-worked results."""
 
     def test_every_panel_shows_the_rollups(self):
-        d = load("rdma-overview.json")
-        tests, queried = [], set()
-        for p in panels(d):
-            for t in p.get("targets", []):
-                queried.add((p["title"], t["refId"]))
-                samples = OVERVIEW_EXPECTED.get((p["title"], t["refId"]))
-                self.assertIsNotNone(samples, f"no expected values for {p['title']} "
-                                              f"[{t['refId']}]")
-                expr, unknown = substitute(t["expr"], {}, set())
-                self.assertEqual(unknown, set(), p["title"])
-                tests.append({"expr": expr, "eval_time": "5m",
-                              "exp_samples": [{"labels": labels, "value": value}
-                                              for labels, value in samples]})
-        self.assertEqual(set(OVERVIEW_EXPECTED), queried)
-        with open(os.path.join(SOURCE_DIR, "tests/alerts/rdma-rollups.test.yml")) as f:
-            (case,) = [c for c in yaml.safe_load(f)["tests"] if c["name"] == ROLLUP_CASE]
-        r = promtool_test(case["interval"], case["input_series"], tests,
-                          rules=os.path.join(SOURCE_DIR, "config/prometheus/rdma-rollups.yml"))
-        self.assertEqual(r.returncode, 0, r.stdout + r.stderr)
+        check_board_on_rule_case(self, "rdma-overview.json", OVERVIEW_EXPECTED, "rdma-rollups",
+                                 ROLLUP_CASE)
 
 
 class DashboardQueriesTest(unittest.TestCase):
