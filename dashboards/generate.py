@@ -43,11 +43,12 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
 sys.dont_write_bytecode = True
 
-from boards import (congestion, fabric, fleet, latency, optics, overview, pods, port,  # noqa: E402
-                    workloads)
+from boards import (congestion, fabric, fleet, group, latency, optics, overview, pods,  # noqa: E402
+                    port, workloads)
 
 DASHBOARDS = {
     "rdma-overview.json": overview.dashboard,
+    "rdma-group.json": group.dashboard,
     "rdma-fleet.json": fleet.dashboard,
     "rdma-port.json": port.dashboard,
     "rdma-congestion.json": congestion.dashboard,

@@ -2,8 +2,8 @@
 config/prometheus/rdma-rollups.yml: traffic, errors, probe loss and round
 trip for the whole fleet, the worst groups, leaves, rails and hosts, and
 the culprits named now with what sits behind them. Rows link down to the
-fabric board (a group's culprits and evidence) and the hosts and ports
-board (a host).
+group board (a group), the fabric board (a leaf, a culprit's evidence) and
+the hosts and ports board (a host).
 
 Every panel reads recorded series (level:metric:operations), never an
 exporter's per-port or per-pair series: its cost does not grow with the
@@ -13,6 +13,7 @@ from panels.layout import Board
 
 FABRIC = "/d/rdma-fabric/rdma-fabric?${datasource:queryparam}&${__url_time_range}"
 HOSTS = "/d/rdma-fleet/rdma-fleet?${datasource:queryparam}&${__url_time_range}"
+GROUP = "/d/rdma-group/rdma-group?${datasource:queryparam}&${__url_time_range}"
 
 
 def link(field, title, url):
@@ -38,7 +39,8 @@ def dashboard():
               "errors, probe loss and round trip, the worst groups, leaves, rails and hosts, "
               "and the culprits named now with the hosts and traffic behind them. Reads only "
               "recorded series, so it costs the same at any fleet size. Drill down: a group "
-              "to the fabric board, a host to the hosts and ports board.", [])
+              "to the group board, a leaf to the fabric board, a host to the hosts and ports "
+              "board.", [])
 
     b.row("The fleet now")
     b.add(stat("Traffic sent", "Bytes per second all RNIC ports sent (IB PMA counters), over "
@@ -87,8 +89,8 @@ def dashboard():
     b.add(worst("Groups by probe loss", "Groups whose RNICs lost the largest share of their "
                 "UD probes over 2 minutes.", "group:rdma_probe_loss:ratio_rate2m",
                 "percentunit", "loss",
-                [link("group", "Group on the fabric board",
-                      FABRIC + "&var-group=${__data.fields.group}")]), w=8)
+                [link("group", "The group", GROUP + "&var-group=${__data.fields.group}")]),
+          w=8)
     b.add(worst("Leaves by probe loss", "Leaves (a group on one rail) whose RNICs lost the "
                 "largest share of their probes.", "group_rail:rdma_probe_loss:ratio_rate2m",
                 "percentunit", "loss",

@@ -18,7 +18,7 @@ import yaml
 from harness import SOURCE_DIR
 
 DASHBOARD_DIR = os.path.join(SOURCE_DIR, "dashboards")
-DASHBOARDS = ("rdma-overview.json", "rdma-fleet.json", "rdma-port.json", "rdma-congestion.json",
+DASHBOARDS = ("rdma-overview.json", "rdma-group.json", "rdma-fleet.json", "rdma-port.json", "rdma-congestion.json",
               "rdma-workloads.json", "rdma-latency.json", "rdma-fabric.json",
               "rdma-optics.json", "rdma-pods.json")
 DATASOURCE_REF = {"type": "prometheus", "uid": "${datasource}"}

@@ -49,13 +49,16 @@ NEEDS_HARDWARE = {
     ("rdma-overview.json", "*"):
         "the probe's groups and rails for the rollups to place ports in, and culprits "
         "(OverviewBoardTest evaluates every panel on the rollup rules' hand-worked series)",
+    ("rdma-group.json", "*"):
+        "the probe's groups and rails for the rollups to place hosts in (OverviewBoardTest "
+        "evaluates every panel on the rollup rules' hand-worked series)",
     ("rdma-fabric.json", "*"):
         "UD probes between hosts for the culprit rules to record from (FabricBoardTest "
         "evaluates the board on a culprit's series; vm.bed_ud on the VM bed's)",
 }
 # Boards that read only the records of config/prometheus's rules, never an
 # exporter's series: they have no job or instance variable.
-RULE_BOARDS = ("rdma-fabric.json", "rdma-overview.json")
+RULE_BOARDS = ("rdma-fabric.json", "rdma-overview.json", "rdma-group.json")
 
 
 def recorded_names():
@@ -574,14 +577,46 @@ OVERVIEW_EXPECTED = {
 }
 
 
+def host(instance, group):
+    return f'{{job="rdma", instance="{instance}", group="{group}"}}'
+
+
+# The group board on the same case, every group selected; host d has no
+# group and is in no panel.
+GROUP_EXPECTED = {
+    ("Traffic per leaf", "A"): [
+        ('group_rail:rdma_transmit_bytes:rate2m{job="rdma", group="g1", rail="rail0"}', 40),
+        ('group_rail:rdma_transmit_bytes:rate2m{job="rdma", group="g1", rail="rail1"}', 60),
+        ('group_rail:rdma_transmit_bytes:rate2m{job="rdma", group="g2", rail="rail0"}', 50),
+        ('group_rail:rdma_transmit_bytes:rate2m{job="rdma", group="g2", rail="rail1"}', 60)],
+    ("Probe loss per leaf", "A"): OVERVIEW_EXPECTED[("Leaves by probe loss", "A")],
+    ("Culprits in the group", "A"): OVERVIEW_EXPECTED[
+        ("Culprits and what sits behind them", "A")],
+    ("Leaves by time paused", "A"): OVERVIEW_EXPECTED[("Leaves by time paused", "A")],
+    ("Hosts by traffic", "A"): [(host("a:9", "g1"), 30), (host("b:9", "g1"), 70),
+                                (host("c:9", "g2"), 110)],
+    ("Hosts by probe loss", "A"): [(host("a:9", "g1"), 0.125), (host("b:9", "g1"), 0),
+                                   (host("c:9", "g2"), 0.125)],
+    ("Hosts by link errors", "A"): [(host("a:9", "g1"), 3)],
+    ("Hosts by retransmissions", "A"): [(host("c:9", "g2"), 0.5)],
+    ("Hosts by discards", "A"): [(host("b:9", "g1"), 0.1), (host("c:9", "g2"), 0.2)],
+    ("Hosts by p99 round trip", "A"): [(host("a:9", "g1"), 9.910000000000001e-05),
+                                       (host("b:9", "g1"), 0.000991)],
+}
+
+
 class OverviewBoardTest(unittest.TestCase):
-    """The overview board reads the rollup rules' records, whose group and
-    rail levels exist only where hosts run the probe: promtool evaluates the
-    rules and then every query of the board on the rollup rules' case,
-    compared with hand-worked results."""
+    """The overview and group boards read the rollup rules' records, whose
+    group and rail levels exist only where hosts run the probe: promtool
+    evaluates the rules and then every query of each board on the rollup
+    rules' case, compared with hand-worked results."""
 
     def test_every_panel_shows_the_rollups(self):
         check_board_on_rule_case(self, "rdma-overview.json", OVERVIEW_EXPECTED, "rdma-rollups",
+                                 ROLLUP_CASE)
+
+    def test_every_panel_of_the_group_board_shows_its_hosts_and_leaves(self):
+        check_board_on_rule_case(self, "rdma-group.json", GROUP_EXPECTED, "rdma-rollups",
                                  ROLLUP_CASE)
 
 

@@ -39,6 +39,9 @@ NO_MODULE = ("a pluggable module (a veth has none: the kernel answers EOPNOTSUPP
 FEC = "FEC, which a veth's driver does not have"
 SOFT_ROCE_LACKS = {
     ("rdma-overview.json", "Traffic sent"): PMA,
+    ("rdma-group.json", "Traffic per leaf"): PMA,
+    ("rdma-group.json", "Hosts by traffic"): PMA,
+    ("rdma-group.json", "Leaves by time paused"): VETH,
     ("rdma-overview.json", "Traffic per rail"): PMA,
     ("rdma-overview.json", "Leaves by time paused"): VETH,
     ("rdma-overview.json", "Time paused per rail"): VETH,
@@ -113,6 +116,12 @@ QUIET_BED = {
         "culprits and pods: the bed loses no probe and runs no Kubernetes node API",
     ("rdma-overview.json", "Hosts by link errors"): "link errors: the veth has none",
     ("rdma-overview.json", "Groups by discards"): "discards: the bed drops nothing",
+    ("rdma-group.json", "Culprits in the group"):
+        "culprits: the bed's exporters lose no probe (integration.dashboards evaluates the "
+        "board with culprits)",
+    ("rdma-group.json", "Hosts by link errors"): "link errors: the veth has none",
+    ("rdma-group.json", "Hosts by retransmissions"): "retransmissions: the bed loses nothing",
+    ("rdma-group.json", "Hosts by discards"): "discards: the bed drops nothing",
     ("rdma-pods.json", "*"):
         "pods: the bed runs no Kubernetes node API (vm.kubernetes shows the pod labels on "
         "Soft-RoCE; integration.dashboards evaluates the board with pods)",
