@@ -6,8 +6,8 @@ to the latency board's matrices.
 Every panel reads the rules' records (rdma:...), never the exporters' raw
 series: the board costs the same at 10 hosts as at 10,000. Without a culprit
 most panels are empty, and the counts read 0."""
-from panels.builders import (MERGE, organize, stat, table, target, timeseries,
-                             unit_override)
+from panels.builders import (MERGE, board_url, field_link, organize, stat, table, target,
+                             timeseries, unit_override)
 from panels.layout import Board
 from panels.variables import query_variable
 
@@ -16,15 +16,7 @@ RNICS = "rdma:probe_rnic:sent:increase2m"
 SEL = 'group=~"$group", rail=~"$rail|"'
 RNIC_SEL = 'group=~"$group", rail=~"$rail"'
 CULPRIT_LABELS = "kind, host, device, group, rail, to_group"
-LATENCY = "/d/rdma-latency/rdma-latency?${datasource:queryparam}&${__url_time_range}"
-
-
-def link(title, url):
-    return {"id": "links", "value": [{"title": title, "url": url}]}
-
-
-def field_links(field, title, url):
-    return {"matcher": {"id": "byName", "options": field}, "properties": [link(title, url)]}
+LATENCY = board_url("rdma-latency")
 
 
 def dashboard():
@@ -80,9 +72,9 @@ def dashboard():
             rename={"Value #A": "lost", "Value #B": "pairs failing", "Value #C": "pairs",
                     "to_group": "to group"})],
         overrides=[unit_override("lost", "percentunit"),
-                   field_links("host", "Pairs probing this host",
+                   field_link("host", "Pairs probing this host",
                                LATENCY + "&var-target=${__data.fields.host}"),
-                   field_links("kind", "Probe matrices (latency board)", LATENCY)]),
+                   field_link("kind", "Probe matrices (latency board)", LATENCY)]),
         w=24, h=8)
 
     b.row("Evidence")
@@ -115,7 +107,7 @@ def dashboard():
             rename={"Value #A": "loss", "Value #B": "blamed", "Value #C": "in group",
                     "Value #D": "requests lost", "Value #E": "pairs failing",
                     "Value #F": "pairs"})],
-        overrides=[field_links("host", "Pairs probing this host",
+        overrides=[field_link("host", "Pairs probing this host",
                                LATENCY + "&var-target=${__data.fields.host}"),
                    {"matcher": {"id": "byRegexp", "options": "pairs.*"},
                     "properties": [{"id": "unit", "value": "none"}]}]))
@@ -157,7 +149,7 @@ def dashboard():
             exclude=("Time", "__name__"),
             rename={"Value": "lost", "target_group": "target group",
                     "remote_device": "remote device"})],
-        overrides=[field_links("target", "Pairs probing this host",
+        overrides=[field_link("target", "Pairs probing this host",
                                LATENCY + "&var-target=${__data.fields.target}")]), w=16)
     b.add(table(
         "Hosts that stalled",

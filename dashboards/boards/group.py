@@ -6,24 +6,19 @@ to the hosts and ports board, a leaf to the fabric board.
 
 Every panel reads recorded series, per leaf or per host, never an
 exporter's per-port or per-pair series."""
-from panels.builders import organize, table, target, timeseries
+from panels.builders import board_url, field_link, organize, table, target, timeseries
 from panels.layout import Board
 from panels.variables import query_variable
 
-FABRIC = "/d/rdma-fabric/rdma-fabric?${datasource:queryparam}&${__url_time_range}"
-HOSTS = "/d/rdma-fleet/rdma-fleet?${datasource:queryparam}&${__url_time_range}"
+FABRIC = board_url("rdma-fabric")
+HOSTS = board_url("rdma-fleet")
 # A host's figure with its group, for the hosts of the selected groups.
 IN_GROUP = ('* on (job, instance) group_left (group) '
             'instance:rdma_topology:info{group=~"$group"}')
 
 
-def link(field, title, url):
-    return {"matcher": {"id": "byName", "options": field},
-            "properties": [{"id": "links", "value": [{"title": title, "url": url}]}]}
-
-
 def host_link():
-    return link("instance", "Host's ports", HOSTS + "&var-instance=${__data.fields.instance}")
+    return field_link("instance", "Host's ports", HOSTS + "&var-instance=${__data.fields.instance}")
 
 
 def hosts_table(title, description, expr, unit, value):
@@ -64,7 +59,7 @@ def dashboard():
                 instant=True, fmt="table")],
         "none", transformations=[organize(exclude=("Time", "__name__"),
                                           rename={"Value": "hosts"})],
-        overrides=[link("culprit", "Evidence (fabric board)",
+        overrides=[field_link("culprit", "Evidence (fabric board)",
                         FABRIC + "&var-group=${group}")]))
     b.add(table(
         "Leaves by time paused",

@@ -8,21 +8,17 @@ the hosts and ports board (a host).
 Every panel reads recorded series (level:metric:operations), never an
 exporter's per-port or per-pair series: its cost does not grow with the
 number of ports."""
-from panels.builders import MERGE, organize, stat, table, target, timeseries, unit_override
+from panels.builders import (MERGE, board_url, field_link, organize, stat, table, target,
+                             timeseries, unit_override)
 from panels.layout import Board
 
-FABRIC = "/d/rdma-fabric/rdma-fabric?${datasource:queryparam}&${__url_time_range}"
-HOSTS = "/d/rdma-fleet/rdma-fleet?${datasource:queryparam}&${__url_time_range}"
-GROUP = "/d/rdma-group/rdma-group?${datasource:queryparam}&${__url_time_range}"
-
-
-def link(field, title, url):
-    return {"matcher": {"id": "byName", "options": field},
-            "properties": [{"id": "links", "value": [{"title": title, "url": url}]}]}
+FABRIC = board_url("rdma-fabric")
+HOSTS = board_url("rdma-fleet")
+GROUP = board_url("rdma-group")
 
 
 def host_link():
-    return link("instance", "Host's ports", HOSTS + "&var-instance=${__data.fields.instance}")
+    return field_link("instance", "Host's ports", HOSTS + "&var-instance=${__data.fields.instance}")
 
 
 def worst(title, description, expr, unit, fields, links=()):
@@ -77,7 +73,7 @@ def dashboard():
             exclude=("Time", "__name__"),
             rename={"Value #A": "hosts", "Value #B": "traffic", "Value #C": "errors"})],
         overrides=[unit_override("traffic", "Bps"), unit_override("errors", "short"),
-                   link("culprit", "Evidence (fabric board)", FABRIC)]), w=16)
+                   field_link("culprit", "Evidence (fabric board)", FABRIC)]), w=16)
     b.add(table(
         "Pods behind culprits",
         "Pods whose containers hold an RDMA device behind a culprit (where the pods "
@@ -89,12 +85,12 @@ def dashboard():
     b.add(worst("Groups by probe loss", "Groups whose RNICs lost the largest share of their "
                 "UD probes over 2 minutes.", "group:rdma_probe_loss:ratio_rate2m",
                 "percentunit", "loss",
-                [link("group", "The group", GROUP + "&var-group=${__data.fields.group}")]),
+                [field_link("group", "The group", GROUP + "&var-group=${__data.fields.group}")]),
           w=8)
     b.add(worst("Leaves by probe loss", "Leaves (a group on one rail) whose RNICs lost the "
                 "largest share of their probes.", "group_rail:rdma_probe_loss:ratio_rate2m",
                 "percentunit", "loss",
-                [link("group", "Leaf on the fabric board", FABRIC
+                [field_link("group", "Leaf on the fabric board", FABRIC
                       + "&var-group=${__data.fields.group}&var-rail=${__data.fields.rail}")]),
           w=8)
     b.add(worst("Hosts by probe loss", "Hosts whose RNICs lost the largest share of their "

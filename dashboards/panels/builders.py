@@ -135,6 +135,17 @@ def organize(exclude=(), rename=None):
 MERGE = {"id": "merge", "options": {}}
 
 
+def board_url(uid):
+    """A link to another dashboard that keeps the data source and time range."""
+    return f"/d/{uid}/{uid}?${{datasource:queryparam}}&${{__url_time_range}}"
+
+
+def field_link(field, title, url):
+    """A table field override that links each cell of FIELD to URL."""
+    return {"matcher": {"id": "byName", "options": field},
+            "properties": [{"id": "links", "value": [{"title": title, "url": url}]}]}
+
+
 def unit_override(field, unit):
     return {"matcher": {"id": "byName", "options": field},
             "properties": [{"id": "unit", "value": unit}]}
