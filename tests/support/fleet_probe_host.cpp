@@ -9,12 +9,22 @@ using probe::PinglistReport;
 using probe::PortReport;
 using probe::SeriesShape;
 
+namespace {
+
+std::string numbered(std::size_t t, const std::string& prefix) {
+  return prefix + std::to_string(t) + ".1:10911";
+}
+
+}  // namespace
+
 void fill_fleet_probe_stats(probe::ProbeStats& stats, const std::vector<FleetProbePort>& ports,
-                            std::size_t target_hosts) {
-  for (std::size_t t = 0; t < target_hosts; ++t) {
-    stats.target({{"target", "10.1." + std::to_string(t) + ".1:10911"}})->answered(ports.size());
+                            std::size_t target_hosts, const FleetProbeIdentity& identity) {
+  std::vector<std::string> hosts = identity.target_hosts;
+  if (hosts.empty()) {
+    for (std::size_t t = 0; t < target_hosts; ++t) hosts.push_back(numbered(t, "10.1."));
   }
-  stats.set_targets({{"file_sd", static_cast<int>(target_hosts)}});
+  for (const auto& host : hosts) stats.target({{"target", host}})->answered(ports.size());
+  stats.set_targets({{"file_sd", static_cast<int>(hosts.size())}});
   std::vector<DeviceReport> devices;
   std::vector<PortReport> reports;
   for (std::size_t i = 0; i < ports.size(); ++i) {
@@ -24,8 +34,15 @@ void fill_fleet_probe_stats(probe::ProbeStats& stats, const std::vector<FleetPro
     reports.push_back({dev, 1, probe::port_state::probing, rail});
     const Labels port = {{"device", dev}, {"port", "1"},   {"rail", rail},     {"op", "ud"},
                          {"size", "64"},  {"tclass", "0"}, {"clock", "device"}};
-    for (std::size_t t = 0; t < ports[i].targets; ++t) {
-      Labels pair = {{"target", "10.0." + std::to_string(t) + ".1:10911"},
+    std::vector<FleetProbeIdentity::Target> targets;
+    if (i < identity.port_targets.size()) {
+      targets = identity.port_targets[i];
+    } else {
+      for (std::size_t t = 0; t < ports[i].targets; ++t)
+        targets.push_back({numbered(t, "10.0."), "r"});
+    }
+    for (const auto& target : targets) {
+      Labels pair = {{"target", target.address},
                      {"device", dev},
                      {"port", "1"},
                      {"remote_device", dev},
@@ -34,7 +51,7 @@ void fill_fleet_probe_stats(probe::ProbeStats& stats, const std::vector<FleetPro
                      {"op", "ud"},
                      {"size", "64"},
                      {"tclass", "0"},
-                     {"rack", "r"}};
+                     {"rack", target.group}};
       auto s = stats.series(pair, SeriesShape{false, false});
       s->sent();
       s->success(1e-5, 1.0);
@@ -56,7 +73,7 @@ void fill_fleet_probe_stats(probe::ProbeStats& stats, const std::vector<FleetPro
     ud->answered();
   }
   stats.set_local(devices, reports, "host");
-  stats.set_pinglist(PinglistReport{true, "r", "h:1", 1, 31, 4, 10000});
+  stats.set_pinglist(PinglistReport{true, identity.group, identity.address, 1, 31, 4, 10000});
 }
 
 }  // namespace rdma_exporter::testing

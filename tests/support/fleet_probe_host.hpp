@@ -6,6 +6,7 @@
 // beside its collection (the series budget test, docs/metrics.md).
 
 #include <cstddef>
+#include <string>
 #include <vector>
 
 #include "collectors/probe/stats/stats.hpp"
@@ -29,7 +30,24 @@ struct FleetProbePort {
 // ports' state, the event loop's stalls and the pinglist. Series that appear
 // only on failures (errors, invalid probes, lost paths, rejections) are not
 // there.
+//
+// `identity` names the host and its targets; left empty, the host is in group
+// "r" at "h:1" and its targets are numbered (10.0.<t>.1:10911 in the pairs,
+// 10.1.<t>.1:10911 in the target list), which is enough to count series.
+struct FleetProbeIdentity {
+  std::string group = "r";
+  std::string address = "h:1";
+  // Per port, each target host it probes: its address and group (the
+  // pair's target and rack labels), overriding FleetProbePort::targets.
+  struct Target {
+    std::string address;
+    std::string group;
+  };
+  std::vector<std::vector<Target>> port_targets;
+  // The target hosts (overriding `target_hosts`).
+  std::vector<std::string> target_hosts;
+};
 void fill_fleet_probe_stats(probe::ProbeStats& stats, const std::vector<FleetProbePort>& ports,
-                            std::size_t target_hosts);
+                            std::size_t target_hosts, const FleetProbeIdentity& identity = {});
 
 }  // namespace rdma_exporter::testing

@@ -1,0 +1,373 @@
+#!/usr/bin/env python3
+"""A simulated fleet's load on its metrics pipeline, and the fleet boards'
+query times with the rollups and on raw series.
+
+    bench/fleet_load.py --hosts N --layout single|vmagent [--build-dir build]
+                        [--rnics 8] [--processes 8] [--group-size 32] [--remote 4]
+                        [--interval 15] [--warm-minutes 8] [--window-minutes 3]
+                        [--report FILE]
+
+build/bench/fleet_hosts serves N rail hosts (the exporter's own rendering of
+the fake kernel and the fleet-mode probe, counters growing by its model) on
+loopback. The layout scrapes them every --interval seconds and evaluates
+config/prometheus/'s four rule files at the same interval:
+
+  single   one Prometheus (config/prometheus/prometheus.yml)
+  vmagent  two vmagents in cluster sharding (config/victoriametrics/vmagent.yml)
+           writing to VictoriaMetrics, and vmalert
+
+After --warm-minutes it measures, over --window-minutes: samples ingested per
+second, active series, each process's CPU and resident memory, each rule
+group's evaluation time (Prometheus: its last evaluations, sampled every
+interval; vmalert: the mean over the window and its 0.99 quantile). Then
+every query of the fleet boards (rdma-overview.json, rdma-group.json with
+$group at All), as Grafana sends it (instant for stat, table and bar gauge
+panels; a range over the last 10 minutes at the interval's step for time
+series), five times each; and the same query on raw series: each rollup
+record replaced by its definition, down to the collectors' series (and the
+culprit rules' records, which the rollups read). The median of each goes in
+the report (docs/deployment.md, docs/benchmarks.md).
+"""
+
+import argparse
+import json
+import os
+import re
+import shutil
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+import urllib.parse
+import urllib.request
+
+import yaml
+
+SOURCE = os.path.abspath(os.path.join(os.path.dirname(__file__), ".."))
+sys.path.insert(0, os.path.join(SOURCE, "tests", "integration"))
+import dashboard_queries as dq  # noqa: E402
+
+RULE_FILES = ("rdma-alerts.yml", "rdma-culprits.yml", "rdma-last-hop.yml", "rdma-rollups.yml")
+BOARDS = ("rdma-overview.json", "rdma-group.json")
+INSTANT_PANELS = {"stat", "table", "bargauge", "gauge"}
+CLK_TCK = os.sysconf("SC_CLK_TCK")
+
+
+def free_port():
+    import socket
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def get(url, timeout=300):
+    with urllib.request.urlopen(url, timeout=timeout) as r:
+        return r.read()
+
+
+class Proc:
+    def __init__(self, name, argv, workdir, port=None, ready=None, timeout=300):
+        self.name, self.port = name, port
+        self.url = f"http://127.0.0.1:{port}" if port else None
+        self.log = open(os.path.join(workdir, f"{name}.log"), "w")
+        self.p = subprocess.Popen(argv, stdout=self.log, stderr=subprocess.STDOUT, cwd=workdir)
+        deadline = time.monotonic() + timeout
+        while ready:
+            if self.p.poll() is not None:
+                raise RuntimeError(f"{name} exited {self.p.returncode}")
+            try:
+                get(self.url + ready, 5)
+                break
+            except OSError:
+                if time.monotonic() > deadline:
+                    raise RuntimeError(f"{name} not ready")
+                time.sleep(0.5)
+
+    def cpu_seconds(self):
+        with open(f"/proc/{self.p.pid}/stat") as f:
+            fields = f.read().rsplit(")", 1)[1].split()
+        return (int(fields[11]) + int(fields[12])) / CLK_TCK
+
+    def memory(self):
+        out = {}
+        with open(f"/proc/{self.p.pid}/status") as f:
+            for line in f:
+                if line.startswith(("VmRSS:", "VmHWM:")):
+                    out[line.split(":")[0]] = int(line.split()[1]) * 1024
+        return out
+
+    def metrics(self):
+        """This process's own /metrics: {name{labels}: value}."""
+        out = {}
+        for line in get(self.url + "/metrics").decode().splitlines():
+            if line and not line.startswith("#"):
+                key, _, value = line.rpartition(" ")
+                try:
+                    out[key] = float(value)
+                except ValueError:
+                    pass
+        return out
+
+    def query(self, expr, range_minutes=None, step=None):
+        """Runs EXPR; (seconds, status, result count)."""
+        params = {"query": expr}
+        path = "/api/v1/query"
+        if range_minutes:
+            now = time.time()
+            params.update(start=f"{now - 60 * range_minutes:.3f}", end=f"{now:.3f}", step=step)
+            path = "/api/v1/query_range"
+        t = time.perf_counter()
+        try:
+            body = json.loads(get(self.url + path + "?" + urllib.parse.urlencode(params)))
+        except urllib.error.HTTPError as e:
+            body = json.loads(e.read() or b'{"status": "error"}')
+        elapsed = time.perf_counter() - t
+        return elapsed, body.get("status"), len(body.get("data", {}).get("result", []))
+
+    def stop(self):
+        if self.p.poll() is None:
+            self.p.terminate()
+            try:
+                self.p.wait(60)
+            except subprocess.TimeoutExpired:
+                self.p.kill()
+                self.p.wait()
+        self.log.close()
+
+
+def scrape_config(path, targets, interval):
+    with open(os.path.join(SOURCE, path)) as f:
+        config = yaml.safe_load(f)
+    config["global"]["scrape_interval"] = f"{interval}s"
+    for job in config["scrape_configs"]:
+        job.pop("static_configs", None)
+        job["scrape_timeout"] = f"{min(10, interval)}s"
+        job["file_sd_configs"] = [{"files": [targets]}]
+    return config
+
+
+def records():
+    """{record: [definitions]} of the rollup rules, and of the culprit rules'
+    records (left as they are: the rollups read them)."""
+    with open(os.path.join(SOURCE, "config/prometheus/rdma-rollups.yml")) as f:
+        out = {}
+        for g in yaml.safe_load(f)["groups"]:
+            for r in g["rules"]:
+                out.setdefault(r["record"], []).append(r["expr"].strip())
+    return out
+
+
+NAME = r"[a-zA-Z_:][a-zA-Z0-9_:]*"
+MATCHER = re.compile(r'\s*(\w+)\s*(=~|!=|!~|=)\s*"((?:[^"\\]|\\.)*)"\s*,?')
+
+
+def raw(expr, defs):
+    """EXPR with every rollup record replaced by its definition, recursively;
+    None when a record is selected by a matcher that cannot be put on an
+    expression (a regex other than .*, a negative matcher)."""
+    def expand(m):
+        name, selector = m.group(1), m.group(2) or ""
+        if name not in defs:
+            return m.group(0)
+        expanded = [raw(d, defs) for d in defs[name]]
+        if None in expanded:
+            raise ValueError(name)
+        body = " or ".join(f"({e})" for e in expanded)
+        text = f"({body})"
+        for label, op, value in MATCHER.findall(selector.strip("{}")):
+            if op == "=~" and value == ".*":
+                continue
+            if op != "=":
+                raise ValueError(f"{label}{op}{value}")
+            # Keeps the samples whose LABEL is VALUE.
+            text = f'({text} and on ({label}) label_replace(vector(1), "{label}", "{value}", "", ""))'
+        return text
+
+    try:
+        return re.sub(rf"(?<![\w:\"])({NAME})(\{{[^}}]*\}})?(?![\w:(\"])", expand, expr)
+    except ValueError:
+        return None
+
+
+def board_queries():
+    """[(board, panel title, refId, expr, instant)] of the fleet boards,
+    variables at All."""
+    out = []
+    for board in BOARDS:
+        d = dq.load(board)
+        names = {v["name"] for v in dq.variables(d)}
+        for p in dq.panels(d):
+            for t in p.get("targets", []):
+                expr, _ = dq.substitute(t["expr"], {n: ".*" for n in names}, names)
+                out.append((board, p["title"], t["refId"], expr, p.get("type") in INSTANT_PANELS))
+    return out
+
+
+def timed(engine, expr, instant, interval, repeat=5):
+    times, status, n = [], None, 0
+    for _ in range(repeat):
+        t, status, n = engine.query(expr, None if instant else 10, None if instant else f"{interval}s")
+        times.append(t)
+        if status != "success":
+            break
+    return {"median_s": round(statistics.median(times), 4), "max_s": round(max(times), 4),
+            "status": status, "series": n}
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("--hosts", type=int, required=True)
+    ap.add_argument("--layout", choices=("single", "vmagent"), required=True)
+    ap.add_argument("--build-dir", default=os.path.join(SOURCE, "build"))
+    ap.add_argument("--rnics", type=int, default=8)
+    ap.add_argument("--processes", type=int, default=8)
+    ap.add_argument("--group-size", type=int, default=32)
+    ap.add_argument("--remote", type=int, default=4)
+    ap.add_argument("--interval", type=int, default=15)
+    ap.add_argument("--warm-minutes", type=float, default=8)
+    ap.add_argument("--window-minutes", type=float, default=3)
+    ap.add_argument("--report")
+    a = ap.parse_args()
+
+    work = tempfile.mkdtemp(prefix="fleet_load_")
+    targets = os.path.join(work, "targets.json")
+    procs = []
+    report = {"hosts": a.hosts, "rnics": a.rnics, "processes": a.processes,
+              "group_size": a.group_size, "remote": a.remote, "layout": a.layout,
+              "interval_s": a.interval}
+    try:
+        fleet = Proc("fleet_hosts", [os.path.join(a.build_dir, "bench", "fleet_hosts"),
+                                     "--hosts", str(a.hosts), "--rnics", str(a.rnics),
+                                     "--processes", str(a.processes), "--group-size",
+                                     str(a.group_size), "--remote", str(a.remote),
+                                     "--targets", targets], work)
+        procs.append(fleet)
+        while not os.path.exists(targets):
+            if fleet.p.poll() is not None:
+                raise RuntimeError("fleet_hosts exited")
+            time.sleep(1)
+        with open(os.path.join(work, "fleet_hosts.log")) as f:
+            ready = [line for line in f if line.startswith("ready")]
+        report["series_served"] = int(ready[0].split()[2]) if ready else None
+        print(f"fleet_hosts: {ready[0].strip() if ready else '?'}", flush=True)
+        for name in RULE_FILES:
+            shutil.copy(os.path.join(SOURCE, "config/prometheus", name), work)
+
+        if a.layout == "single":
+            config = scrape_config("config/prometheus/prometheus.yml", targets, a.interval)
+            config["global"]["evaluation_interval"] = f"{a.interval}s"
+            with open(os.path.join(work, "prometheus.yml"), "w") as f:
+                yaml.safe_dump(config, f)
+            port = free_port()
+            engine = Proc("prometheus", ["prometheus", "--config.file", "prometheus.yml",
+                                         "--storage.tsdb.path", "data",
+                                         "--web.listen-address", f"127.0.0.1:{port}",
+                                         "--log.level", "warn"], work, port, "/-/ready")
+            procs.append(engine)
+        else:
+            port = free_port()
+            engine = Proc("victoria-metrics", ["victoria-metrics", "-storageDataPath=vmdata",
+                                               f"-httpListenAddr=127.0.0.1:{port}",
+                                               "-loggerLevel=WARN"], work, port, "/health")
+            procs.append(engine)
+            with open(os.path.join(work, "vmagent.yml"), "w") as f:
+                yaml.safe_dump(scrape_config("config/victoriametrics/vmagent.yml", targets,
+                                             a.interval), f)
+            for n in range(2):
+                p = free_port()
+                procs.append(Proc(f"vmagent{n}", [
+                    "vmagent", "-promscrape.config=vmagent.yml",
+                    "-promscrape.cluster.membersCount=2", f"-promscrape.cluster.memberNum={n}",
+                    f"-remoteWrite.url={engine.url}/api/v1/write",
+                    f"-remoteWrite.tmpDataPath=queue{n}", f"-httpListenAddr=127.0.0.1:{p}",
+                    "-loggerLevel=WARN"], work, p, "/health"))
+            notifier = free_port()  # nothing listens: alerts are dropped with an error
+            p = free_port()
+            procs.append(Proc("vmalert", [
+                "vmalert", f"-datasource.url={engine.url}", f"-remoteWrite.url={engine.url}",
+                f"-notifier.url=http://127.0.0.1:{notifier}",
+                f"-evaluationInterval={a.interval}s", f"-httpListenAddr=127.0.0.1:{p}",
+                "-loggerLevel=ERROR"] + [f"-rule={r}" for r in RULE_FILES], work, p, "/health"))
+
+        print(f"warming up {a.warm_minutes} min", flush=True)
+        time.sleep(60 * a.warm_minutes)
+
+        # The window: CPU and ingestion counters at both ends, rule groups
+        # sampled every interval.
+        def ingested():
+            m = engine.metrics()
+            if a.layout == "single":
+                return m.get("prometheus_tsdb_head_samples_appended_total", 0) + sum(
+                    v for k, v in m.items()
+                    if k.startswith("prometheus_tsdb_head_samples_appended_total{"))
+            return sum(v for k, v in m.items() if k.startswith("vm_rows_inserted_total{"))
+
+        cpu0 = {p.name: p.cpu_seconds() for p in procs}
+        rows0, t0 = ingested(), time.monotonic()
+        rule_samples = {}
+        alert = next((p for p in procs if p.name == "vmalert"), None)
+        alert0 = alert.metrics() if alert else None
+        while time.monotonic() - t0 < 60 * a.window_minutes:
+            if a.layout == "single":
+                groups = json.loads(get(engine.url + "/api/v1/rules"))["data"]["groups"]
+                for g in groups:
+                    rule_samples.setdefault(g["name"], []).append(g["evaluationTime"])
+            time.sleep(a.interval)
+        rows1, t1 = ingested(), time.monotonic()
+        cpu1 = {p.name: p.cpu_seconds() for p in procs}
+        report["samples_ingested_per_s"] = round((rows1 - rows0) / (t1 - t0))
+        report["components"] = {p.name: {"cpu_cores": round((cpu1[p.name] - cpu0[p.name]) / (t1 - t0), 3),
+                                        "rss_bytes": p.memory().get("VmRSS"),
+                                        "peak_rss_bytes": p.memory().get("VmHWM")} for p in procs}
+        m = engine.metrics()
+        if a.layout == "single":
+            report["active_series"] = int(m.get("prometheus_tsdb_head_series", 0))
+            report["rule_groups"] = {
+                g: {"median_s": round(statistics.median(v), 4), "max_s": round(max(v), 4),
+                    "interval_s": a.interval} for g, v in rule_samples.items()}
+        else:
+            report["active_series"] = int(sum(v for k, v in m.items()
+                                              if k.startswith('vm_cache_entries{type="storage/hour_metric_ids"')))
+            m1 = alert.metrics()
+            groups = {}
+            for k, v in m1.items():
+                g = re.search(r'group="([^"]*)"', k)
+                if not g or not k.startswith("vmalert_iteration_duration_seconds"):
+                    continue
+                entry = groups.setdefault(g.group(1), {"interval_s": a.interval})
+                if k.startswith("vmalert_iteration_duration_seconds_sum"):
+                    entry["sum"] = v - alert0.get(k, 0)
+                elif k.startswith("vmalert_iteration_duration_seconds_count"):
+                    entry["count"] = v - alert0.get(k, 0)
+                elif 'quantile="0.99"' in k:
+                    entry["p99_s"] = round(v, 4)
+            for g in groups.values():
+                g["mean_s"] = round(g.pop("sum", 0) / max(1, g.pop("count", 0)), 4)
+            report["rule_groups"] = groups
+
+        defs = records()
+        panels = []
+        for board, title, ref, expr, instant in board_queries():
+            entry = {"board": board, "panel": title, "ref": ref,
+                     "query": "instant" if instant else "range 10m",
+                     "rollups": timed(engine, expr, instant, a.interval)}
+            r = raw(expr, defs)
+            entry["raw"] = timed(engine, r, instant, a.interval) if r else None
+            panels.append(entry)
+            print(f"{board} {title} [{ref}]: rollups {entry['rollups']['median_s']} s, raw "
+                  f"{entry['raw']['median_s'] if entry['raw'] else '-'} s", flush=True)
+        report["panels"] = panels
+    finally:
+        for p in reversed(procs):
+            p.stop()
+        shutil.rmtree(work, ignore_errors=True)
+    text = json.dumps(report, indent=1)
+    if a.report:
+        with open(a.report, "w") as f:
+            f.write(text + "\n")
+    print(text)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,387 @@
+"""The sharded layouts of docs/deployment.md on loopback, against the
+single-server one, on a simulated fleet (bench/fleet_hosts: 24 hosts of
+4 RNICs in 3 groups, each the exporter's own rendering, counters growing by
+its model):
+
+  single    one Prometheus scraping every host and evaluating the rule files
+            (config/prometheus/prometheus.yml)
+  prom      two Prometheus shards in agent mode (prometheus-shard.yml,
+            hashmod) writing to VictoriaMetrics; vmalert evaluates the rule
+            files there
+  vmagent   two vmagents in cluster sharding (config/victoriametrics/
+            vmagent.yml) writing to another VictoriaMetrics; vmalert again
+
+Each engine must return the hand-worked rollups below, and every query of
+the fleet boards (rdma-overview.json, rdma-group.json) the same answer on
+all three. The waits are for values to arrive, bounded by a deadline; no
+check depends on how fast the machine is.
+"""
+import copy
+import http.server
+import json
+import math
+import os
+import shutil
+import subprocess
+import tempfile
+import threading
+import time
+import unittest
+import urllib.parse
+import urllib.request
+
+import yaml
+
+import dashboard_queries as dq
+from harness import SOURCE_DIR, Prometheus, free_port
+
+FLEET_HOSTS_BIN = os.environ.get("RDMA_FLEET_HOSTS_BIN",
+                                 os.path.join(SOURCE_DIR, "build", "bench", "fleet_hosts"))
+RULE_FILES = ("rdma-alerts.yml", "rdma-culprits.yml", "rdma-last-hop.yml", "rdma-rollups.yml")
+INTERVAL = "2s"
+DEADLINE_S = 300
+
+# The fleet: hosts host0..host23, group g<h // 8>, devices mlx5_0..mlx5_3 on
+# rail0..rail3. Faults injected on top of the model (bench/fleet_hosts.cpp):
+HOSTS, GROUP, RNICS = 24, 8, 4
+SYMBOL_ERRORS = (5, "mlx5_1", 2)     # host 5 (g0), rail1: 2 symbol errors/s
+CNP_SENT = (13, "mlx5_0", 50)        # host 13 (g1), rail0: 50 CNPs sent/s
+PROBE_TIMEOUTS = (20, "*", 1)        # host 20 (g2): every scope counter 1 loss/s
+GROWTH = [
+    (SYMBOL_ERRORS[0], "rdma_port_pma_symbol_error_total", SYMBOL_ERRORS[1], SYMBOL_ERRORS[2]),
+    (CNP_SENT[0], "rdma_port_hw_np_cnp_sent_total", CNP_SENT[1], CNP_SENT[2]),
+    (PROBE_TIMEOUTS[0], "rdma_probe_scope_timeouts_total", PROBE_TIMEOUTS[1],
+     PROBE_TIMEOUTS[2]),
+]
+
+
+def tx(host, device_index):
+    """The model's transmit bytes per second of a port: 1,000,000 * (N + 1) + 1,000 * h."""
+    return 1e6 * (device_index + 1) + 1e3 * host
+
+
+def host_tx(host):
+    return sum(tx(host, i) for i in range(RNICS))
+
+
+def group_hosts(g):
+    return range(g * GROUP, (g + 1) * GROUP)
+
+
+# The probe round trip: every observation 10 us, in the bucket (5 us, 10 us]:
+# p99 interpolates 99% of the way up that bucket.
+P99 = 5e-6 + 0.99 * (10e-6 - 5e-6)
+# Host 20 probes on 4 ports, 2 scopes each (group, remote): 8 scope
+# counters at 10 probes/s sent and 1/s lost.
+LOSS_RATIO = 8 * 1 / (8 * 10)
+FLEET_TX = sum(host_tx(h) for h in range(HOSTS))
+
+# (query, [(labels that must match, value)]): the whole answer, by hand. An
+# instance label "hostN" stands for host N's address; %(hostN)s in a query too.
+EXPECTED = [
+    ("count by (group) (instance:rdma_topology:info)",
+     [({"group": f"g{g}"}, GROUP) for g in range(3)]),
+    ("count by (group, rail) (instance_device_port:rdma_topology:info)",
+     [({"group": f"g{g}", "rail": f"rail{r}"}, GROUP) for g in range(3) for r in range(RNICS)]),
+    ('instance_device_port:rdma_transmit_bytes:rate2m{instance="%(host7)s"}',
+     [({"device": f"mlx5_{i}", "port": "1"}, tx(7, i)) for i in range(RNICS)]),
+    ('instance:rdma_transmit_bytes:rate2m{instance="%(host7)s"}', [({}, host_tx(7))]),
+    ("group:rdma_transmit_bytes:rate2m",
+     [({"group": f"g{g}"}, sum(host_tx(h) for h in group_hosts(g))) for g in range(3)]),
+    ('group_rail:rdma_transmit_bytes:rate2m{group="g1"}',
+     [({"rail": f"rail{r}"}, sum(tx(h, r) for h in group_hosts(1))) for r in range(RNICS)]),
+    ("rail:rdma_transmit_bytes:rate2m",
+     [({"rail": f"rail{r}"}, sum(tx(h, r) for h in range(HOSTS))) for r in range(RNICS)]),
+    ("job:rdma_transmit_bytes:rate2m", [({"job": "rdma_exporter"}, FLEET_TX)]),
+    ("instance:rdma_link_errors:rate2m > 0", [({"instance": "host5"}, 2)]),
+    ("group_rail:rdma_link_errors:rate2m > 0", [({"group": "g0", "rail": "rail1"}, 2)]),
+    ("group:rdma_link_errors:rate2m", [({"group": "g0"}, 2), ({"group": "g1"}, 0),
+                                       ({"group": "g2"}, 0)]),
+    ("group_rail:rdma_cnp_sent:rate2m > 0", [({"group": "g1", "rail": "rail0"}, 50)]),
+    ("instance:rdma_probe_loss:ratio_rate2m > 0", [({"instance": "host20"}, LOSS_RATIO)]),
+    ("group:rdma_probe_loss:ratio_rate2m > 0", [({"group": "g2"}, LOSS_RATIO / GROUP)]),
+    ('instance_scope_tclass:rdma_probe_group_latency_seconds:p99_rate2m{instance="%(host7)s"}',
+     [({"scope": s, "tclass": "0"}, P99) for s in ("group", "remote")]),
+]
+
+
+def close(a, b):
+    return math.isclose(a, b, rel_tol=0.01, abs_tol=1e-12) or (math.isnan(a) and math.isnan(b))
+
+
+def matches(result, expected):
+    """Whether an instant vector is exactly EXPECTED: as many samples, each
+    with the labels given and the value within 1%."""
+    if len(result) != len(expected):
+        return False
+    left = list(result)
+    for labels, value in expected:
+        for s in left:
+            v = float(s["value"][1])
+            if all(s["metric"].get(k) == w for k, w in labels.items()) and close(v, value):
+                left.remove(s)
+                break
+        else:
+            return False
+    return True
+
+
+class Process:
+    """A server on loopback with a directory of its own, stopped on exit."""
+
+    def __init__(self, name, argv, ready_path=None, port=None, timeout=60):
+        self.dir = tempfile.mkdtemp(prefix=f"rdma_{name}_")
+        self.name, self.port = name, port
+        self.url = f"http://127.0.0.1:{port}" if port else None
+        self.log_path = os.path.join(self.dir, "log")
+        with open(self.log_path, "w") as log:
+            self.proc = subprocess.Popen([a.replace("{dir}", self.dir) for a in argv],
+                                         stdout=log, stderr=subprocess.STDOUT, cwd=self.dir)
+        if ready_path:
+            self.wait_ready(ready_path, timeout)
+
+    def wait_ready(self, path, timeout):
+        deadline = time.monotonic() + timeout
+        while True:
+            if self.proc.poll() is not None:
+                raise RuntimeError(f"{self.name} exited {self.proc.returncode}:\n{self.log()}")
+            try:
+                with urllib.request.urlopen(self.url + path, timeout=5):
+                    return
+            except OSError:
+                pass
+            if time.monotonic() > deadline:
+                raise RuntimeError(f"{self.name} not ready within {timeout}s:\n{self.log()}")
+            time.sleep(0.2)
+
+    def log(self):
+        with open(self.log_path, errors="replace") as f:
+            return f.read()[-4000:]
+
+    def query(self, expr):
+        url = f"{self.url}/api/v1/query?" + urllib.parse.urlencode({"query": expr})
+        try:
+            with urllib.request.urlopen(url, timeout=30) as resp:
+                return json.loads(resp.read())
+        except urllib.error.HTTPError as e:
+            return json.loads(e.read())
+
+    def stop(self):
+        if self.proc.poll() is None:
+            self.proc.terminate()
+            try:
+                self.proc.wait(30)
+            except subprocess.TimeoutExpired:
+                self.proc.kill()
+                self.proc.wait()
+        shutil.rmtree(self.dir, ignore_errors=True)
+
+
+class Notifier(http.server.BaseHTTPRequestHandler):
+    """Where vmalert sends its alerts: accepted and dropped."""
+
+    def do_POST(self):
+        self.rfile.read(int(self.headers.get("Content-Length", 0)))
+        self.send_response(200)
+        self.end_headers()
+
+    def log_message(self, *args):
+        pass
+
+
+def config_file(path):
+    with open(os.path.join(SOURCE_DIR, path)) as f:
+        return yaml.safe_load(f)
+
+
+def with_targets(config, targets_file):
+    """CONFIG with every scrape job reading TARGETS_FILE, at the test's interval."""
+    config = copy.deepcopy(config)
+    config["global"]["scrape_interval"] = INTERVAL
+    for job in config["scrape_configs"]:
+        job.pop("static_configs", None)
+        job["scrape_timeout"] = INTERVAL
+        job["file_sd_configs"] = [{"files": [targets_file]}]
+    return config
+
+
+class ShardedLayoutTest(unittest.TestCase):
+    @classmethod
+    def setUpClass(cls):
+        cls.procs = []
+        cls.tmp = tempfile.mkdtemp(prefix="rdma_sharded_")
+        try:
+            cls.start()
+        except Exception:
+            cls.tearDownClass()
+            raise
+
+    @classmethod
+    def start(cls):
+        targets = os.path.join(cls.tmp, "targets.json")
+        argv = [FLEET_HOSTS_BIN, "--hosts", str(HOSTS), "--rnics", str(RNICS), "--processes", "2",
+                "--group-size", str(GROUP), "--remote", "2", "--targets", targets]
+        for host, metric, device, rate in GROWTH:
+            argv += ["--grow", f"{host},{metric},{device},{rate}"]
+        fleet = Process("fleet_hosts", argv)
+        cls.procs.append(fleet)
+        deadline = time.monotonic() + 120
+        while not os.path.exists(targets):
+            if fleet.proc.poll() is not None or time.monotonic() > deadline:
+                raise RuntimeError(f"fleet_hosts did not start:\n{fleet.log()}")
+            time.sleep(0.2)
+        with open(targets) as f:
+            cls.instances = {f"host{h}": t["targets"][0] for h, t in enumerate(json.load(f))}
+
+        cls.notifier = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Notifier)
+        threading.Thread(target=cls.notifier.serve_forever, daemon=True).start()
+        rules = {}
+        for name in RULE_FILES:
+            with open(os.path.join(SOURCE_DIR, "config/prometheus", name)) as f:
+                rules[name] = f.read()
+
+        # The single server: the shipped configuration, rules and all.
+        single = with_targets(config_file("config/prometheus/prometheus.yml"), targets)
+        single["global"]["evaluation_interval"] = INTERVAL
+        cls.single = Prometheus(yaml.safe_dump(single), files=rules)
+
+        # Prometheus shards in agent mode into one VictoriaMetrics.
+        cls.vm_prom = cls.victoria_metrics("vm_prom")
+        shard = with_targets(config_file("config/prometheus/prometheus-shard.yml"), targets)
+        shard["remote_write"][0]["url"] = cls.vm_prom.url + "/api/v1/write"
+        shard["remote_write"][0]["queue_config"] = {"batch_send_deadline": "1s"}
+        for n in range(2):
+            cfg = copy.deepcopy(shard)
+            cfg["scrape_configs"][0]["relabel_configs"][1]["regex"] = str(n)
+            path = os.path.join(cls.tmp, f"shard{n}.yml")
+            with open(path, "w") as f:
+                yaml.safe_dump(cfg, f)
+            port = free_port()
+            cls.procs.append(Process(
+                f"prometheus_shard{n}",
+                ["prometheus", "--enable-feature=agent", "--config.file", path,
+                 "--storage.agent.path", "{dir}/wal", "--web.listen-address", f"127.0.0.1:{port}",
+                 "--log.level", "warn"], "/-/ready", port))
+        cls.vmalert("vmalert_prom", cls.vm_prom)
+
+        # vmagent shards into another VictoriaMetrics.
+        cls.vm_agent = cls.victoria_metrics("vm_agent")
+        agent = with_targets(config_file("config/victoriametrics/vmagent.yml"), targets)
+        path = os.path.join(cls.tmp, "vmagent.yml")
+        with open(path, "w") as f:
+            yaml.safe_dump(agent, f)
+        for n in range(2):
+            port = free_port()
+            cls.procs.append(Process(
+                f"vmagent{n}",
+                ["vmagent", f"-promscrape.config={path}", "-promscrape.cluster.membersCount=2",
+                 f"-promscrape.cluster.memberNum={n}",
+                 f"-remoteWrite.url={cls.vm_agent.url}/api/v1/write",
+                 "-remoteWrite.flushInterval=1s", "-remoteWrite.tmpDataPath={dir}/queue",
+                 f"-httpListenAddr=127.0.0.1:{port}", "-loggerLevel=WARN"], "/health", port))
+        cls.vmalert("vmalert_agent", cls.vm_agent)
+        cls.engines = {"single": cls.single, "prom": cls.vm_prom, "vmagent": cls.vm_agent}
+
+    @classmethod
+    def victoria_metrics(cls, name):
+        port = free_port()
+        # Samples are visible to queries at once (the default waits 30 s for
+        # late samples, which only delays every rollup by as much).
+        vm = Process(name, ["victoria-metrics", "-storageDataPath={dir}/data",
+                            f"-httpListenAddr=127.0.0.1:{port}", "-search.latencyOffset=1s",
+                            "-search.disableCache", "-loggerLevel=WARN"], "/health", port)
+        cls.procs.append(vm)
+        return vm
+
+    @classmethod
+    def vmalert(cls, name, vm):
+        port = free_port()
+        argv = ["vmalert", f"-datasource.url={vm.url}", f"-remoteWrite.url={vm.url}",
+                "-remoteWrite.flushInterval=1s",
+                f"-notifier.url=http://127.0.0.1:{cls.notifier.server_address[1]}",
+                f"-evaluationInterval={INTERVAL}", f"-httpListenAddr=127.0.0.1:{port}",
+                "-loggerLevel=WARN"]
+        argv += [f"-rule={os.path.join(SOURCE_DIR, 'config/prometheus', r)}" for r in RULE_FILES]
+        cls.procs.append(Process(name, argv, "/health", port))
+
+    @classmethod
+    def tearDownClass(cls):
+        if getattr(cls, "single", None):
+            cls.single.stop()
+        for p in reversed(cls.procs):
+            p.stop()
+        if getattr(cls, "notifier", None):
+            cls.notifier.shutdown()
+            cls.notifier.server_close()
+        shutil.rmtree(cls.tmp, ignore_errors=True)
+
+    def logs(self):
+        return "\n".join(f"--- {p.name}\n{p.log()}" for p in self.procs)
+
+    def wait_for(self, engine, expr, expected):
+        """Polls ENGINE until EXPR returns EXPECTED; the last answer otherwise."""
+        expr = expr % self.instances
+        expected = [({k: self.instances[w] if k == "instance" else w for k, w in labels.items()},
+                     value) for labels, value in expected]
+        deadline = time.monotonic() + DEADLINE_S
+        while True:
+            r = engine.query(expr)
+            self.assertEqual(r["status"], "success", f"{expr}: {r}")
+            if matches(r["data"]["result"], expected):
+                return
+            if time.monotonic() > deadline:
+                self.fail(f"{expr} on {engine}: {r['data']['result']}\nexpected {expected}")
+            time.sleep(1)
+
+    def test_every_engine_returns_the_hand_worked_rollups(self):
+        for expr, expected in EXPECTED:
+            for name, engine in self.engines.items():
+                with self.subTest(engine=name, expr=expr):
+                    self.wait_for(engine, expr, expected)
+
+    def test_fleet_panels_answer_alike_on_every_engine(self):
+        # Once the rollups have settled everywhere (the test above's last
+        # records, the highest level)...
+        for engine in self.engines.values():
+            self.wait_for(engine, "job:rdma_transmit_bytes:rate2m",
+                          [({"job": "rdma_exporter"}, FLEET_TX)])
+            self.wait_for(engine, "group:rdma_probe_loss:ratio_rate2m > 0",
+                          [({"group": "g2"}, LOSS_RATIO / GROUP)])
+        for board in ("rdma-overview.json", "rdma-group.json"):
+            d = dq.load(board)
+            names = {v["name"] for v in dq.variables(d)}
+            for p in dq.panels(d):
+                for t in p.get("targets", []):
+                    expr, unknown = dq.substitute(t["expr"], {n: ".*" for n in names}, names)
+                    self.assertEqual(unknown, set(), p["title"])
+                    with self.subTest(board=board, panel=p["title"], ref=t["refId"]):
+                        single = self.answer(self.single, expr)
+                        for n in ("prom", "vmagent"):
+                            self.assertTrue(same_answer(self.answer(self.engines[n], expr), single),
+                                            f"{n}: {expr}\n{self.answer(self.engines[n], expr)}"
+                                            f"\nsingle: {single}")
+
+    def answer(self, engine, expr):
+        """EXPR's answer on ENGINE: [(sorted labels, value)]."""
+        r = engine.query(expr)
+        self.assertEqual(r["status"], "success", f"{expr}: {r}")
+        return [(tuple(sorted(s["metric"].items())), float(s["value"][1]))
+                for s in r["data"]["result"]]
+
+
+def same_answer(a, b):
+    """Whether two answers agree: the same values (within 1%), and the same
+    labels for every value that only one sample has (topk() picks any of
+    equal ones)."""
+    if len(a) != len(b) or not all(close(x, y) for x, y in zip(sorted(v for _, v in a),
+                                                                   sorted(v for _, v in b))):
+        return False
+    for labels, v in a:
+        if sum(close(v, w) for _, w in a) == 1 and not any(
+                labels == m and close(v, w) for m, w in b):
+            return False
+    return True
+
+
+if __name__ == "__main__":
+    unittest.main()
