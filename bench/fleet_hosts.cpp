@@ -22,7 +22,10 @@
 //   10 * rendered value  for a histogram's buckets, count and sum: ten
 //                        observations per second of what was observed
 //   0                    for every other counter (errors, pauses, losses)
-// plus what --grow adds. Gauges keep their rendered value.
+// plus what --grow adds. A gauge of a time (_timestamp_seconds: the probe's
+// last success per pair, a module's last read) reads the time of the scrape,
+// as on a host whose probes keep answering; other gauges keep their
+// rendered value.
 //
 // Usage: fleet_hosts --hosts N [--rnics R] [--processes P] [--group-size G]
 //                    [--remote K] [--address ADDR] [--first-port PORT]
@@ -86,26 +89,29 @@ struct Options {
 };
 
 // One host's exposition: text that never changes, and after each piece of
-// it, the value of a counter that grows (when `rate` is not 0).
+// it, the value of a counter that grows (when `rate` is not 0) or the time
+// (when `now`).
 struct Piece {
   std::string text;
   double value = 0;
   double rate = 0;
+  bool now = false;
 };
 
 struct Host {
   std::vector<Piece> pieces;
   std::size_t size = 0;    // of the text, for reserving
   std::size_t series = 0;  // samples
-  std::string body(double seconds) const {
+  // The exposition `seconds` after the start, at Unix time `now`.
+  std::string body(double seconds, double now) const {
     std::string out;
     out.reserve(size + size / 8);
     char number[32];
     for (const auto& p : pieces) {
       out += p.text;
-      if (p.rate == 0) continue;
-      const auto [end, ec] =
-          std::to_chars(number, number + sizeof number, p.value + p.rate * seconds);
+      if (p.rate == 0 && !p.now) continue;
+      const double v = p.now ? now : p.value + p.rate * seconds;
+      const auto [end, ec] = std::to_chars(number, number + sizeof number, v);
       out.append(number, end);
       out += '\n';
     }
@@ -204,13 +210,15 @@ Host split(const std::string& text, uint32_t h, const Options& o) {
     for (const auto& g : o.grow) {
       if (g.host == h && name == g.metric && on_device(labels, g.device)) rate += g.per_second;
     }
-    if (rate == 0) {
+    const bool now = type == "gauge" && name.ends_with("_timestamp_seconds");
+    if (rate == 0 && !now) {
       piece.text.append(line).append("\n");
       continue;
     }
     piece.text.append(line.substr(0, space + 1));
     piece.value = value;
     piece.rate = rate;
+    piece.now = now;
     host.size += piece.text.size() + 24;
     host.pieces.push_back(std::move(piece));
     piece = Piece{};
@@ -258,11 +266,13 @@ class Session : public std::enable_shared_from_this<Session> {
  private:
   void answer() {
     const std::chrono::duration<double> since = std::chrono::steady_clock::now() - start_;
+    const std::chrono::duration<double> unix_now =
+        std::chrono::system_clock::now().time_since_epoch();
     response_ = {};
     response_.version(request_.version());
     response_.result(http::status::ok);
     response_.set(http::field::content_type, "text/plain; version=0.0.4; charset=utf-8");
-    response_.body() = host_.body(since.count());
+    response_.body() = host_.body(since.count(), unix_now.count());
     response_.keep_alive(request_.keep_alive());
     response_.prepare_payload();
     http::async_write(stream_, response_,

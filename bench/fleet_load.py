@@ -23,7 +23,7 @@ interval; vmalert: the mean over the window and its 0.99 quantile). Then
 every query of the fleet boards (rdma-overview.json, rdma-group.json with
 $group at All), as Grafana sends it (instant for stat, table and bar gauge
 panels; a range over the last 10 minutes at the interval's step for time
-series), five times each; and the same query on raw series: each rollup
+series), three times each; and the same query on raw series: each rollup
 record replaced by its definition, down to the collectors' series (and the
 culprit rules' records, which the rollups read). The median of each goes in
 the report (docs/deployment.md, docs/benchmarks.md).
@@ -147,6 +147,16 @@ def scrape_config(path, targets, interval):
     return config
 
 
+def group_intervals(default):
+    """{group: its evaluation interval in seconds} of the rule files."""
+    out = {}
+    for name in RULE_FILES:
+        with open(os.path.join(SOURCE, "config/prometheus", name)) as f:
+            for g in yaml.safe_load(f)["groups"]:
+                out[g["name"]] = int(str(g.get("interval", f"{default}s")).rstrip("s"))
+    return out
+
+
 def records():
     """{record: [definitions]} of the rollup rules, and of the culprit rules'
     records (left as they are: the rollups read them)."""
@@ -204,7 +214,7 @@ def board_queries():
     return out
 
 
-def timed(engine, expr, instant, interval, repeat=5):
+def timed(engine, expr, instant, interval, repeat=3):
     times, status, n = [], None, 0
     for _ in range(repeat):
         t, status, n = engine.query(expr, None if instant else 10, None if instant else f"{interval}s")
@@ -305,7 +315,7 @@ def main():
 
         cpu0 = {p.name: p.cpu_seconds() for p in procs}
         rows0, t0 = ingested(), time.monotonic()
-        rule_samples = {}
+        rule_samples, rule_times = {}, {}
         alert = next((p for p in procs if p.name == "vmalert"), None)
         alert0 = alert.metrics() if alert else None
         while time.monotonic() - t0 < 60 * a.window_minutes:
@@ -313,6 +323,9 @@ def main():
                 groups = json.loads(get(engine.url + "/api/v1/rules"))["data"]["groups"]
                 for g in groups:
                     rule_samples.setdefault(g["name"], []).append(g["evaluationTime"])
+                    for r in g["rules"]:
+                        rule_times.setdefault((g["name"], r["name"]), []).append(
+                            r["evaluationTime"])
             time.sleep(a.interval)
         rows1, t1 = ingested(), time.monotonic()
         cpu1 = {p.name: p.cpu_seconds() for p in procs}
@@ -325,7 +338,11 @@ def main():
             report["active_series"] = int(m.get("prometheus_tsdb_head_series", 0))
             report["rule_groups"] = {
                 g: {"median_s": round(statistics.median(v), 4), "max_s": round(max(v), 4),
-                    "interval_s": a.interval} for g, v in rule_samples.items()}
+                    "interval_s": group_intervals(a.interval)[g],
+                    "slowest_rules": sorted(
+                        ((r, round(statistics.median(t), 4)) for (gr, r), t in rule_times.items()
+                         if gr == g), key=lambda x: -x[1])[:5]}
+                for g, v in rule_samples.items()}
         else:
             report["active_series"] = int(sum(v for k, v in m.items()
                                               if k.startswith('vm_cache_entries{type="storage/hour_metric_ids"')))
@@ -335,7 +352,8 @@ def main():
                 g = re.search(r'group="([^"]*)"', k)
                 if not g or not k.startswith("vmalert_iteration_duration_seconds"):
                     continue
-                entry = groups.setdefault(g.group(1), {"interval_s": a.interval})
+                entry = groups.setdefault(g.group(1),
+                                          {"interval_s": group_intervals(a.interval)[g.group(1)]})
                 if k.startswith("vmalert_iteration_duration_seconds_sum"):
                     entry["sum"] = v - alert0.get(k, 0)
                 elif k.startswith("vmalert_iteration_duration_seconds_count"):
