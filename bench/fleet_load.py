@@ -121,7 +121,12 @@ class Proc:
         try:
             body = json.loads(get(self.url + path + "?" + urllib.parse.urlencode(params)))
         except urllib.error.HTTPError as e:
-            body = json.loads(e.read() or b'{"status": "error"}')
+            text = e.read()
+            try:
+                body = json.loads(text)
+            except ValueError:
+                # VictoriaMetrics answers some errors in plain text.
+                body = {"status": "error: " + text.decode(errors="replace")[:300]}
         elapsed = time.perf_counter() - t
         return elapsed, body.get("status"), len(body.get("data", {}).get("result", []))
 
@@ -364,6 +369,9 @@ def main():
                 g["mean_s"] = round(g.pop("sum", 0) / max(1, g.pop("count", 0)), 4)
             report["rule_groups"] = groups
 
+        if a.report:  # what was measured so far, in case a query fails
+            with open(a.report, "w") as f:
+                json.dump(report, f, indent=1)
         defs = records()
         panels = []
         for board, title, ref, expr, instant in board_queries():
