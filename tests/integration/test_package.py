@@ -98,6 +98,7 @@ class PackageTest(unittest.TestCase):
             "/usr/share/doc/rdma-exporter/examples/rdma_exporter.service.d/"
             "qp-counter-management.conf": "-rw-r--r--",
             "/usr/share/doc/rdma-exporter/examples/prometheus-shard.yml": "-rw-r--r--",
+            "/usr/share/doc/rdma-exporter/examples/prometheus-culprits.yml": "-rw-r--r--",
             "/usr/share/doc/rdma-exporter/examples/vmagent.yml": "-rw-r--r--",
             "/usr/share/doc/rdma_exporter": "lrwxrwxrwx",
             "/usr/share/rdma_exporter/prometheus/rdma-alerts.yml": "-rw-r--r--",

@@ -6,10 +6,12 @@ its model):
   single    one Prometheus scraping every host and evaluating the rule files
             (config/prometheus/prometheus.yml)
   prom      two Prometheus shards in agent mode (prometheus-shard.yml,
-            hashmod) writing to VictoriaMetrics; vmalert evaluates the rule
-            files there
+            hashmod) writing to VictoriaMetrics; the culprit rules'
+            evaluator (prometheus-culprits.yml) writing its records there;
+            vmalert evaluates the other three rule files
   vmagent   two vmagents in cluster sharding (config/victoriametrics/
-            vmagent.yml) writing to another VictoriaMetrics; vmalert again
+            vmagent.yml) writing to another VictoriaMetrics; vmalert
+            evaluates all four rule files
 
 Each engine must return the hand-worked rollups below, and every query of
 the fleet boards (rdma-overview.json, rdma-group.json) the same answer on
@@ -43,7 +45,7 @@ DEADLINE_S = 300
 
 # The fleet: hosts host0..host23, group g<h // 8>, devices mlx5_0..mlx5_3 on
 # rail0..rail3. Faults injected on top of the model (bench/fleet_hosts.cpp):
-HOSTS, GROUP, RNICS = 24, 8, 4
+HOSTS, GROUP, RNICS, REMOTE = 24, 8, 4, 2
 SYMBOL_ERRORS = (5, "mlx5_1", 2)     # host 5 (g0), rail1: 2 symbol errors/s
 CNP_SENT = (13, "mlx5_0", 50)        # host 13 (g1), rail0: 50 CNPs sent/s
 PROBE_TIMEOUTS = (20, "*", 1)        # host 20 (g2): every scope counter 1 loss/s
@@ -102,6 +104,11 @@ EXPECTED = [
     ("group:rdma_probe_loss:ratio_rate2m > 0", [({"group": "g2"}, LOSS_RATIO / GROUP)]),
     ('instance_scope_tclass:rdma_probe_group_latency_seconds:p99_rate2m{instance="%(host7)s"}',
      [({"scope": s, "tclass": "0"}, P99) for s in ("group", "remote")]),
+    # Every port probes the 7 others of its group and 2 hosts of the other
+    # groups; the culprit rules' records, one per RNIC, wherever they are
+    # evaluated.
+    ("count(rdma_probe_sent_total)", [({}, HOSTS * RNICS * (GROUP - 1 + REMOTE))]),
+    ("count(rdma:probe_rnic:sent:increase2m)", [({}, HOSTS * RNICS)]),
 ]
 
 
@@ -220,7 +227,7 @@ class ShardedLayoutTest(unittest.TestCase):
     def start(cls):
         targets = os.path.join(cls.tmp, "targets.json")
         argv = [FLEET_HOSTS_BIN, "--hosts", str(HOSTS), "--rnics", str(RNICS), "--processes", "2",
-                "--group-size", str(GROUP), "--remote", "2", "--targets", targets]
+                "--group-size", str(GROUP), "--remote", str(REMOTE), "--targets", targets]
         for host, metric, device, rate in GROWTH:
             argv += ["--grow", f"{host},{metric},{device},{rate}"]
         fleet = Process("fleet_hosts", argv)
@@ -262,7 +269,14 @@ class ShardedLayoutTest(unittest.TestCase):
                 ["prometheus", "--enable-feature=agent", "--config.file", path,
                  "--storage.agent.path", "{dir}/wal", "--web.listen-address", f"127.0.0.1:{port}",
                  "--log.level", "warn"], "/-/ready", port))
-        cls.vmalert("vmalert_prom", cls.vm_prom)
+        culprits = with_targets(config_file("config/prometheus/prometheus-culprits.yml"), targets)
+        culprits["global"]["evaluation_interval"] = INTERVAL
+        culprits["rule_files"] = [os.path.join(SOURCE_DIR, "config/prometheus/rdma-culprits.yml")]
+        culprits["remote_write"][0]["url"] = cls.vm_prom.url + "/api/v1/write"
+        culprits["remote_write"][0]["queue_config"] = {"batch_send_deadline": "1s"}
+        cls.culprit_evaluator = Prometheus(yaml.safe_dump(culprits))
+        cls.vmalert("vmalert_prom", cls.vm_prom,
+                    [r for r in RULE_FILES if r != "rdma-culprits.yml"])
 
         # vmagent shards into another VictoriaMetrics.
         cls.vm_agent = cls.victoria_metrics("vm_agent")
@@ -279,7 +293,7 @@ class ShardedLayoutTest(unittest.TestCase):
                  f"-remoteWrite.url={cls.vm_agent.url}/api/v1/write",
                  "-remoteWrite.flushInterval=1s", "-remoteWrite.tmpDataPath={dir}/queue",
                  f"-httpListenAddr=127.0.0.1:{port}", "-loggerLevel=WARN"], "/health", port))
-        cls.vmalert("vmalert_agent", cls.vm_agent)
+        cls.vmalert("vmalert_agent", cls.vm_agent, RULE_FILES)
         cls.engines = {"single": cls.single, "prom": cls.vm_prom, "vmagent": cls.vm_agent}
 
     @classmethod
@@ -294,20 +308,21 @@ class ShardedLayoutTest(unittest.TestCase):
         return vm
 
     @classmethod
-    def vmalert(cls, name, vm):
+    def vmalert(cls, name, vm, rule_files):
         port = free_port()
         argv = ["vmalert", f"-datasource.url={vm.url}", f"-remoteWrite.url={vm.url}",
                 "-remoteWrite.flushInterval=1s",
                 f"-notifier.url=http://127.0.0.1:{cls.notifier.server_address[1]}",
                 f"-evaluationInterval={INTERVAL}", f"-httpListenAddr=127.0.0.1:{port}",
                 "-loggerLevel=WARN"]
-        argv += [f"-rule={os.path.join(SOURCE_DIR, 'config/prometheus', r)}" for r in RULE_FILES]
+        argv += [f"-rule={os.path.join(SOURCE_DIR, 'config/prometheus', r)}" for r in rule_files]
         cls.procs.append(Process(name, argv, "/health", port))
 
     @classmethod
     def tearDownClass(cls):
-        if getattr(cls, "single", None):
-            cls.single.stop()
+        for p in ("single", "culprit_evaluator"):
+            if getattr(cls, p, None):
+                getattr(cls, p).stop()
         for p in reversed(cls.procs):
             p.stop()
         if getattr(cls, "notifier", None):
@@ -338,6 +353,22 @@ class ShardedLayoutTest(unittest.TestCase):
             for name, engine in self.engines.items():
                 with self.subTest(engine=name, expr=expr):
                     self.wait_for(engine, expr, expected)
+
+    def test_every_series_is_written_once(self):
+        # The culprit evaluator scrapes the probe series too, and must write
+        # only its records: a raw series written twice would hold twice the
+        # samples (30 a minute at the test's 2 s).
+        expr = "%s(count_over_time(rdma_probe_scope_sent_total[1m]))"
+        for name, engine in self.engines.items():
+            with self.subTest(engine=name):
+                deadline = time.monotonic() + DEADLINE_S
+                while True:
+                    low, high = (engine.query(expr % f)["data"]["result"] for f in ("min", "max"))
+                    if low and float(low[0]["value"][1]) >= 29:
+                        break
+                    self.assertLess(time.monotonic(), deadline, f"{name}: {low}")
+                    time.sleep(1)
+                self.assertLessEqual(float(high[0]["value"][1]), 31, name)
 
     def test_fleet_panels_answer_alike_on_every_engine(self):
         # Once the rollups have settled everywhere (the test above's last
