@@ -209,6 +209,17 @@ def wait_log(exporter, needle, count=1, timeout=15):
     raise AssertionError(f"no {count}x {needle!r} in the log:\n{exporter.log()}")
 
 
+def stop_process(proc, timeout=30):
+    """Terminates PROC (a Popen) if it runs, killing it after TIMEOUT seconds."""
+    if proc.poll() is None:
+        proc.terminate()
+        try:
+            proc.wait(timeout)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            proc.wait()
+
+
 def free_port():
     """A TCP port on loopback that nothing listens on right now."""
     with socket.socket() as s:
@@ -278,11 +289,5 @@ class Prometheus:
         return self.get("/api/v1/query", params)
 
     def stop(self):
-        if self.proc.poll() is None:
-            self.proc.terminate()
-            try:
-                self.proc.wait(30)
-            except subprocess.TimeoutExpired:
-                self.proc.kill()
-                self.proc.wait()
+        stop_process(self.proc)
         shutil.rmtree(self.dir, ignore_errors=True)

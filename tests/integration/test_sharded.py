@@ -35,7 +35,7 @@ import urllib.request
 import yaml
 
 import dashboard_queries as dq
-from harness import SOURCE_DIR, Prometheus, free_port
+from harness import SOURCE_DIR, Prometheus, free_port, stop_process
 
 FLEET_HOSTS_BIN = os.environ.get("RDMA_FLEET_HOSTS_BIN",
                                  os.path.join(SOURCE_DIR, "build", "bench", "fleet_hosts"))
@@ -174,13 +174,7 @@ class Process:
             return json.loads(e.read())
 
     def stop(self):
-        if self.proc.poll() is None:
-            self.proc.terminate()
-            try:
-                self.proc.wait(30)
-            except subprocess.TimeoutExpired:
-                self.proc.kill()
-                self.proc.wait()
+        stop_process(self.proc)
         shutil.rmtree(self.dir, ignore_errors=True)
 
 
