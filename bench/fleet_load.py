@@ -47,18 +47,12 @@ import yaml
 SOURCE = os.path.abspath(os.path.join(os.path.dirname(__file__), ".."))
 sys.path.insert(0, os.path.join(SOURCE, "tests", "integration"))
 import dashboard_queries as dq  # noqa: E402
+from harness import free_port, stop_process  # noqa: E402
 
 RULE_FILES = ("rdma-alerts.yml", "rdma-culprits.yml", "rdma-last-hop.yml", "rdma-rollups.yml")
 BOARDS = ("rdma-overview.json", "rdma-group.json")
 INSTANT_PANELS = {"stat", "table", "bargauge", "gauge"}
 CLK_TCK = os.sysconf("SC_CLK_TCK")
-
-
-def free_port():
-    import socket
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
 
 
 def get(url, timeout=300):
@@ -131,13 +125,7 @@ class Proc:
         return elapsed, body.get("status"), len(body.get("data", {}).get("result", []))
 
     def stop(self):
-        if self.p.poll() is None:
-            self.p.terminate()
-            try:
-                self.p.wait(60)
-            except subprocess.TimeoutExpired:
-                self.p.kill()
-                self.p.wait()
+        stop_process(self.p, 60)
         self.log.close()
 
 
