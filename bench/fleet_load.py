@@ -2,7 +2,7 @@
 """A simulated fleet's load on its metrics pipeline, and the fleet boards'
 query times with the rollups and on raw series.
 
-    bench/fleet_load.py --hosts N --layout single|vmagent [--build-dir build]
+    bench/fleet_load.py --hosts N --layout single|shards|vmagent [--build-dir build]
                         [--rnics 8] [--processes 8] [--group-size 32] [--remote 4]
                         [--interval 15] [--warm-minutes 8] [--window-minutes 3]
                         [--report FILE]
@@ -13,13 +13,19 @@ loopback. The layout scrapes them every --interval seconds and evaluates
 config/prometheus/'s four rule files at the same interval:
 
   single   one Prometheus (config/prometheus/prometheus.yml)
+  shards   two Prometheus shards (prometheus-shard.yml: the alerting rules and
+           the port and host rollups over each one's hosts) writing to
+           VictoriaMetrics, the culprit rules' Prometheus
+           (prometheus-culprits.yml) writing its records there, and vmalert
+           for the fleet rollups and the last-hop rules
   vmagent  two vmagents in cluster sharding (config/victoriametrics/vmagent.yml)
-           writing to VictoriaMetrics, and vmalert
+           writing to VictoriaMetrics, and vmalert for every rule file
 
 After --warm-minutes it measures, over --window-minutes: samples ingested per
 second, active series, each process's CPU and resident memory, each rule
-group's evaluation time (Prometheus: its last evaluations, sampled every
-interval; vmalert: the mean over the window and its 0.99 quantile). Then
+group's evaluation time on each evaluator (Prometheus: its last
+evaluations, sampled every interval; vmalert: the mean over the window and
+its 0.99 quantile). Then
 every query of the fleet boards (rdma-overview.json, rdma-group.json with
 $group at All), as Grafana sends it (instant for stat, table and bar gauge
 panels; a range over the last 10 minutes at the interval's step for time
@@ -47,9 +53,9 @@ import yaml
 SOURCE = os.path.abspath(os.path.join(os.path.dirname(__file__), ".."))
 sys.path.insert(0, os.path.join(SOURCE, "tests", "integration"))
 import dashboard_queries as dq  # noqa: E402
-from harness import free_port, stop_process  # noqa: E402
+from harness import free_port, rule_files, stop_process  # noqa: E402
 
-RULE_FILES = ("rdma-alerts.yml", "rdma-culprits.yml", "rdma-last-hop.yml", "rdma-rollups.yml")
+RULE_FILES = rule_files()
 BOARDS = ("rdma-overview.json", "rdma-group.json")
 INSTANT_PANELS = {"stat", "table", "bargauge", "gauge"}
 CLK_TCK = os.sysconf("SC_CLK_TCK")
@@ -140,24 +146,31 @@ def scrape_config(path, targets, interval):
     return config
 
 
+def seconds(duration):
+    """A Prometheus duration of one unit ("15s", "1m") in seconds."""
+    value, unit = re.fullmatch(r"(\d+)([smh])", str(duration)).groups()
+    return int(value) * {"s": 1, "m": 60, "h": 3600}[unit]
+
+
 def group_intervals(default):
     """{group: its evaluation interval in seconds} of the rule files."""
     out = {}
     for name in RULE_FILES:
         with open(os.path.join(SOURCE, "config/prometheus", name)) as f:
             for g in yaml.safe_load(f)["groups"]:
-                out[g["name"]] = int(str(g.get("interval", f"{default}s")).rstrip("s"))
+                out[g["name"]] = seconds(g.get("interval", f"{default}s"))
     return out
 
 
 def records():
-    """{record: [definitions]} of the rollup rules, and of the culprit rules'
-    records (left as they are: the rollups read them)."""
-    with open(os.path.join(SOURCE, "config/prometheus/rdma-rollups.yml")) as f:
-        out = {}
-        for g in yaml.safe_load(f)["groups"]:
-            for r in g["rules"]:
-                out.setdefault(r["record"], []).append(r["expr"].strip())
+    """{record: [definitions]} of the rollup rules (the culprit rules'
+    records are left as they are: the rollups read them)."""
+    out = {}
+    for name in ("rdma-rollups.yml", "rdma-rollups-fleet.yml"):
+        with open(os.path.join(SOURCE, "config/prometheus", name)) as f:
+            for g in yaml.safe_load(f)["groups"]:
+                for r in g["rules"]:
+                    out.setdefault(r["record"], []).append(r["expr"].strip())
     return out
 
 
@@ -221,7 +234,7 @@ def timed(engine, expr, instant, interval, repeat=3):
 def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--hosts", type=int, required=True)
-    ap.add_argument("--layout", choices=("single", "vmagent"), required=True)
+    ap.add_argument("--layout", choices=("single", "shards", "vmagent"), required=True)
     ap.add_argument("--build-dir", default=os.path.join(SOURCE, "build"))
     ap.add_argument("--rnics", type=int, default=8)
     ap.add_argument("--processes", type=int, default=8)
@@ -257,23 +270,53 @@ def main():
         for name in RULE_FILES:
             shutil.copy(os.path.join(SOURCE, "config/prometheus", name), work)
 
-        if a.layout == "single":
-            config = scrape_config("config/prometheus/prometheus.yml", targets, a.interval)
+        def prometheus(name, config_path, remote_write=None, shard=None):
+            config = scrape_config(config_path, targets, a.interval)
             config["global"]["evaluation_interval"] = f"{a.interval}s"
-            with open(os.path.join(work, "prometheus.yml"), "w") as f:
+            config.pop("alerting", None)  # alerts are not sent anywhere
+            if remote_write:
+                for w in config["remote_write"]:
+                    w["url"] = remote_write
+            if shard is not None:  # the shard's number, as the config's comments say
+                config["scrape_configs"][0]["relabel_configs"][1]["regex"] = str(shard)
+                config["remote_write"][0]["write_relabel_configs"][0]["replacement"] = str(shard)
+            with open(os.path.join(work, f"{name}.yml"), "w") as f:
                 yaml.safe_dump(config, f)
             port = free_port()
-            engine = Proc("prometheus", ["prometheus", "--config.file", "prometheus.yml",
-                                         "--storage.tsdb.path", "data",
-                                         "--web.listen-address", f"127.0.0.1:{port}",
-                                         "--log.level", "warn"], work, port, "/-/ready")
-            procs.append(engine)
+            proc = Proc(name, ["prometheus", "--config.file", f"{name}.yml",
+                               "--storage.tsdb.path", f"{name}-data",
+                               "--web.listen-address", f"127.0.0.1:{port}",
+                               "--log.level", "warn"], work, port, "/-/ready")
+            procs.append(proc)
+            return proc
+
+        def vmalert(rules):
+            notifier = free_port()  # nothing listens: alerts are dropped with an error
+            p = free_port()
+            procs.append(Proc("vmalert", [
+                "vmalert", f"-datasource.url={engine.url}", f"-remoteWrite.url={engine.url}",
+                f"-notifier.url=http://127.0.0.1:{notifier}",
+                f"-evaluationInterval={a.interval}s", f"-httpListenAddr=127.0.0.1:{p}",
+                "-loggerLevel=ERROR"] + [f"-rule={r}" for r in rules], work, p, "/health"))
+
+        if a.layout == "single":
+            engine = prometheus("prometheus", "config/prometheus/prometheus.yml")
         else:
             port = free_port()
             engine = Proc("victoria-metrics", ["victoria-metrics", "-storageDataPath=vmdata",
                                                f"-httpListenAddr=127.0.0.1:{port}",
                                                "-loggerLevel=WARN"], work, port, "/health")
             procs.append(engine)
+        if a.layout == "shards":
+            write = engine.url + "/api/v1/write"
+            shard_rules = rule_files("prometheus-shard.yml")
+            for n in range(2):
+                prometheus(f"prometheus-shard{n}", "config/prometheus/prometheus-shard.yml",
+                           remote_write=write, shard=n)
+            prometheus("prometheus-culprits", "config/prometheus/prometheus-culprits.yml",
+                       remote_write=write)
+            vmalert([r for r in RULE_FILES if r not in shard_rules and r != "rdma-culprits.yml"])
+        elif a.layout == "vmagent":
             with open(os.path.join(work, "vmagent.yml"), "w") as f:
                 yaml.safe_dump(scrape_config("config/victoriametrics/vmagent.yml", targets,
                                              a.interval), f)
@@ -285,13 +328,7 @@ def main():
                     f"-remoteWrite.url={engine.url}/api/v1/write",
                     f"-remoteWrite.tmpDataPath=queue{n}", f"-httpListenAddr=127.0.0.1:{p}",
                     "-loggerLevel=WARN"], work, p, "/health"))
-            notifier = free_port()  # nothing listens: alerts are dropped with an error
-            p = free_port()
-            procs.append(Proc("vmalert", [
-                "vmalert", f"-datasource.url={engine.url}", f"-remoteWrite.url={engine.url}",
-                f"-notifier.url=http://127.0.0.1:{notifier}",
-                f"-evaluationInterval={a.interval}s", f"-httpListenAddr=127.0.0.1:{p}",
-                "-loggerLevel=ERROR"] + [f"-rule={r}" for r in RULE_FILES], work, p, "/health"))
+            vmalert(RULE_FILES)
 
         print(f"warming up {a.warm_minutes} min", flush=True)
         time.sleep(60 * a.warm_minutes)
@@ -306,19 +343,27 @@ def main():
                     if k.startswith("prometheus_tsdb_head_samples_appended_total{"))
             return sum(v for k, v in m.items() if k.startswith("vm_rows_inserted_total{"))
 
+        # Every rule evaluator: the Prometheus servers (sampled every
+        # interval) and vmalert (its counters at both ends of the window).
+        evaluators = [p for p in procs if p.name.startswith("prometheus")]
+        alert = next((p for p in procs if p.name == "vmalert"), None)
+        intervals = group_intervals(a.interval)
+
+        def key(proc, group):
+            return group if a.layout == "single" else f"{proc.name}/{group}"
+
         cpu0 = {p.name: p.cpu_seconds() for p in procs}
         rows0, t0 = ingested(), time.monotonic()
         rule_samples, rule_times = {}, {}
-        alert = next((p for p in procs if p.name == "vmalert"), None)
         alert0 = alert.metrics() if alert else None
         while time.monotonic() - t0 < 60 * a.window_minutes:
-            if a.layout == "single":
-                groups = json.loads(get(engine.url + "/api/v1/rules"))["data"]["groups"]
+            for proc in evaluators:
+                groups = json.loads(get(proc.url + "/api/v1/rules"))["data"]["groups"]
                 for g in groups:
-                    rule_samples.setdefault(g["name"], []).append(g["evaluationTime"])
+                    k = key(proc, g["name"])
+                    rule_samples.setdefault(k, (g["name"], []))[1].append(g["evaluationTime"])
                     for r in g["rules"]:
-                        rule_times.setdefault((g["name"], r["name"]), []).append(
-                            r["evaluationTime"])
+                        rule_times.setdefault((k, r["name"]), []).append(r["evaluationTime"])
             time.sleep(a.interval)
         rows1, t1 = ingested(), time.monotonic()
         cpu1 = {p.name: p.cpu_seconds() for p in procs}
@@ -329,33 +374,34 @@ def main():
         m = engine.metrics()
         if a.layout == "single":
             report["active_series"] = int(m.get("prometheus_tsdb_head_series", 0))
-            report["rule_groups"] = {
-                g: {"median_s": round(statistics.median(v), 4), "max_s": round(max(v), 4),
-                    "interval_s": group_intervals(a.interval)[g],
-                    "slowest_rules": sorted(
-                        ((r, round(statistics.median(t), 4)) for (gr, r), t in rule_times.items()
-                         if gr == g), key=lambda x: -x[1])[:5]}
-                for g, v in rule_samples.items()}
         else:
             report["active_series"] = int(sum(v for k, v in m.items()
                                               if k.startswith('vm_cache_entries{type="storage/hour_metric_ids"')))
-            m1 = alert.metrics()
-            groups = {}
-            for k, v in m1.items():
+        groups = {
+            k: {"median_s": round(statistics.median(v), 4), "max_s": round(max(v), 4),
+                "interval_s": intervals[name],
+                "slowest_rules": sorted(
+                    ((r, round(statistics.median(t), 4)) for (gk, r), t in rule_times.items()
+                     if gk == k), key=lambda x: -x[1])[:5]}
+            for k, (name, v) in rule_samples.items()}
+        if alert:
+            vm_groups = {}
+            for k, v in alert.metrics().items():
                 g = re.search(r'group="([^"]*)"', k)
                 if not g or not k.startswith("vmalert_iteration_duration_seconds"):
                     continue
-                entry = groups.setdefault(g.group(1),
-                                          {"interval_s": group_intervals(a.interval)[g.group(1)]})
+                entry = vm_groups.setdefault(f"vmalert/{g.group(1)}",
+                                             {"interval_s": intervals[g.group(1)]})
                 if k.startswith("vmalert_iteration_duration_seconds_sum"):
                     entry["sum"] = v - alert0.get(k, 0)
                 elif k.startswith("vmalert_iteration_duration_seconds_count"):
                     entry["count"] = v - alert0.get(k, 0)
                 elif 'quantile="0.99"' in k:
                     entry["p99_s"] = round(v, 4)
-            for g in groups.values():
+            for g in vm_groups.values():
                 g["mean_s"] = round(g.pop("sum", 0) / max(1, g.pop("count", 0)), 4)
-            report["rule_groups"] = groups
+            groups.update(vm_groups)
+        report["rule_groups"] = groups
 
         if a.report:  # what was measured so far, in case a query fails
             with open(a.report, "w") as f:

@@ -1,5 +1,6 @@
 """rdma-group.json: one group of hosts (a rack, a pod: the probe's group)
-from the rollups of config/prometheus/rdma-rollups.yml: its leaves (the
+from the rollups of config/prometheus/rdma-rollups.yml and
+rdma-rollups-fleet.yml: its leaves (the
 group on each rail), its hosts ranked by traffic, errors and probe loss,
 and the culprits in it. Reached from the fleet overview; a host links down
 to the hosts and ports board, a leaf to the fabric board.
@@ -34,7 +35,8 @@ def dashboard():
         "group", "Group", "label_values(instance:rdma_topology:info, group)",
         description="Groups of hosts (the probe's `probe.pinglist` groups: racks, pods).")]
     b = Board("rdma-group", "RDMA / Group",
-              "One group of hosts from the rollup rules (rdma-rollups.yml): its leaves (the "
+              "One group of hosts from the rollup rules (rdma-rollups.yml, "
+              "rdma-rollups-fleet.yml): its leaves (the "
               "group on each rail), its hosts ranked by traffic, errors and probe loss, and the "
               "culprits in it. Reads only recorded series. Drill down: a host to the hosts and "
               "ports board, a leaf to the fabric board.", variables)

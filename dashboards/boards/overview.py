@@ -1,5 +1,5 @@
 """rdma-overview.json: the fleet at a glance from the rollups of
-config/prometheus/rdma-rollups.yml: traffic, errors, probe loss and round
+config/prometheus/rdma-rollups.yml and rdma-rollups-fleet.yml: traffic, errors, probe loss and round
 trip for the whole fleet, the worst groups, leaves, rails and hosts, and
 the culprits named now with what sits behind them. Rows link down to the
 group board (a group), the fabric board (a leaf, a culprit's evidence) and
@@ -31,7 +31,8 @@ def worst(title, description, expr, unit, fields, links=()):
 
 def dashboard():
     b = Board("rdma-overview", "RDMA / Fleet overview",
-              "The fleet at a glance, from the rollup rules (rdma-rollups.yml): traffic, "
+              "The fleet at a glance, from the rollup rules (rdma-rollups.yml, "
+              "rdma-rollups-fleet.yml): traffic, "
               "errors, probe loss and round trip, the worst groups, leaves, rails and hosts, "
               "and the culprits named now with the hosts and traffic behind them. Reads only "
               "recorded series, so it costs the same at any fleet size. Drill down: a group "

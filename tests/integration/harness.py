@@ -13,6 +13,8 @@ import urllib.error
 import urllib.parse
 import urllib.request
 
+import yaml
+
 BIN = os.environ.get("RDMA_EXPORTER_BIN", "../../build/rdma_exporter")
 # The exporter's collection and HTTP server in front of the fake nldev kernel
 # (tests/fake_kernel/fake_host.cpp).
@@ -218,6 +220,13 @@ def stop_process(proc, timeout=30):
         except subprocess.TimeoutExpired:
             proc.kill()
             proc.wait()
+
+
+def rule_files(config="prometheus.yml"):
+    """The rule files config/prometheus/CONFIG loads: every shipped one for
+    prometheus.yml."""
+    with open(os.path.join(SOURCE_DIR, "config/prometheus", config)) as f:
+        return yaml.safe_load(f)["rule_files"]
 
 
 def free_port():

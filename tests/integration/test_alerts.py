@@ -23,10 +23,12 @@ CULPRIT_TESTS = os.path.join(SOURCE_DIR, "tests/alerts/rdma-culprits.test.yml")
 LAST_HOP_RULES = os.path.join(SOURCE_DIR, "config/prometheus/rdma-last-hop.yml")
 LAST_HOP_TESTS = os.path.join(SOURCE_DIR, "tests/alerts/rdma-last-hop.test.yml")
 ROLLUP_RULES = os.path.join(SOURCE_DIR, "config/prometheus/rdma-rollups.yml")
+ROLLUP_FLEET_RULES = os.path.join(SOURCE_DIR, "config/prometheus/rdma-rollups-fleet.yml")
 ROLLUP_TESTS = os.path.join(SOURCE_DIR, "tests/alerts/rdma-rollups.test.yml")
-# Each rule file and its promtool tests.
+# Each rule file and its promtool tests (the two rollup files have theirs
+# together).
 RULE_SETS = [(RULES, RULE_TESTS), (CULPRIT_RULES, CULPRIT_TESTS), (LAST_HOP_RULES, LAST_HOP_TESTS),
-             (ROLLUP_RULES, ROLLUP_TESTS)]
+             (ROLLUP_RULES, ROLLUP_TESTS), (ROLLUP_FLEET_RULES, ROLLUP_TESTS)]
 SCRAPE_CONFIG = os.path.join(SOURCE_DIR, "config/prometheus/prometheus.yml")
 RUNBOOKS = os.path.join(SOURCE_DIR, "docs/alerts.md")
 RUNBOOK_PREFIX = "file:///usr/share/doc/rdma_exporter/alerts.md#"
@@ -76,7 +78,7 @@ class AlertRulesTest(unittest.TestCase):
             self.assertIn(f"SUCCESS: {len(rules_of(doc))} rules found", r.stdout)
 
     def test_promtool_unit_tests_pass(self):
-        for _, tests in RULE_SETS:
+        for tests in dict.fromkeys(tests for _, tests in RULE_SETS):
             r = self.promtool("test", "rules", os.path.basename(tests), cwd=os.path.dirname(tests))
             self.assertEqual(r.returncode, 0, r.stdout + r.stderr)
             self.assertIn("SUCCESS", r.stdout)
@@ -185,6 +187,7 @@ class AlertRulesTest(unittest.TestCase):
         self.assertIn("rdma-culprits.yml", config["rule_files"])
         self.assertIn("rdma-last-hop.yml", config["rule_files"])
         self.assertIn("rdma-rollups.yml", config["rule_files"])
+        self.assertIn("rdma-rollups-fleet.yml", config["rule_files"])
         targets = [t for sc in jobs["rdma_exporter"]["static_configs"] for t in sc["targets"]]
         self.assertTrue(all(t.endswith(":10910") for t in targets), targets)
 

@@ -35,7 +35,8 @@ from dashboard_queries import (DASHBOARD_DIR, DASHBOARDS, DATASOURCE_REF, LABEL_
                                Evaluation, load, panels, prometheus_config, substitute,
                                variable_query, variables, wait_for_data)
 from harness import (FAKE_HOST_BIN, FAKE_HOST_NETDEVS, SOURCE_DIR, Exporter, Prometheus,
-                     NodeApi, add_netdevs, free_port, make_proc, make_sysfs, promtool)
+                     NodeApi, add_netdevs, free_port, make_proc, make_sysfs, promtool,
+                     rule_files)
 from metrics_doc import MetricsDoc, metric_names
 
 # The needs-hardware list: panels whose queries may return nothing here,
@@ -310,19 +311,19 @@ def ud_input_series():
     return [{"series": name, "values": values} for name, values in series]
 
 
-def promtool_test(interval, input_series, tests, rules=None):
+def promtool_test(interval, input_series, tests, rules=()):
     """`promtool test rules` of TESTS (promql_expr_test entries) on
-    INPUT_SERIES, with the rule file RULES evaluated first if given."""
+    INPUT_SERIES, with the rule files RULES evaluated first, in order."""
     if promtool() is None:
         raise RuntimeError("promtool not found (scripts/setup installs prometheus)")
     work = tempfile.mkdtemp(prefix="rdma_panels_")
     try:
-        rule_files = []
-        if rules:
-            shutil.copy(rules, work)
-            rule_files = [os.path.basename(rules)]
+        names = []
+        for path in rules:
+            shutil.copy(path, work)
+            names.append(os.path.basename(path))
         with open(os.path.join(work, "panels.test.yml"), "w") as f:
-            yaml.safe_dump({"rule_files": rule_files, "evaluation_interval": interval,
+            yaml.safe_dump({"rule_files": names, "evaluation_interval": interval,
                             "tests": [{"interval": interval, "input_series": input_series,
                                        "promql_expr_test": tests}]}, f)
         return subprocess.run([promtool(), "test", "rules", "panels.test.yml"], cwd=work,
@@ -464,9 +465,9 @@ FABRIC_EXPECTED = {
 
 def check_board_on_rule_case(test, board, expected, rules, case_name):
     """Every query of BOARD (its variables at ".*") evaluated by promtool after
-    config/prometheus/RULES.yml on the input series of the case CASE_NAME of
-    tests/alerts/RULES.test.yml, against EXPECTED: {(panel title, refId):
-    [(labels, value)]}, which must name every query of the board."""
+    the rule files of tests/alerts/RULES.test.yml, on the input series of its
+    case CASE_NAME, against EXPECTED: {(panel title, refId): [(labels,
+    value)]}, which must name every query of the board."""
     d = load(board)
     names = {v["name"] for v in variables(d)}
     tests, queried = [], set()
@@ -481,10 +482,12 @@ def check_board_on_rule_case(test, board, expected, rules, case_name):
                           "exp_samples": [{"labels": labels, "value": value}
                                           for labels, value in samples]})
     test.assertEqual(set(expected), queried)
-    with open(os.path.join(SOURCE_DIR, f"tests/alerts/{rules}.test.yml")) as f:
-        (case,) = [c for c in yaml.safe_load(f)["tests"] if c["name"] == case_name]
+    alerts_dir = os.path.join(SOURCE_DIR, "tests/alerts")
+    with open(os.path.join(alerts_dir, f"{rules}.test.yml")) as f:
+        rule_tests = yaml.safe_load(f)
+    (case,) = [c for c in rule_tests["tests"] if c["name"] == case_name]
     r = promtool_test(case["interval"], case["input_series"], tests,
-                      rules=os.path.join(SOURCE_DIR, f"config/prometheus/{rules}.yml"))
+                      rules=[os.path.join(alerts_dir, r) for r in rule_tests["rule_files"]])
     test.assertEqual(r.returncode, 0, r.stdout + r.stderr)
 
 
@@ -700,8 +703,7 @@ probe:
                if rule["health"] != "ok"]
         self.assertEqual(bad, [])
         shipped = []
-        for name in ("rdma-alerts.yml", "rdma-culprits.yml", "rdma-last-hop.yml",
-                     "rdma-rollups.yml"):
+        for name in rule_files():
             with open(os.path.join(SOURCE_DIR, "config/prometheus", name)) as f:
                 shipped += [r for g in yaml.safe_load(f)["groups"] for r in g["rules"]]
         self.assertEqual(len(rules), len(shipped))

@@ -105,6 +105,7 @@ class PackageTest(unittest.TestCase):
             "/usr/share/rdma_exporter/prometheus/rdma-culprits.yml": "-rw-r--r--",
             "/usr/share/rdma_exporter/prometheus/rdma-last-hop.yml": "-rw-r--r--",
             "/usr/share/rdma_exporter/prometheus/rdma-rollups.yml": "-rw-r--r--",
+            "/usr/share/rdma_exporter/prometheus/rdma-rollups-fleet.yml": "-rw-r--r--",
             "/usr/share/rdma_exporter/alertmanager/rdma-inhibit.yml": "-rw-r--r--",
             "/usr/share/rdma_exporter/dashboards/rdma-latency.json": "-rw-r--r--",
         }

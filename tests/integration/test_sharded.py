@@ -5,13 +5,15 @@ its model):
 
   single    one Prometheus scraping every host and evaluating the rule files
             (config/prometheus/prometheus.yml)
-  prom      two Prometheus shards in agent mode (prometheus-shard.yml,
-            hashmod) writing to VictoriaMetrics; the culprit rules'
-            evaluator (prometheus-culprits.yml) writing its records there;
-            vmalert evaluates the other three rule files
+  prom      two Prometheus shards (prometheus-shard.yml, hashmod), each
+            evaluating the alerting rules and the port and host rollups
+            over its own hosts and writing its series and records to
+            VictoriaMetrics; the culprit rules' evaluator
+            (prometheus-culprits.yml) writing its records there; vmalert
+            evaluates the fleet rollups and the last-hop rules
   vmagent   two vmagents in cluster sharding (config/victoriametrics/
             vmagent.yml) writing to another VictoriaMetrics; vmalert
-            evaluates all four rule files
+            evaluates every rule file
 
 Each engine must return the hand-worked rollups below, and every query of
 the fleet boards (rdma-overview.json, rdma-group.json) the same answer on
@@ -35,11 +37,12 @@ import urllib.request
 import yaml
 
 import dashboard_queries as dq
-from harness import SOURCE_DIR, Prometheus, free_port, stop_process
+from harness import SOURCE_DIR, Prometheus, free_port, rule_files, stop_process
 
 FLEET_HOSTS_BIN = os.environ.get("RDMA_FLEET_HOSTS_BIN",
                                  os.path.join(SOURCE_DIR, "build", "bench", "fleet_hosts"))
-RULE_FILES = ("rdma-alerts.yml", "rdma-culprits.yml", "rdma-last-hop.yml", "rdma-rollups.yml")
+RULE_FILES = rule_files()
+SHARD_RULE_FILES = rule_files("prometheus-shard.yml")
 INTERVAL = "2s"
 DEADLINE_S = 300
 
@@ -104,6 +107,14 @@ EXPECTED = [
     ("group:rdma_probe_loss:ratio_rate2m > 0", [({"group": "g2"}, LOSS_RATIO / GROUP)]),
     ('instance_scope_tclass:rdma_probe_group_latency_seconds:p99_rate2m{instance="%(host7)s"}',
      [({"scope": s, "tclass": "0"}, P99) for s in ("group", "remote")]),
+    # Summed from every host's ports: each shard's part stays apart in the
+    # store, and the rail level counts every probe of the fleet once.
+    ("rail_scope_tclass:rdma_probe_group_latency_seconds:p99_rate2m",
+     [({"rail": f"rail{r}", "scope": s, "tclass": "0"}, P99)
+      for r in range(RNICS) for s in ("group", "remote")]),
+    ('sum(rail_scope_tclass_le:rdma_probe_group_latency_seconds_bucket:rate2m{le="+Inf"})'
+     ' / sum(instance_scope_tclass_le:rdma_probe_group_latency_seconds_bucket:rate2m{le="+Inf"})',
+     [({}, 1)]),
     # Every port probes the 7 others of its group and 2 hosts of the other
     # groups; the culprit rules' records, one per RNIC, wherever they are
     # evaluated.
@@ -246,23 +257,30 @@ class ShardedLayoutTest(unittest.TestCase):
         single["global"]["evaluation_interval"] = INTERVAL
         cls.single = Prometheus(yaml.safe_dump(single), files=rules)
 
-        # Prometheus shards in agent mode into one VictoriaMetrics.
+        # Prometheus shards into one VictoriaMetrics, each evaluating the
+        # rules of its own hosts.
         cls.vm_prom = cls.victoria_metrics("vm_prom")
         shard = with_targets(config_file("config/prometheus/prometheus-shard.yml"), targets)
+        shard["global"]["evaluation_interval"] = INTERVAL
+        shard["rule_files"] = [os.path.join(SOURCE_DIR, "config/prometheus", r)
+                               for r in SHARD_RULE_FILES]
+        shard["alerting"]["alertmanagers"][0]["static_configs"][0]["targets"] = [
+            f"127.0.0.1:{cls.notifier.server_address[1]}"]
         shard["remote_write"][0]["url"] = cls.vm_prom.url + "/api/v1/write"
         shard["remote_write"][0]["queue_config"] = {"batch_send_deadline": "1s"}
         for n in range(2):
             cfg = copy.deepcopy(shard)
             cfg["scrape_configs"][0]["relabel_configs"][1]["regex"] = str(n)
+            cfg["remote_write"][0]["write_relabel_configs"][0]["replacement"] = str(n)
             path = os.path.join(cls.tmp, f"shard{n}.yml")
             with open(path, "w") as f:
                 yaml.safe_dump(cfg, f)
             port = free_port()
             cls.procs.append(Process(
                 f"prometheus_shard{n}",
-                ["prometheus", "--enable-feature=agent", "--config.file", path,
-                 "--storage.agent.path", "{dir}/wal", "--web.listen-address", f"127.0.0.1:{port}",
-                 "--log.level", "warn"], "/-/ready", port))
+                ["prometheus", "--config.file", path, "--storage.tsdb.path", "{dir}/data",
+                 "--web.listen-address", f"127.0.0.1:{port}", "--log.level", "warn"],
+                "/-/ready", port))
         culprits = with_targets(config_file("config/prometheus/prometheus-culprits.yml"), targets)
         culprits["global"]["evaluation_interval"] = INTERVAL
         culprits["rule_files"] = [os.path.join(SOURCE_DIR, "config/prometheus/rdma-culprits.yml")]
@@ -270,7 +288,8 @@ class ShardedLayoutTest(unittest.TestCase):
         culprits["remote_write"][0]["queue_config"] = {"batch_send_deadline": "1s"}
         cls.culprit_evaluator = Prometheus(yaml.safe_dump(culprits))
         cls.vmalert("vmalert_prom", cls.vm_prom,
-                    [r for r in RULE_FILES if r != "rdma-culprits.yml"])
+                    [r for r in RULE_FILES
+                     if r not in SHARD_RULE_FILES and r != "rdma-culprits.yml"])
 
         # vmagent shards into another VictoriaMetrics.
         cls.vm_agent = cls.victoria_metrics("vm_agent")
