@@ -29,6 +29,7 @@
 #include <charconv>
 #include <csignal>
 #include <cstdio>
+#include <exception>
 #include <memory>
 #include <optional>
 #include <string>
@@ -169,5 +170,10 @@ int run(int argc, char** argv) {
 
 int main(int argc, char** argv) {
   std::signal(SIGPIPE, SIG_IGN);
-  return rdma_exporter::testing::run(argc, argv);
+  try {
+    return rdma_exporter::testing::run(argc, argv);
+  } catch (const std::exception& e) {
+    std::fprintf(stderr, "fake_rdma_host: %s\n", e.what());
+    return 1;
+  }
 }
