@@ -19,7 +19,8 @@ config/prometheus/'s four rule files at the same interval:
            (prometheus-culprits.yml) writing its records there, and vmalert
            for the fleet rollups and the last-hop rules
   vmagent  two vmagents in cluster sharding (config/victoriametrics/vmagent.yml)
-           writing to VictoriaMetrics, and vmalert for every rule file
+           writing to VictoriaMetrics, the culprit rules' Prometheus, and
+           vmalert for the other rule files
 
 After --warm-minutes it measures, over --window-minutes: samples ingested per
 second, active series, each process's CPU and resident memory, each rule
@@ -308,15 +309,17 @@ def main():
                                                "-loggerLevel=WARN"], work, port, "/health")
             procs.append(engine)
         if a.layout == "shards":
-            write = engine.url + "/api/v1/write"
             shard_rules = rule_files("prometheus-shard.yml")
             for n in range(2):
                 prometheus(f"prometheus-shard{n}", "config/prometheus/prometheus-shard.yml",
-                           remote_write=write, shard=n)
+                           remote_write=engine.url + "/api/v1/write", shard=n)
+        else:
+            shard_rules = []
+        if a.layout != "single":
             prometheus("prometheus-culprits", "config/prometheus/prometheus-culprits.yml",
-                       remote_write=write)
+                       remote_write=engine.url + "/api/v1/write")
             vmalert([r for r in RULE_FILES if r not in shard_rules and r != "rdma-culprits.yml"])
-        elif a.layout == "vmagent":
+        if a.layout == "vmagent":
             with open(os.path.join(work, "vmagent.yml"), "w") as f:
                 yaml.safe_dump(scrape_config("config/victoriametrics/vmagent.yml", targets,
                                              a.interval), f)
@@ -328,7 +331,6 @@ def main():
                     f"-remoteWrite.url={engine.url}/api/v1/write",
                     f"-remoteWrite.tmpDataPath=queue{n}", f"-httpListenAddr=127.0.0.1:{p}",
                     "-loggerLevel=WARN"], work, p, "/health"))
-            vmalert(RULE_FILES)
 
         print(f"warming up {a.warm_minutes} min", flush=True)
         time.sleep(60 * a.warm_minutes)
@@ -371,6 +373,9 @@ def main():
         report["components"] = {p.name: {"cpu_cores": round((cpu1[p.name] - cpu0[p.name]) / (t1 - t0), 3),
                                         "rss_bytes": p.memory().get("VmRSS"),
                                         "peak_rss_bytes": p.memory().get("VmHWM")} for p in procs}
+        for p in evaluators:  # each Prometheus' own series (a shard's share of the fleet)
+            report["components"][p.name]["head_series"] = int(
+                p.metrics().get("prometheus_tsdb_head_series", 0))
         m = engine.metrics()
         if a.layout == "single":
             report["active_series"] = int(m.get("prometheus_tsdb_head_series", 0))

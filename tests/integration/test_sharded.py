@@ -108,11 +108,12 @@ EXPECTED = [
     ('instance_scope_tclass:rdma_probe_group_latency_seconds:p99_rate2m{instance="%(host7)s"}',
      [({"scope": s, "tclass": "0"}, P99) for s in ("group", "remote")]),
     # Summed from every host's ports: each shard's part stays apart in the
-    # store, and the rail level counts every probe of the fleet once.
+    # store, and the rail level counts every probe of the fleet once (as
+    # the group, leaf and fleet levels above count every port once).
     ("rail_scope_tclass:rdma_probe_group_latency_seconds:p99_rate2m",
      [({"rail": f"rail{r}", "scope": s, "tclass": "0"}, P99)
       for r in range(RNICS) for s in ("group", "remote")]),
-    ('sum(rail_scope_tclass_le:rdma_probe_group_latency_seconds_bucket:rate2m{le="+Inf"})'
+    ('sum(shard_rail_scope_tclass_le:rdma_probe_group_latency_seconds_bucket:rate2m{le="+Inf"})'
      ' / sum(instance_scope_tclass_le:rdma_probe_group_latency_seconds_bucket:rate2m{le="+Inf"})',
      [({}, 1)]),
     # Every port probes the 7 others of its group and 2 hosts of the other
