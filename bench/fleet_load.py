@@ -10,7 +10,8 @@ query times with the rollups and on raw series.
 build/bench/fleet_hosts serves N rail hosts (the exporter's own rendering of
 the fake kernel and the fleet-mode probe, counters growing by its model) on
 loopback. The layout scrapes them every --interval seconds and evaluates
-config/prometheus/'s four rule files at the same interval:
+config/prometheus/'s rule files at the same interval (the groups with an
+interval of their own at theirs):
 
   single   one Prometheus (config/prometheus/prometheus.yml)
   shards   two Prometheus shards (prometheus-shard.yml: the alerting rules and
