@@ -55,7 +55,7 @@ import yaml
 SOURCE = os.path.abspath(os.path.join(os.path.dirname(__file__), ".."))
 sys.path.insert(0, os.path.join(SOURCE, "tests", "integration"))
 import dashboard_queries as dq  # noqa: E402
-from harness import free_port, rule_files, stop_process  # noqa: E402
+from harness import as_shard, free_port, rule_files, stop_process  # noqa: E402
 
 RULE_FILES = rule_files()
 BOARDS = ("rdma-overview.json", "rdma-group.json")
@@ -150,8 +150,10 @@ def scrape_config(path, targets, interval):
 
 def seconds(duration):
     """A Prometheus duration of one unit ("15s", "1m") in seconds."""
-    value, unit = re.fullmatch(r"(\d+)([smh])", str(duration)).groups()
-    return int(value) * {"s": 1, "m": 60, "h": 3600}[unit]
+    m = re.fullmatch(r"(\d+)([smh])", str(duration))
+    if not m:
+        raise ValueError(f"a rule group interval this benchmark does not read: {duration!r}")
+    return int(m.group(1)) * {"s": 1, "m": 60, "h": 3600}[m.group(2)]
 
 
 def group_intervals(default):
@@ -279,9 +281,8 @@ def main():
             if remote_write:
                 for w in config["remote_write"]:
                     w["url"] = remote_write
-            if shard is not None:  # the shard's number, as the config's comments say
-                config["scrape_configs"][0]["relabel_configs"][1]["regex"] = str(shard)
-                config["remote_write"][0]["write_relabel_configs"][0]["replacement"] = str(shard)
+            if shard is not None:
+                as_shard(config, shard)
             with open(os.path.join(work, f"{name}.yml"), "w") as f:
                 yaml.safe_dump(config, f)
             port = free_port()

@@ -229,6 +229,14 @@ def rule_files(config="prometheus.yml"):
         return yaml.safe_load(f)["rule_files"]
 
 
+def as_shard(config, number):
+    """CONFIG (prometheus-shard.yml's, loaded) set up as shard NUMBER, as its
+    comments say: the hosts whose hash is NUMBER, its parts labelled so."""
+    config["scrape_configs"][0]["relabel_configs"][1]["regex"] = str(number)
+    config["remote_write"][0]["write_relabel_configs"][0]["replacement"] = str(number)
+    return config
+
+
 def free_port():
     """A TCP port on loopback that nothing listens on right now."""
     with socket.socket() as s:

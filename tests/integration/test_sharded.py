@@ -37,7 +37,7 @@ import urllib.request
 import yaml
 
 import dashboard_queries as dq
-from harness import SOURCE_DIR, Prometheus, free_port, rule_files, stop_process
+from harness import SOURCE_DIR, Prometheus, as_shard, free_port, rule_files, stop_process
 
 FLEET_HOSTS_BIN = os.environ.get("RDMA_FLEET_HOSTS_BIN",
                                  os.path.join(SOURCE_DIR, "build", "bench", "fleet_hosts"))
@@ -270,9 +270,7 @@ class ShardedLayoutTest(unittest.TestCase):
         shard["remote_write"][0]["url"] = cls.vm_prom.url + "/api/v1/write"
         shard["remote_write"][0]["queue_config"] = {"batch_send_deadline": "1s"}
         for n in range(2):
-            cfg = copy.deepcopy(shard)
-            cfg["scrape_configs"][0]["relabel_configs"][1]["regex"] = str(n)
-            cfg["remote_write"][0]["write_relabel_configs"][0]["replacement"] = str(n)
+            cfg = as_shard(copy.deepcopy(shard), n)
             path = os.path.join(cls.tmp, f"shard{n}.yml")
             with open(path, "w") as f:
                 yaml.safe_dump(cfg, f)
