@@ -14,11 +14,11 @@ config/prometheus/'s rule files at the same interval (the groups with an
 interval of their own at theirs):
 
   single   one Prometheus (config/prometheus/prometheus.yml)
-  shards   two Prometheus shards (prometheus-shard.yml: the alerting rules and
-           the port and host rollups over each one's hosts) writing to
-           VictoriaMetrics, the culprit rules' Prometheus
-           (prometheus-culprits.yml) writing its records there, and vmalert
-           for the fleet rollups and the last-hop rules
+  shards   two Prometheus shards (prometheus-shard.yml: the alerting rules,
+           the last-hop evidence and the port and host rollups over each
+           one's hosts) writing to VictoriaMetrics, the culprit rules'
+           Prometheus (prometheus-culprits.yml) writing its records there,
+           and vmalert for the fleet rollups
   vmagent  two vmagents in cluster sharding (config/victoriametrics/vmagent.yml)
            writing to VictoriaMetrics, the culprit rules' Prometheus, and
            vmalert for the other rule files

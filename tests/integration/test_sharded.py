@@ -6,11 +6,11 @@ its model):
   single    one Prometheus scraping every host and evaluating the rule files
             (config/prometheus/prometheus.yml)
   prom      two Prometheus shards (prometheus-shard.yml, hashmod), each
-            evaluating the alerting rules and the port and host rollups
-            over its own hosts and writing its series and records to
-            VictoriaMetrics; the culprit rules' evaluator
-            (prometheus-culprits.yml) writing its records there; vmalert
-            evaluates the fleet rollups and the last-hop rules
+            evaluating the alerting rules, the last-hop evidence and the
+            port and host rollups over its own hosts and writing its
+            series and records to VictoriaMetrics; the culprit rules'
+            evaluator (prometheus-culprits.yml) writing its records there;
+            vmalert evaluates the fleet rollups
   vmagent   two vmagents in cluster sharding (config/victoriametrics/
             vmagent.yml) writing to another VictoriaMetrics; vmalert
             evaluates every rule file
@@ -103,6 +103,11 @@ EXPECTED = [
     ("group:rdma_link_errors:rate2m", [({"group": "g0"}, 2), ({"group": "g1"}, 0),
                                        ({"group": "g2"}, 0)]),
     ("group_rail:rdma_cnp_sent:rate2m > 0", [({"group": "g1", "rail": "rail0"}, 50)]),
+    # The last-hop evidence, recorded once wherever its host is evaluated:
+    # host 5's symbol errors (more than 10 within the hour) on mlx5_1.
+    ("count by (instance, device, port, suspect, evidence) (rdma:port_last_hop:evidence)",
+     [({"instance": "host5", "device": "mlx5_1", "port": "1", "suspect": "optic",
+        "evidence": "symbol_errors"}, 1)]),
     ("instance:rdma_probe_loss:ratio_rate2m > 0", [({"instance": "host20"}, LOSS_RATIO)]),
     ("group:rdma_probe_loss:ratio_rate2m > 0", [({"group": "g2"}, LOSS_RATIO / GROUP)]),
     ('instance_scope_tclass:rdma_probe_group_latency_seconds:p99_rate2m{instance="%(host7)s"}',
