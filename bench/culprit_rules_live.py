@@ -10,9 +10,10 @@ over the whole timeline. A server instead evaluates the whole group every
 build/bench/fleet_faults_sim so that its timeline ends --ready-in seconds from
 now (the time the simulation and the backfill are expected to take; a
 timeline that ends later is only waited for), backfills it with promtool,
-starts Prometheus on it with config/prometheus/rdma-culprits.yml, and once
-the timeline has ended (a server refuses records older than its newest
-block) prints each group evaluation's duration and its slowest rules from
+starts Prometheus on it with config/prometheus/rdma-culprits-hosts.yml and
+rdma-culprits.yml, and once the timeline has ended (a server refuses records
+older than its newest block) prints, at each evaluation of the culprit
+group, both groups' last durations and the slowest rules from
 /api/v1/rules, then the raw series, the records and the server's peak RSS.
 The first evaluations after the end read full 2-minute windows; later ones
 read windows that empty as the data stops, and cost less. WORK_DIR is
@@ -66,9 +67,11 @@ def main():
                    check=True, stdout=subprocess.DEVNULL)
     t_backfill = time.monotonic() - t0
     os.remove(om)
-    shutil.copy(os.path.join(ROOT, "config", "prometheus", "rdma-culprits.yml"), a.work)
+    for name in ("rdma-culprits-hosts.yml", "rdma-culprits.yml"):
+        shutil.copy(os.path.join(ROOT, "config", "prometheus", name), a.work)
     with open(os.path.join(a.work, "prometheus.yml"), "w") as f:
-        f.write("global: {evaluation_interval: 30s}\nrule_files: [rdma-culprits.yml]\n")
+        f.write("global: {evaluation_interval: 30s}\n"
+                "rule_files: [rdma-culprits-hosts.yml, rdma-culprits.yml]\n")
     log = open(os.path.join(a.work, "prometheus.log"), "w")
     proc = subprocess.Popen(
         ["prometheus", "--config.file=prometheus.yml", "--storage.tsdb.path=data",
@@ -100,7 +103,8 @@ def main():
         while evals < a.evals:
             time.sleep(2)
             peak = max(peak, rss_mib())
-            group = get("/api/v1/rules")["data"]["groups"][0]
+            groups = {g["name"]: g for g in get("/api/v1/rules")["data"]["groups"]}
+            group = groups["rdma-probe-culprits"]
             last = group["lastEvaluation"]
             at = datetime.datetime.fromisoformat(last[:26]).replace(
                 tzinfo=datetime.timezone.utc).timestamp()
@@ -108,10 +112,12 @@ def main():
                 continue
             seen.add(last)
             evals += 1
-            slowest = sorted(((round(r["evaluationTime"], 2), r["name"]) for r in group["rules"]),
-                             reverse=True)[:8]
-            print(json.dumps({"after_end_s": round(at - end), "group_s": round(
-                group["evaluationTime"], 1), "slowest_rules": slowest}), flush=True)
+            slowest = sorted(((round(r["evaluationTime"], 2), r["name"]) for g in groups.values()
+                              for r in g["rules"]), reverse=True)[:8]
+            print(json.dumps({"after_end_s": round(at - end),
+                              "group_s": {n: round(g["evaluationTime"], 1)
+                                          for n, g in groups.items()},
+                              "slowest_rules": slowest}), flush=True)
 
         def count(selector):
             r = get("/api/v1/query?query=" + urllib.parse.quote("count(%s)" % selector))

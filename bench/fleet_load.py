@@ -15,12 +15,14 @@ interval of their own at theirs):
 
   single   one Prometheus (config/prometheus/prometheus.yml)
   shards   two Prometheus shards (prometheus-shard.yml: the alerting rules,
-           the last-hop evidence and the port and host rollups over each
-           one's hosts) writing to VictoriaMetrics, the culprit rules'
-           Prometheus (prometheus-culprits.yml) writing its records there,
-           and vmalert for the fleet rollups
+           the last-hop evidence, the culprit rules' host part and the port
+           and host rollups over each one's hosts) writing to
+           VictoriaMetrics, and the host part's records to the culprit
+           rules' Prometheus (prometheus-culprits.yml), which writes its
+           records there; vmalert for the fleet rollups
   vmagent  two vmagents in cluster sharding (config/victoriametrics/vmagent.yml)
-           writing to VictoriaMetrics, the culprit rules' Prometheus, and
+           writing to VictoriaMetrics, the culprit rules' Prometheus
+           scraping the probe series (prometheus-culprits-scrape.yml), and
            vmalert for the other rule files
 
 After --warm-minutes it measures, over --window-minutes: samples ingested per
@@ -141,7 +143,7 @@ def scrape_config(path, targets, interval):
     with open(os.path.join(SOURCE, path)) as f:
         config = yaml.safe_load(f)
     config["global"]["scrape_interval"] = f"{interval}s"
-    for job in config["scrape_configs"]:
+    for job in config.get("scrape_configs", []):
         job.pop("static_configs", None)
         job["scrape_timeout"] = f"{min(10, interval)}s"
         job["file_sd_configs"] = [{"files": [targets]}]
@@ -274,13 +276,12 @@ def main():
         for name in RULE_FILES:
             shutil.copy(os.path.join(SOURCE, "config/prometheus", name), work)
 
-        def prometheus(name, config_path, remote_write=None, shard=None):
+        def prometheus(name, config_path, remote_write=(), shard=None, args=()):
             config = scrape_config(config_path, targets, a.interval)
             config["global"]["evaluation_interval"] = f"{a.interval}s"
             config.pop("alerting", None)  # alerts are not sent anywhere
-            if remote_write:
-                for w in config["remote_write"]:
-                    w["url"] = remote_write
+            for w, url in zip(config.get("remote_write", []), remote_write):
+                w["url"] = url
             if shard is not None:
                 as_shard(config, shard)
             with open(os.path.join(work, f"{name}.yml"), "w") as f:
@@ -289,7 +290,7 @@ def main():
             proc = Proc(name, ["prometheus", "--config.file", f"{name}.yml",
                                "--storage.tsdb.path", f"{name}-data",
                                "--web.listen-address", f"127.0.0.1:{port}",
-                               "--log.level", "warn"], work, port, "/-/ready")
+                               "--log.level", "warn", *args], work, port, "/-/ready")
             procs.append(proc)
             return proc
 
@@ -310,17 +311,22 @@ def main():
                                                f"-httpListenAddr=127.0.0.1:{port}",
                                                "-loggerLevel=WARN"], work, port, "/health")
             procs.append(engine)
+        store = engine.url + "/api/v1/write"
         if a.layout == "shards":
-            shard_rules = rule_files("prometheus-shard.yml")
+            # The culprit rules' evaluator receives the shards' host records.
+            culprits = prometheus("prometheus-culprits", "config/prometheus/prometheus-culprits.yml",
+                                  remote_write=[store],
+                                  args=["--web.enable-remote-write-receiver"])
             for n in range(2):
                 prometheus(f"prometheus-shard{n}", "config/prometheus/prometheus-shard.yml",
-                           remote_write=engine.url + "/api/v1/write", shard=n)
-        else:
-            shard_rules = []
+                           remote_write=[store, culprits.url + "/api/v1/write"], shard=n)
+            central = set(rule_files("prometheus-shard.yml") + rule_files("prometheus-culprits.yml"))
+        elif a.layout == "vmagent":
+            central = set(rule_files("prometheus-culprits-scrape.yml"))
+            prometheus("prometheus-culprits", "config/prometheus/prometheus-culprits-scrape.yml",
+                       remote_write=[store])
         if a.layout != "single":
-            prometheus("prometheus-culprits", "config/prometheus/prometheus-culprits.yml",
-                       remote_write=engine.url + "/api/v1/write")
-            vmalert([r for r in RULE_FILES if r not in shard_rules and r != "rdma-culprits.yml"])
+            vmalert([r for r in RULE_FILES if r not in central])
         if a.layout == "vmagent":
             with open(os.path.join(work, "vmagent.yml"), "w") as f:
                 yaml.safe_dump(scrape_config("config/victoriametrics/vmagent.yml", targets,

@@ -248,9 +248,9 @@ class Prometheus:
     """Debian's Prometheus server on loopback, with a data directory of its own.
 
     `config` is the prometheus.yml text; files maps extra file names (rule
-    files) to their text, written next to it."""
+    files) to their text, written next to it; args are more flags."""
 
-    def __init__(self, config, files=None, timeout=60):
+    def __init__(self, config, files=None, timeout=60, args=()):
         self.dir = tempfile.mkdtemp(prefix="rdma_prometheus_")
         for name, text in {"prometheus.yml": config, **(files or {})}.items():
             with open(os.path.join(self.dir, name), "w") as f:
@@ -264,7 +264,7 @@ class Prometheus:
                  "--config.file", os.path.join(self.dir, "prometheus.yml"),
                  "--storage.tsdb.path", os.path.join(self.dir, "data"),
                  "--web.listen-address", f"127.0.0.1:{self.port}",
-                 "--log.level", "warn"],
+                 "--log.level", "warn", *args],
                 stdout=log, stderr=subprocess.STDOUT, cwd=self.dir)
         deadline = time.monotonic() + timeout
         while True:

@@ -19,15 +19,17 @@ from metrics_doc import MetricsDoc
 RULES = os.path.join(SOURCE_DIR, "config/prometheus/rdma-alerts.yml")
 RULE_TESTS = os.path.join(SOURCE_DIR, "tests/alerts/rdma-alerts.test.yml")
 CULPRIT_RULES = os.path.join(SOURCE_DIR, "config/prometheus/rdma-culprits.yml")
+CULPRIT_HOST_RULES = os.path.join(SOURCE_DIR, "config/prometheus/rdma-culprits-hosts.yml")
 CULPRIT_TESTS = os.path.join(SOURCE_DIR, "tests/alerts/rdma-culprits.test.yml")
 LAST_HOP_RULES = os.path.join(SOURCE_DIR, "config/prometheus/rdma-last-hop.yml")
 LAST_HOP_TESTS = os.path.join(SOURCE_DIR, "tests/alerts/rdma-last-hop.test.yml")
 ROLLUP_RULES = os.path.join(SOURCE_DIR, "config/prometheus/rdma-rollups.yml")
 ROLLUP_FLEET_RULES = os.path.join(SOURCE_DIR, "config/prometheus/rdma-rollups-fleet.yml")
 ROLLUP_TESTS = os.path.join(SOURCE_DIR, "tests/alerts/rdma-rollups.test.yml")
-# Each rule file and its promtool tests (the two rollup files have theirs
-# together).
-RULE_SETS = [(RULES, RULE_TESTS), (CULPRIT_RULES, CULPRIT_TESTS), (LAST_HOP_RULES, LAST_HOP_TESTS),
+# Each rule file and its promtool tests (the two culprit files have theirs
+# together, as the two rollup files do).
+RULE_SETS = [(RULES, RULE_TESTS), (CULPRIT_HOST_RULES, CULPRIT_TESTS),
+             (CULPRIT_RULES, CULPRIT_TESTS), (LAST_HOP_RULES, LAST_HOP_TESTS),
              (ROLLUP_RULES, ROLLUP_TESTS), (ROLLUP_FLEET_RULES, ROLLUP_TESTS)]
 SCRAPE_CONFIG = os.path.join(SOURCE_DIR, "config/prometheus/prometheus.yml")
 RUNBOOKS = os.path.join(SOURCE_DIR, "docs/alerts.md")
@@ -84,13 +86,13 @@ class AlertRulesTest(unittest.TestCase):
             self.assertIn("SUCCESS", r.stdout)
 
     def test_every_alert_has_a_firing_and_a_quiet_case(self):
-        for path, tests in RULE_SETS:
+        for tests in dict.fromkeys(tests for _, tests in RULE_SETS):
             cases = {}
             for test in load_yaml(tests)["tests"]:
                 for case in test.get("alert_rule_test", []):
                     kind = "fires" if case.get("exp_alerts") else "quiet"
                     cases.setdefault(case["alertname"], set()).add(kind)
-            own = alerts(self.rule_docs[path])
+            own = [a for path, t in RULE_SETS if t == tests for a in alerts(self.rule_docs[path])]
             for alert in own:
                 name = alert["alert"]
                 self.assertEqual(cases.get(name), {"fires", "quiet"}, f"{name} in {tests}")
@@ -99,7 +101,9 @@ class AlertRulesTest(unittest.TestCase):
     def test_the_unit_tests_notice_an_alert_that_never_or_always_fires(self):
         # The tests can fail: for every alert, a rule file in which it never
         # fires, and one in which it fires for everything, each checked by
-        # that alert's cases only. One promtool run takes all the files.
+        # that alert's cases only, beside the other files its tests load (the
+        # culprit rules read the host part's records). One promtool run takes
+        # all the files.
         d = tempfile.mkdtemp(prefix="rdma_alerts_")
         try:
             files = []
@@ -121,9 +125,14 @@ class AlertRulesTest(unittest.TestCase):
                         stem = f"{name}-{kind}"
                         with open(os.path.join(d, stem + ".rules.yml"), "w") as f:
                             yaml.safe_dump(rules, f)
+                        loaded = [stem + ".rules.yml" if os.path.basename(r) == os.path.basename(path)
+                                  else os.path.normpath(os.path.join(os.path.dirname(test_path), r))
+                                  for r in tests["rule_files"]]
                         with open(os.path.join(d, stem + ".test.yml"), "w") as f:
-                            yaml.safe_dump({"rule_files": [stem + ".rules.yml"],
+                            yaml.safe_dump({"rule_files": loaded,
                                             "evaluation_interval": tests["evaluation_interval"],
+                                            **({"group_eval_order": tests["group_eval_order"]}
+                                               if "group_eval_order" in tests else {}),
                                             "tests": own}, f)
                         files.append(stem + ".test.yml")
             # One stream, so that each verdict follows its file name.
@@ -181,10 +190,11 @@ class AlertRulesTest(unittest.TestCase):
         # a rule that aggregates over hosts would give each shard's part as
         # if it were the fleet's. Such a record must be a part, named so
         # that prometheus-shard.yml labels it with the shard on the way out,
-        # and the fleet rules sum the parts.
+        # and the fleet rules sum the parts. (`host`, the culprit rules'
+        # name of a host, is its address: one exporter's too.)
         shard = load_yaml(os.path.join(SOURCE_DIR, "config/prometheus/prometheus-shard.yml"))
         (part,) = [r["regex"] for w in shard["remote_write"]
-                   for r in w.get("write_relabel_configs", [])]
+                   for r in w.get("write_relabel_configs", []) if r.get("target_label") == "shard"]
         parts = set()
         aggregation = re.compile(
             r"\b(sum|min|max|avg|count|group|stddev|stdvar|topk|bottomk|quantile|count_values)"
@@ -198,12 +208,39 @@ class AlertRulesTest(unittest.TestCase):
                     parts.add(what)
                 for m in aggregation.finditer(rule["expr"]):
                     kind, labels = m.group(2), [x.strip() for x in (m.group(3) or "").split(",")]
-                    keeps_host = (kind == "by" and "instance" in labels) or (
+                    keeps_host = (kind == "by" and ("instance" in labels or "host" in labels)) or (
                         kind == "without" and "instance" not in labels)
                     if not keeps_host:
                         crossing.append(what)
         self.assertEqual(sorted(set(crossing)), sorted(parts))
         self.assertEqual(len(parts), 24)
+
+    def test_the_culprit_rules_read_what_the_shards_send_them(self):
+        # Behind Prometheus shards, the culprit rules' evaluator receives the
+        # records the shards' regex keeps, and writes on to the store those
+        # its own regex does not drop: both must be the host part's records
+        # exactly, or it would miss some or write some twice.
+        config = os.path.join(SOURCE_DIR, "config/prometheus")
+        shard = load_yaml(os.path.join(config, "prometheus-shard.yml"))
+        evaluator = load_yaml(os.path.join(config, "prometheus-culprits.yml"))
+        (sent,) = [r["regex"] for w in shard["remote_write"]
+                   for r in w.get("write_relabel_configs", []) if r.get("action") == "keep"]
+        (kept,) = [r["regex"] for w in evaluator["remote_write"]
+                   for r in w["write_relabel_configs"] if r["action"] == "drop"]
+        self.assertEqual(evaluator["rule_files"], ["rdma-culprits.yml"])
+        self.assertNotIn("scrape_configs", evaluator)
+        records = {}
+        for name in os.listdir(config):
+            if name.startswith("rdma-"):
+                for rule in rules_of(load_yaml(os.path.join(config, name))):
+                    if "record" in rule:
+                        records.setdefault(rule["record"], set()).add(name)
+        host_records = {r for r, files in records.items() if "rdma-culprits-hosts.yml" in files}
+        self.assertEqual(len(host_records), 9)
+        for regex in (sent, kept):
+            self.assertEqual({r for r in records if re.fullmatch(regex, r)}, host_records)
+        self.assertIn("rdma-culprits-hosts.yml", rule_files("prometheus-shard.yml"))
+        self.assertNotIn("rdma-culprits.yml", rule_files("prometheus-shard.yml"))
 
     def test_scrape_config_example_is_valid(self):
         # promtool also loads the rule files the configuration names.
@@ -213,6 +250,7 @@ class AlertRulesTest(unittest.TestCase):
         jobs = {j["job_name"]: j for j in config["scrape_configs"]}
         self.assertIn("rdma_exporter", jobs)
         self.assertIn("rdma-alerts.yml", config["rule_files"])
+        self.assertIn("rdma-culprits-hosts.yml", config["rule_files"])
         self.assertIn("rdma-culprits.yml", config["rule_files"])
         self.assertIn("rdma-last-hop.yml", config["rule_files"])
         self.assertIn("rdma-rollups.yml", config["rule_files"])

@@ -92,6 +92,7 @@ class DeployTest(unittest.TestCase):
                     "usr/share/doc/rdma-exporter/examples/rdma_exporter-dashboards.yml",
                     "etc/rdma_exporter/rdma_exporter.yml",
                     "usr/share/rdma_exporter/prometheus/rdma-alerts.yml",
+                    "usr/share/rdma_exporter/prometheus/rdma-culprits-hosts.yml",
                     "usr/share/rdma_exporter/prometheus/rdma-culprits.yml",
                     "usr/share/rdma_exporter/prometheus/rdma-last-hop.yml",
                     "usr/share/rdma_exporter/dashboards/rdma-fleet.json",

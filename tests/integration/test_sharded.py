@@ -6,11 +6,12 @@ its model):
   single    one Prometheus scraping every host and evaluating the rule files
             (config/prometheus/prometheus.yml)
   prom      two Prometheus shards (prometheus-shard.yml, hashmod), each
-            evaluating the alerting rules, the last-hop evidence and the
-            port and host rollups over its own hosts and writing its
-            series and records to VictoriaMetrics; the culprit rules'
-            evaluator (prometheus-culprits.yml) writing its records there;
-            vmalert evaluates the fleet rollups
+            evaluating the alerting rules, the last-hop evidence, the
+            culprit rules' host part and the port and host rollups over its
+            own hosts and writing its series and records to
+            VictoriaMetrics, and the host part's records to the culprit
+            rules' evaluator (prometheus-culprits.yml), which writes its
+            own records there; vmalert evaluates the fleet rollups
   vmagent   two vmagents in cluster sharding (config/victoriametrics/
             vmagent.yml) writing to another VictoriaMetrics; vmalert
             evaluates every rule file
@@ -43,6 +44,7 @@ FLEET_HOSTS_BIN = os.environ.get("RDMA_FLEET_HOSTS_BIN",
                                  os.path.join(SOURCE_DIR, "build", "bench", "fleet_hosts"))
 RULE_FILES = rule_files()
 SHARD_RULE_FILES = rule_files("prometheus-shard.yml")
+CULPRIT_RULE_FILES = rule_files("prometheus-culprits.yml")
 INTERVAL = "2s"
 DEADLINE_S = 300
 
@@ -122,10 +124,17 @@ EXPECTED = [
      ' / sum(instance_scope_tclass_le:rdma_probe_group_latency_seconds_bucket:rate2m{le="+Inf"})',
      [({}, 1)]),
     # Every port probes the 7 others of its group and 2 hosts of the other
-    # groups; the culprit rules' records, one per RNIC, wherever they are
-    # evaluated.
+    # groups: the culprit rules' host records, one per pair and one per
+    # RNIC and scope (the prober end), wherever the hosts are evaluated;
+    # their records, one per RNIC, and every RNIC's target end inside its
+    # group, wherever they are evaluated.
     ("count(rdma_probe_sent_total)", [({}, HOSTS * RNICS * (GROUP - 1 + REMOTE))]),
+    ("count(rdma:probe_pair:sent:increase2m)", [({}, HOSTS * RNICS * (GROUP - 1 + REMOTE))]),
+    ("count by (scope) (rdma:probe_rnic_prober:sent:increase2m)",
+     [({"scope": s}, HOSTS * RNICS) for s in ("group", "remote")]),
     ("count(rdma:probe_rnic:sent:increase2m)", [({}, HOSTS * RNICS)]),
+    ('count(rdma:probe_rnic_end:sent:increase2m{end="target", scope="group"})',
+     [({}, HOSTS * RNICS)]),
 ]
 
 
@@ -264,16 +273,28 @@ class ShardedLayoutTest(unittest.TestCase):
         cls.single = Prometheus(yaml.safe_dump(single), files=rules)
 
         # Prometheus shards into one VictoriaMetrics, each evaluating the
-        # rules of its own hosts.
+        # rules of its own hosts, and sending the culprit rules' host
+        # records to their evaluator.
         cls.vm_prom = cls.victoria_metrics("vm_prom")
+        culprits = config_file("config/prometheus/prometheus-culprits.yml")
+        culprits["global"]["evaluation_interval"] = INTERVAL
+        culprits["rule_files"] = [os.path.join(SOURCE_DIR, "config/prometheus", r)
+                                  for r in culprits["rule_files"]]
+        culprits["remote_write"][0]["url"] = cls.vm_prom.url + "/api/v1/write"
+        culprits["remote_write"][0]["queue_config"] = {"batch_send_deadline": "1s"}
+        cls.culprit_evaluator = Prometheus(yaml.safe_dump(culprits),
+                                           args=["--web.enable-remote-write-receiver"])
         shard = with_targets(config_file("config/prometheus/prometheus-shard.yml"), targets)
         shard["global"]["evaluation_interval"] = INTERVAL
         shard["rule_files"] = [os.path.join(SOURCE_DIR, "config/prometheus", r)
                                for r in SHARD_RULE_FILES]
         shard["alerting"]["alertmanagers"][0]["static_configs"][0]["targets"] = [
             f"127.0.0.1:{cls.notifier.server_address[1]}"]
-        shard["remote_write"][0]["url"] = cls.vm_prom.url + "/api/v1/write"
-        shard["remote_write"][0]["queue_config"] = {"batch_send_deadline": "1s"}
+        store, evaluator = shard["remote_write"]
+        store["url"] = cls.vm_prom.url + "/api/v1/write"
+        evaluator["url"] = cls.culprit_evaluator.url + "/api/v1/write"
+        for w in (store, evaluator):
+            w["queue_config"] = {"batch_send_deadline": "1s"}
         for n in range(2):
             cfg = as_shard(copy.deepcopy(shard), n)
             path = os.path.join(cls.tmp, f"shard{n}.yml")
@@ -285,15 +306,9 @@ class ShardedLayoutTest(unittest.TestCase):
                 ["prometheus", "--config.file", path, "--storage.tsdb.path", "{dir}/data",
                  "--web.listen-address", f"127.0.0.1:{port}", "--log.level", "warn"],
                 "/-/ready", port))
-        culprits = with_targets(config_file("config/prometheus/prometheus-culprits.yml"), targets)
-        culprits["global"]["evaluation_interval"] = INTERVAL
-        culprits["rule_files"] = [os.path.join(SOURCE_DIR, "config/prometheus/rdma-culprits.yml")]
-        culprits["remote_write"][0]["url"] = cls.vm_prom.url + "/api/v1/write"
-        culprits["remote_write"][0]["queue_config"] = {"batch_send_deadline": "1s"}
-        cls.culprit_evaluator = Prometheus(yaml.safe_dump(culprits))
         cls.vmalert("vmalert_prom", cls.vm_prom,
                     [r for r in RULE_FILES
-                     if r not in SHARD_RULE_FILES and r != "rdma-culprits.yml"])
+                     if r not in SHARD_RULE_FILES and r not in CULPRIT_RULE_FILES])
 
         # vmagent shards into another VictoriaMetrics.
         cls.vm_agent = cls.victoria_metrics("vm_agent")

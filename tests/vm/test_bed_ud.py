@@ -50,7 +50,9 @@ sys.path.insert(0, os.path.join(HERE, "..", "integration"))
 from dashboard_queries import Evaluation  # noqa: E402
 from harness import Prometheus  # noqa: E402
 
-CULPRIT_RULES = os.path.join(HERE, "..", "..", "config", "prometheus", "rdma-culprits.yml")
+# The culprit rules and their host part, as one Prometheus loads them.
+CULPRIT_RULES = [os.path.join(HERE, "..", "..", "config", "prometheus", name)
+                 for name in ("rdma-culprits-hosts.yml", "rdma-culprits.yml")]
 
 RACKS = ("rack1", "rack1", "rack2")
 CONTROL_PORT = 10911
@@ -454,14 +456,16 @@ class BedUdTest(BedTestCase):
         bed = self.bed
         self.wait_until("every UD pair probing", self.healthy, timeout=120)
         targets = ", ".join(f"'127.0.0.1:{bed.hostport(vm)}'" for vm in bed.names)
-        with open(CULPRIT_RULES) as f:
-            rules = f.read()
+        rules = {}
+        for path in CULPRIT_RULES:
+            with open(path) as f:
+                rules[os.path.basename(path)] = f.read()
         prom = Prometheus("global: {scrape_interval: 5s, evaluation_interval: 5s}\n"
-                          "rule_files: [rdma-culprits.yml]\n"
+                          f"rule_files: [{', '.join(rules)}]\n"
                           "scrape_configs:\n"
                           "  - job_name: rdma_exporter\n"
                           f"    static_configs: [{{targets: [{targets}]}}]\n",
-                          {"rdma-culprits.yml": rules})
+                          rules)
         vm2 = f"{bed.ip('vm2', 0)}:{CONTROL_PORT}"
 
         def culprits():
