@@ -58,6 +58,7 @@ SOURCE = os.path.abspath(os.path.join(os.path.dirname(__file__), ".."))
 sys.path.insert(0, os.path.join(SOURCE, "tests", "integration"))
 import dashboard_queries as dq  # noqa: E402
 from harness import as_shard, free_port, rule_files, stop_process  # noqa: E402
+from promql_selectors import sub_selectors  # noqa: E402
 
 RULE_FILES = rule_files()
 BOARDS = ("rdma-overview.json", "rdma-group.json")
@@ -180,7 +181,6 @@ def records():
     return out
 
 
-NAME = r"[a-zA-Z_:][a-zA-Z0-9_:]*"
 MATCHER = re.compile(r'\s*(\w+)\s*(=~|!=|!~|=)\s*"((?:[^"\\]|\\.)*)"\s*,?')
 
 
@@ -188,10 +188,9 @@ def raw(expr, defs):
     """EXPR with every rollup record replaced by its definition, recursively;
     None when a record is selected by a matcher that cannot be put on an
     expression (a regex other than .*, a negative matcher)."""
-    def expand(m):
-        name, selector = m.group(1), m.group(2) or ""
+    def expand(name, selector, range_, text):
         if name not in defs:
-            return m.group(0)
+            return text
         expanded = [raw(d, defs) for d in defs[name]]
         if None in expanded:
             raise ValueError(name)
@@ -204,10 +203,10 @@ def raw(expr, defs):
                 raise ValueError(f"{label}{op}{value}")
             # Keeps the samples whose LABEL is VALUE.
             text = f'({text} and on ({label}) label_replace(vector(1), "{label}", "{value}", "", ""))'
-        return text
+        return text + range_
 
     try:
-        return re.sub(rf"(?<![\w:\"])({NAME})(\{{[^}}]*\}})?(?![\w:(\"])", expand, expr)
+        return sub_selectors(expr, expand)
     except ValueError:
         return None
 

@@ -6,13 +6,28 @@ shipped CI scenarios is named, as exactly its element, within 2 pinglist
 epochs of simulated time, and nothing else is named (host stalls shorter
 than the probe timeout run all along). And bench/fleet_faults_campaign adds
 up several runs' reports."""
+import importlib.machinery
+import importlib.util
 import json
 import os
 import subprocess
+import sys
 import tempfile
 import unittest
 
 from harness import SOURCE_DIR
+
+sys.path.insert(0, os.path.join(SOURCE_DIR, "bench"))
+import fleet_load  # noqa: E402
+from promql_selectors import sub_selectors  # noqa: E402
+
+
+def load_fleet_faults():
+    path = os.path.join(SOURCE_DIR, "bench", "fleet_faults")
+    loader = importlib.machinery.SourceFileLoader("fleet_faults", path)
+    module = importlib.util.module_from_spec(importlib.util.spec_from_loader(loader.name, loader))
+    loader.exec_module(module)
+    return module
 
 SIM = os.environ.get("RDMA_FLEET_FAULTS_SIM_BIN",
                      os.path.join(SOURCE_DIR, "build/bench/fleet_faults_sim"))
@@ -140,3 +155,42 @@ class CampaignTest(unittest.TestCase):
 
 if __name__ == "__main__":
     unittest.main()
+
+
+class SelectorRewriteTest(unittest.TestCase):
+    """What both benchmarks rewrite: each selector once, whole, and nothing
+    inside a label value, another name or a function's name."""
+    EXPR = ('sum by (host) (rate(rec:a{host="rec:a",x=~"y"}[2m])) / rec:a offset 1m'
+            ' + rec:ab + f(rec:a) and rec:a_total + label_replace(v, "h", "rec:a", "", "")')
+
+    def test_the_callback_sees_names_matchers_and_ranges(self):
+        seen = []
+
+        def note(name, matchers, range_, text):
+            seen.append((name, matchers, range_, text))
+            return "<%s>" % text if name == "rec:a" else text
+
+        got = sub_selectors(self.EXPR, note)
+        self.assertEqual(got, 'sum by (host) (rate(<rec:a{host="rec:a",x=~"y"}[2m]>)) / <rec:a> offset 1m'
+                              ' + rec:ab + f(<rec:a>) and rec:a_total'
+                              ' + label_replace(v, "h", "rec:a", "", "")')
+        self.assertIn(("rec:a", '{host="rec:a",x=~"y"}', "[2m]", 'rec:a{host="rec:a",x=~"y"}[2m]'),
+                      seen)
+        self.assertNotIn("rate", [name for name, *_ in seen])
+        self.assertNotIn("f", [name for name, *_ in seen])
+
+    def test_fleet_faults_reads_only_the_named_records_late(self):
+        lagged = load_fleet_faults().lagged
+        self.assertEqual(lagged("a + b[2m] + ab + a_b{x=\"a\"}", {"a", "b"}, 15),
+                         "a offset 15s + b[2m] offset 15s + ab + a_b{x=\"a\"}")
+
+    def test_fleet_load_expands_records_with_their_matchers(self):
+        defs = {"x": ["sum by (group) (z)"], "w": ["x * 2"]}
+        self.assertEqual(
+            fleet_load.raw('x{group="g1"} + y', defs),
+            '(((sum by (group) (z))) and on (group) '
+            'label_replace(vector(1), "group", "g1", "", "")) + y')
+        self.assertEqual(fleet_load.raw("w", defs), "((((sum by (group) (z))) * 2))")
+        self.assertEqual(fleet_load.raw('x{group=~".*"}', defs), "((sum by (group) (z)))")
+        self.assertIsNone(fleet_load.raw('x{group!="g1"}', defs))
+
