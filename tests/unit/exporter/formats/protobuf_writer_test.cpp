@@ -42,8 +42,9 @@ TEST(ProtobufWriter, VarintsAtEveryLengthBoundary) {
        bytes({0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0x01})},
   };
   for (const auto& [value, encoded] : cases) {
-    EXPECT_EQ(written([&](ProtobufWriter& w) { w.varint_field(1, value); }),
-              bytes({0x08}) + encoded)
+    // A copy: clang 14 does not capture structured bindings.
+    const uint64_t v = value;
+    EXPECT_EQ(written([v](ProtobufWriter& w) { w.varint_field(1, v); }), bytes({0x08}) + encoded)
         << value;
   }
 }
