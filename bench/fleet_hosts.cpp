@@ -29,8 +29,11 @@
 //
 // Usage: fleet_hosts --hosts N [--rnics R] [--processes P] [--group-size G]
 //                    [--remote K] [--address ADDR] [--first-port PORT]
+//                    [--idle-timeout SECONDS]
 //                    [--grow HOST,METRIC,DEVICE,PER_SECOND]... [--targets FILE]
-// --first-port 0 (the default) takes any free ports. --targets writes the
+// --first-port 0 (the default) takes any free ports. A connection is closed
+// after --idle-timeout (default 300) without a request, or with its answer
+// not taken; a failed accept is retried a second later. --targets writes the
 // hosts as a Prometheus file_sd list ({"targets": ["ADDR:PORT"], "labels":
 // {}} per host, in host order). --grow adds PER_SECOND to the rate
 // of host HOST's series of counter METRIC on device DEVICE ("*": any
@@ -40,6 +43,7 @@
 #include <algorithm>
 #include <boost/asio/ip/tcp.hpp>
 #include <boost/asio/signal_set.hpp>
+#include <boost/asio/steady_timer.hpp>
 #include <boost/beast/core.hpp>
 #include <boost/beast/http.hpp>
 #include <charconv>
@@ -84,6 +88,7 @@ struct Options {
   uint32_t remote = 4;
   std::string address = "127.0.0.1";
   uint32_t first_port = 0;
+  uint32_t idle_timeout = 300;  // seconds
   std::vector<Growth> grow;
   std::string targets;
 };
@@ -251,12 +256,16 @@ Host render(uint32_t h, const Options& o, const std::filesystem::path& sysfs,
 }
 
 // Answers every request on a connection with its host's exposition, now.
+// A connection waits up to `idle` for its next request (a scraper keeps its
+// connection between scrapes) and for its answer to be taken, then closes.
 class Session : public std::enable_shared_from_this<Session> {
  public:
-  Session(tcp::socket socket, const Host& host, std::chrono::steady_clock::time_point start)
-      : stream_(std::move(socket)), host_(host), start_(start) {}
+  Session(tcp::socket socket, const Host& host, std::chrono::steady_clock::time_point start,
+          std::chrono::seconds idle)
+      : stream_(std::move(socket)), host_(host), start_(start), idle_(idle) {}
   void read() {
     request_ = {};
+    stream_.expires_after(idle_);
     http::async_read(stream_, buffer_, request_,
                      [self = shared_from_this()](beast::error_code ec, std::size_t) {
                        if (!ec) self->answer();
@@ -275,6 +284,7 @@ class Session : public std::enable_shared_from_this<Session> {
     response_.body() = host_.body(since.count(), unix_now.count());
     response_.keep_alive(request_.keep_alive());
     response_.prepare_payload();
+    stream_.expires_after(idle_);
     http::async_write(stream_, response_,
                       [self = shared_from_this()](beast::error_code ec, std::size_t) {
                         if (!ec && self->request_.keep_alive()) self->read();
@@ -287,14 +297,26 @@ class Session : public std::enable_shared_from_this<Session> {
   http::response<http::string_body> response_;
   const Host& host_;
   std::chrono::steady_clock::time_point start_;
+  std::chrono::seconds idle_;
 };
 
-void accept(tcp::acceptor& acceptor, const Host& host,
-            std::chrono::steady_clock::time_point start) {
-  acceptor.async_accept([&acceptor, &host, start](beast::error_code ec, tcp::socket socket) {
-    if (ec) return;
-    std::make_shared<Session>(std::move(socket), host, start)->read();
-    accept(acceptor, host, start);
+// Accepts connections until the acceptor closes. A failed accept (out of
+// file descriptors, say) is retried a second later instead of leaving the
+// host deaf for the rest of the run.
+void accept(tcp::acceptor& acceptor, const Host& host, std::chrono::steady_clock::time_point start,
+            std::chrono::seconds idle) {
+  acceptor.async_accept([&acceptor, &host, start, idle](beast::error_code ec, tcp::socket socket) {
+    if (ec == asio::error::operation_aborted) return;
+    if (ec) {
+      auto timer =
+          std::make_shared<asio::steady_timer>(acceptor.get_executor(), std::chrono::seconds(1));
+      timer->async_wait([timer, &acceptor, &host, start, idle](beast::error_code) {
+        accept(acceptor, host, start, idle);
+      });
+      return;
+    }
+    std::make_shared<Session>(std::move(socket), host, start, idle)->read();
+    accept(acceptor, host, start, idle);
   });
 }
 
@@ -321,11 +343,12 @@ std::optional<Growth> parse_growth(const std::string& text) {
 }
 
 int usage(const char* message) {
-  std::fprintf(stderr,
-               "fleet_hosts: %s\nUsage: fleet_hosts --hosts N [--rnics R] [--processes P] "
-               "[--group-size G] [--remote K] [--address ADDR] [--first-port PORT] "
-               "[--grow HOST,METRIC,DEVICE,PER_SECOND]... [--targets FILE]\n",
-               message);
+  std::fprintf(
+      stderr,
+      "fleet_hosts: %s\nUsage: fleet_hosts --hosts N [--rnics R] [--processes P] "
+      "[--group-size G] [--remote K] [--address ADDR] [--first-port PORT] "
+      "[--idle-timeout SECONDS] [--grow HOST,METRIC,DEVICE,PER_SECOND]... [--targets FILE]\n",
+      message);
   return 2;
 }
 
@@ -350,6 +373,8 @@ int run(int argc, char** argv) {
       o.address = value;
     } else if (arg == "--first-port") {
       ok = parse_count(value, o.first_port, 65535);
+    } else if (arg == "--idle-timeout") {
+      ok = parse_count(value, o.idle_timeout, 86400) && o.idle_timeout > 0;
     } else if (arg == "--grow") {
       auto g = parse_growth(value);
       ok = g.has_value();
@@ -405,7 +430,7 @@ int run(int argc, char** argv) {
     }
     targets += std::string(h ? ",\n" : "") + "  {\"targets\": [\"" + o.address + ":" +
                std::to_string(acceptor->local_endpoint().port()) + "\"], \"labels\": {}}";
-    accept(*acceptor, hosts[h], start);
+    accept(*acceptor, hosts[h], start, std::chrono::seconds(o.idle_timeout));
     acceptors.push_back(std::move(acceptor));
   }
   targets += "\n]\n";

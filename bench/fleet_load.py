@@ -45,7 +45,6 @@ import os
 import re
 import shutil
 import statistics
-import subprocess
 import sys
 import tempfile
 import time
@@ -57,7 +56,7 @@ import yaml
 SOURCE = os.path.abspath(os.path.join(os.path.dirname(__file__), ".."))
 sys.path.insert(0, os.path.join(SOURCE, "tests", "integration"))
 import dashboard_queries as dq  # noqa: E402
-from harness import as_shard, free_port, rule_files, stop_process  # noqa: E402
+from harness import Server, as_shard, free_port, rule_files  # noqa: E402
 from promql_selectors import sub_selectors  # noqa: E402
 
 RULE_FILES = rule_files()
@@ -71,32 +70,21 @@ def get(url, timeout=300):
         return r.read()
 
 
-class Proc:
+class Proc(Server):
+    """A server of the run, in the run's directory (NAME.log kept there),
+    with what the report reads of it."""
+
     def __init__(self, name, argv, workdir, port=None, ready=None, timeout=300):
-        self.name, self.port = name, port
-        self.url = f"http://127.0.0.1:{port}" if port else None
-        self.log = open(os.path.join(workdir, f"{name}.log"), "w")
-        self.p = subprocess.Popen(argv, stdout=self.log, stderr=subprocess.STDOUT, cwd=workdir)
-        deadline = time.monotonic() + timeout
-        while ready:
-            if self.p.poll() is not None:
-                raise RuntimeError(f"{name} exited {self.p.returncode}")
-            try:
-                get(self.url + ready, 5)
-                break
-            except OSError:
-                if time.monotonic() > deadline:
-                    raise RuntimeError(f"{name} not ready")
-                time.sleep(0.5)
+        super().__init__(name, argv, ready, port, timeout, workdir)
 
     def cpu_seconds(self):
-        with open(f"/proc/{self.p.pid}/stat") as f:
+        with open(f"/proc/{self.proc.pid}/stat") as f:
             fields = f.read().rsplit(")", 1)[1].split()
         return (int(fields[11]) + int(fields[12])) / CLK_TCK
 
     def memory(self):
         out = {}
-        with open(f"/proc/{self.p.pid}/status") as f:
+        with open(f"/proc/{self.proc.pid}/status") as f:
             for line in f:
                 if line.startswith(("VmRSS:", "VmHWM:")):
                     out[line.split(":")[0]] = int(line.split()[1]) * 1024
@@ -114,7 +102,7 @@ class Proc:
                     pass
         return out
 
-    def query(self, expr, range_minutes=None, step=None):
+    def timed_query(self, expr, range_minutes=None, step=None):
         """Runs EXPR; (seconds, status, result count)."""
         params = {"query": expr}
         path = "/api/v1/query"
@@ -135,9 +123,8 @@ class Proc:
         elapsed = time.perf_counter() - t
         return elapsed, body.get("status"), len(body.get("data", {}).get("result", []))
 
-    def stop(self):
-        stop_process(self.p, 60)
-        self.log.close()
+    def stop(self, timeout=60):
+        super().stop(timeout)
 
 
 def scrape_config(path, targets, interval):
@@ -228,7 +215,7 @@ def board_queries():
 def timed(engine, expr, instant, interval, repeat=3):
     times, status, n = [], None, 0
     for _ in range(repeat):
-        t, status, n = engine.query(expr, None if instant else 10, None if instant else f"{interval}s")
+        t, status, n = engine.timed_query(expr, None if instant else 10, None if instant else f"{interval}s")
         times.append(t)
         if status != "success":
             break
@@ -265,7 +252,7 @@ def main():
                                      "--targets", targets], work)
         procs.append(fleet)
         while not os.path.exists(targets):
-            if fleet.p.poll() is not None:
+            if fleet.proc.poll() is not None:
                 raise RuntimeError("fleet_hosts exited")
             time.sleep(1)
         with open(os.path.join(work, "fleet_hosts.log")) as f:

@@ -244,6 +244,60 @@ def free_port():
         return s.getsockname()[1]
 
 
+class Server:
+    """A server process on loopback, its output in a log, stopped by stop().
+
+    Without WORKDIR it runs in a temporary directory of its own ("{dir}" in
+    ARGV names it; removed by stop()) and logs to "log" there; with one it
+    runs there and logs to NAME.log, both kept. With READY it waits until
+    that path answers, up to TIMEOUT seconds."""
+
+    def __init__(self, name, argv, ready=None, port=None, timeout=60, workdir=None):
+        self.name, self.port = name, port
+        self.url = f"http://127.0.0.1:{port}" if port else None
+        self.own_dir = workdir is None
+        self.dir = tempfile.mkdtemp(prefix=f"rdma_{name}_") if self.own_dir else workdir
+        self.log_path = os.path.join(self.dir, "log" if self.own_dir else f"{name}.log")
+        with open(self.log_path, "w") as log:
+            self.proc = subprocess.Popen([a.replace("{dir}", self.dir) for a in argv],
+                                         stdout=log, stderr=subprocess.STDOUT, cwd=self.dir)
+        if ready:
+            self.wait_ready(ready, timeout)
+
+    def wait_ready(self, path, timeout):
+        deadline = time.monotonic() + timeout
+        while True:
+            if self.proc.poll() is not None:
+                raise RuntimeError(f"{self.name} exited {self.proc.returncode}:\n{self.log()}")
+            try:
+                with urllib.request.urlopen(self.url + path, timeout=5):
+                    return
+            except OSError:
+                pass
+            if time.monotonic() > deadline:
+                raise RuntimeError(f"{self.name} not ready within {timeout}s:\n{self.log()}")
+            time.sleep(0.2)
+
+    def log(self):
+        """The last 4,000 characters of its output."""
+        with open(self.log_path, errors="replace") as f:
+            return f.read()[-4000:]
+
+    def query(self, expr):
+        """The Prometheus API's answer to EXPR now, decoded (an error's too)."""
+        url = f"{self.url}/api/v1/query?" + urllib.parse.urlencode({"query": expr})
+        try:
+            with urllib.request.urlopen(url, timeout=30) as resp:
+                return json.loads(resp.read())
+        except urllib.error.HTTPError as e:
+            return json.loads(e.read())
+
+    def stop(self, timeout=30):
+        stop_process(self.proc, timeout)
+        if self.own_dir:
+            shutil.rmtree(self.dir, ignore_errors=True)
+
+
 class Prometheus:
     """Debian's Prometheus server on loopback, with a data directory of its own.
 

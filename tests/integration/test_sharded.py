@@ -27,18 +27,17 @@ import json
 import math
 import os
 import shutil
-import subprocess
+import socket
 import tempfile
 import threading
 import time
 import unittest
-import urllib.parse
 import urllib.request
 
 import yaml
 
 import dashboard_queries as dq
-from harness import SOURCE_DIR, Prometheus, as_shard, free_port, rule_files, stop_process
+from harness import SOURCE_DIR, Prometheus, Server, as_shard, free_port, rule_files
 
 FLEET_HOSTS_BIN = os.environ.get("RDMA_FLEET_HOSTS_BIN",
                                  os.path.join(SOURCE_DIR, "build", "bench", "fleet_hosts"))
@@ -165,51 +164,6 @@ def matches(result, expected):
     return True
 
 
-class Process:
-    """A server on loopback with a directory of its own, stopped on exit."""
-
-    def __init__(self, name, argv, ready_path=None, port=None, timeout=60):
-        self.dir = tempfile.mkdtemp(prefix=f"rdma_{name}_")
-        self.name, self.port = name, port
-        self.url = f"http://127.0.0.1:{port}" if port else None
-        self.log_path = os.path.join(self.dir, "log")
-        with open(self.log_path, "w") as log:
-            self.proc = subprocess.Popen([a.replace("{dir}", self.dir) for a in argv],
-                                         stdout=log, stderr=subprocess.STDOUT, cwd=self.dir)
-        if ready_path:
-            self.wait_ready(ready_path, timeout)
-
-    def wait_ready(self, path, timeout):
-        deadline = time.monotonic() + timeout
-        while True:
-            if self.proc.poll() is not None:
-                raise RuntimeError(f"{self.name} exited {self.proc.returncode}:\n{self.log()}")
-            try:
-                with urllib.request.urlopen(self.url + path, timeout=5):
-                    return
-            except OSError:
-                pass
-            if time.monotonic() > deadline:
-                raise RuntimeError(f"{self.name} not ready within {timeout}s:\n{self.log()}")
-            time.sleep(0.2)
-
-    def log(self):
-        with open(self.log_path, errors="replace") as f:
-            return f.read()[-4000:]
-
-    def query(self, expr):
-        url = f"{self.url}/api/v1/query?" + urllib.parse.urlencode({"query": expr})
-        try:
-            with urllib.request.urlopen(url, timeout=30) as resp:
-                return json.loads(resp.read())
-        except urllib.error.HTTPError as e:
-            return json.loads(e.read())
-
-    def stop(self):
-        stop_process(self.proc)
-        shutil.rmtree(self.dir, ignore_errors=True)
-
-
 class Notifier(http.server.BaseHTTPRequestHandler):
     """Where vmalert sends its alerts: accepted and dropped."""
 
@@ -253,10 +207,11 @@ class ShardedLayoutTest(unittest.TestCase):
     def start(cls):
         targets = os.path.join(cls.tmp, "targets.json")
         argv = [FLEET_HOSTS_BIN, "--hosts", str(HOSTS), "--rnics", str(RNICS), "--processes", "2",
-                "--group-size", str(GROUP), "--remote", str(REMOTE), "--targets", targets]
+                "--group-size", str(GROUP), "--remote", str(REMOTE), "--targets", targets,
+                "--idle-timeout", "10"]
         for host, metric, device, rate in GROWTH:
             argv += ["--grow", f"{host},{metric},{device},{rate}"]
-        fleet = Process("fleet_hosts", argv)
+        fleet = Server("fleet_hosts", argv)
         cls.procs.append(fleet)
         deadline = time.monotonic() + 120
         while not os.path.exists(targets):
@@ -307,7 +262,7 @@ class ShardedLayoutTest(unittest.TestCase):
             with open(path, "w") as f:
                 yaml.safe_dump(cfg, f)
             port = free_port()
-            cls.procs.append(Process(
+            cls.procs.append(Server(
                 f"prometheus_shard{n}",
                 ["prometheus", "--config.file", path, "--storage.tsdb.path", "{dir}/data",
                  "--web.listen-address", f"127.0.0.1:{port}", "--log.level", "warn"],
@@ -324,7 +279,7 @@ class ShardedLayoutTest(unittest.TestCase):
             yaml.safe_dump(agent, f)
         for n in range(2):
             port = free_port()
-            cls.procs.append(Process(
+            cls.procs.append(Server(
                 f"vmagent{n}",
                 ["vmagent", f"-promscrape.config={path}", "-promscrape.cluster.membersCount=2",
                  f"-promscrape.cluster.memberNum={n}",
@@ -339,7 +294,7 @@ class ShardedLayoutTest(unittest.TestCase):
         port = free_port()
         # Samples are visible to queries at once (the default waits 30 s for
         # late samples, which only delays every rollup by as much).
-        vm = Process(name, ["victoria-metrics", "-storageDataPath={dir}/data",
+        vm = Server(name, ["victoria-metrics", "-storageDataPath={dir}/data",
                             f"-httpListenAddr=127.0.0.1:{port}", "-search.latencyOffset=1s",
                             "-search.disableCache", "-loggerLevel=WARN"], "/health", port)
         cls.procs.append(vm)
@@ -354,7 +309,7 @@ class ShardedLayoutTest(unittest.TestCase):
                 f"-evaluationInterval={INTERVAL}", f"-httpListenAddr=127.0.0.1:{port}",
                 "-loggerLevel=WARN"]
         argv += [f"-rule={os.path.join(SOURCE_DIR, 'config/prometheus', r)}" for r in rule_files]
-        cls.procs.append(Process(name, argv, "/health", port))
+        cls.procs.append(Server(name, argv, "/health", port))
 
     @classmethod
     def tearDownClass(cls):
@@ -436,6 +391,21 @@ class ShardedLayoutTest(unittest.TestCase):
                             self.assertTrue(same_answer(self.answer(self.engines[n], expr), single),
                                             f"{n}: {expr}\n{self.answer(self.engines[n], expr)}"
                                             f"\nsingle: {single}")
+
+    def test_fleet_hosts_closes_idle_connections_and_answers_on(self):
+        """A connection that sends nothing, and one that sends half a
+        request, are closed after --idle-timeout (10 s); the host answers a
+        new one."""
+        address = self.instances["host0"]
+        host, port = address.rsplit(":", 1)
+        with socket.create_connection((host, int(port)), timeout=120) as idle, \
+                socket.create_connection((host, int(port)), timeout=120) as partial:
+            partial.sendall(b"GET /metrics HTTP/1.1\r\nHost: x\r\n")
+            # Each blocks until fleet_hosts closes the connection.
+            self.assertEqual(idle.recv(1), b"")
+            self.assertEqual(partial.recv(1), b"")
+        with urllib.request.urlopen(f"http://{address}/metrics", timeout=30) as r:
+            self.assertIn(b"rdma_probe_sent_total", r.read())
 
     def answer(self, engine, expr):
         """EXPR's answer on ENGINE: [(sorted labels, value)]."""
