@@ -71,6 +71,13 @@ def dashboard():
                 '{group=~"$group"} > 0', instant=True, fmt="table")],
         "percentunit", transformations=[organize(exclude=("Time", "__name__", "job"),
                                                  rename={"Value": "paused"})]))
+    b.add(timeseries("Time paused per priority",
+                     "The largest share of time a port of the group spent paused (PFC) on "
+                     "each priority, per direction: whether the latency priority or a bulk "
+                     "one is held back.",
+                     [target('group_priority_direction:rdma_netdev_pfc_pause_duration_seconds:'
+                             'max_rate2m{group=~"$group"}',
+                             "{{group}} prio {{priority}} {{direction}}")], "percentunit"))
 
     b.row("Hosts")
     b.add(hosts_table("Hosts by traffic", "The group's hosts that sent the most bytes per "
@@ -87,6 +94,11 @@ def dashboard():
     b.add(hosts_table("Hosts by discards", "The group's hosts whose ports discard the most "
                       "packets per second.", "(instance:rdma_discards:rate2m > 0)", "short",
                       "discards/s"), w=8)
+    b.add(hosts_table("Hosts by time paused", "The group's hosts whose most paused port "
+                      "spent the largest share of its time paused (PFC), per priority and "
+                      "direction.",
+                      "(instance_priority_direction:rdma_netdev_pfc_pause_duration_seconds:"
+                      "max_rate2m > 0)", "percentunit", "paused"), w=8)
     b.add(hosts_table("Hosts by p99 round trip", "The group's hosts with the slowest p99 UD "
                       "probe round trip inside the group (the default class).",
                       'max by (job, instance) (instance_scope_tclass:rdma_probe_group_latency_'

@@ -124,4 +124,10 @@ def dashboard():
                      "spent paused, per direction.",
                      [target("rail_direction:rdma_netdev_pfc_pause_duration_seconds:max_rate2m",
                              "{{rail}} {{direction}}")], "percentunit"))
+    b.add(timeseries("Time paused per priority", "The largest share of time a port of the "
+                     "fleet spent paused (PFC) on each priority, per direction: whether the "
+                     "latency priority or a bulk one is held back (rx: the peer paused the "
+                     "port; tx: the port paused its peer).",
+                     [target("job_priority_direction:rdma_netdev_pfc_pause_duration_seconds:"
+                             "max_rate2m", "prio {{priority}} {{direction}}")], "percentunit"))
     return b.json()

@@ -213,7 +213,7 @@ class AlertRulesTest(unittest.TestCase):
                     if not keeps_host:
                         crossing.append(what)
         self.assertEqual(sorted(set(crossing)), sorted(parts))
-        self.assertEqual(len(parts), 24)
+        self.assertEqual(len(parts), 26)
 
     def test_the_culprit_rules_read_what_the_shards_send_them(self):
         # Behind Prometheus shards, the culprit rules' evaluator receives the

@@ -561,7 +561,9 @@ OVERVIEW_EXPECTED = {
         ('instance:rdma_link_errors:rate2m{job="rdma", instance="a:9"}', 3)],
     ("Leaves by time paused", "A"): [
         ('group_rail_direction:rdma_netdev_pfc_pause_duration_seconds:max_rate2m{job="rdma", '
-         'group="g1", rail="rail0", direction="rx"}', 0.5)],
+         'group="g1", rail="rail0", direction="rx"}', 0.5),
+        ('group_rail_direction:rdma_netdev_pfc_pause_duration_seconds:max_rate2m{job="rdma", '
+         'group="g2", rail="rail1", direction="tx"}', 0.3)],
     ("Groups by discards", "A"): [
         ('group:rdma_discards:rate2m{job="rdma", group="g1"}', 0.1),
         ('group:rdma_discards:rate2m{job="rdma", group="g2"}', 0.2)],
@@ -576,7 +578,18 @@ OVERVIEW_EXPECTED = {
          'rail="rail0", scope="group", tclass="0"}', 0.000982)],
     ("Time paused per rail", "A"): [
         ('rail_direction:rdma_netdev_pfc_pause_duration_seconds:max_rate2m{job="rdma", '
-         'rail="rail0", direction="rx"}', 0.5)],
+         'rail="rail0", direction="rx"}', 0.5),
+        ('rail_direction:rdma_netdev_pfc_pause_duration_seconds:max_rate2m{job="rdma", '
+         'rail="rail1", direction="tx"}', 0.3)],
+    # The most paused port of the fleet per priority: d's (in no group) on
+    # 3, a's on 0, c's sending on 5.
+    ("Time paused per priority", "A"): [
+        ('job_priority_direction:rdma_netdev_pfc_pause_duration_seconds:max_rate2m{job="rdma", '
+         'priority="3", direction="rx"}', 0.9),
+        ('job_priority_direction:rdma_netdev_pfc_pause_duration_seconds:max_rate2m{job="rdma", '
+         'priority="0", direction="rx"}', 0.1),
+        ('job_priority_direction:rdma_netdev_pfc_pause_duration_seconds:max_rate2m{job="rdma", '
+         'priority="5", direction="tx"}', 0.3)],
 }
 
 
@@ -596,6 +609,19 @@ GROUP_EXPECTED = {
     ("Culprits in the group", "A"): OVERVIEW_EXPECTED[
         ("Culprits and what sits behind them", "A")],
     ("Leaves by time paused", "A"): OVERVIEW_EXPECTED[("Leaves by time paused", "A")],
+    # g1's most paused host per priority: a's 0.5 over b's 0.2 on 3.
+    ("Time paused per priority", "A"): [
+        ('group_priority_direction:rdma_netdev_pfc_pause_duration_seconds:max_rate2m{job="rdma", '
+         'group="g1", priority="3", direction="rx"}', 0.5),
+        ('group_priority_direction:rdma_netdev_pfc_pause_duration_seconds:max_rate2m{job="rdma", '
+         'group="g1", priority="0", direction="rx"}', 0.1),
+        ('group_priority_direction:rdma_netdev_pfc_pause_duration_seconds:max_rate2m{job="rdma", '
+         'group="g2", priority="5", direction="tx"}', 0.3)],
+    ("Hosts by time paused", "A"): [
+        ('{job="rdma", instance="a:9", group="g1", priority="3", direction="rx"}', 0.5),
+        ('{job="rdma", instance="a:9", group="g1", priority="0", direction="rx"}', 0.1),
+        ('{job="rdma", instance="b:9", group="g1", priority="3", direction="rx"}', 0.2),
+        ('{job="rdma", instance="c:9", group="g2", priority="5", direction="tx"}', 0.3)],
     ("Hosts by traffic", "A"): [(host("a:9", "g1"), 30), (host("b:9", "g1"), 70),
                                 (host("c:9", "g2"), 110)],
     ("Hosts by probe loss", "A"): [(host("a:9", "g1"), 0.125), (host("b:9", "g1"), 0),

@@ -53,12 +53,16 @@ HOSTS, GROUP, RNICS, REMOTE = 24, 8, 4, 2
 SYMBOL_ERRORS = (5, "mlx5_1", 2)     # host 5 (g0), rail1: 2 symbol errors/s
 CNP_SENT = (13, "mlx5_0", 50)        # host 13 (g1), rail0: 50 CNPs sent/s
 PROBE_TIMEOUTS = (20, "*", 1)        # host 20 (g2): every scope counter 1 loss/s
+PAUSED = (10, "mlx5_2", 0.25)        # host 10 (g1), rail2: paused a quarter of the time,
+                                     # on every priority, both ways
 GROWTH = [
     (SYMBOL_ERRORS[0], "rdma_port_pma_symbol_error_total", SYMBOL_ERRORS[1], SYMBOL_ERRORS[2]),
     (CNP_SENT[0], "rdma_port_hw_np_cnp_sent_total", CNP_SENT[1], CNP_SENT[2]),
     (PROBE_TIMEOUTS[0], "rdma_probe_scope_timeouts_total", PROBE_TIMEOUTS[1],
      PROBE_TIMEOUTS[2]),
+    (PAUSED[0], "rdma_netdev_pfc_pause_duration_seconds_total", PAUSED[1], PAUSED[2]),
 ]
+PRIORITIES_DIRECTIONS = [(str(p), d) for p in range(8) for d in ("rx", "tx")]
 
 
 def tx(host, device_index):
@@ -104,6 +108,18 @@ EXPECTED = [
     ("group:rdma_link_errors:rate2m", [({"group": "g0"}, 2), ({"group": "g1"}, 0),
                                        ({"group": "g2"}, 0)]),
     ("group_rail:rdma_cnp_sent:rate2m > 0", [({"group": "g1", "rail": "rail0"}, 50)]),
+    # Time paused per priority: every host's (the fake kernel's 8
+    # priorities, both ways); host 10's port paused on each, its group's
+    # and the fleet's most paused.
+    ("count(instance_priority_direction:rdma_netdev_pfc_pause_duration_seconds:max_rate2m)",
+     [({}, HOSTS * len(PRIORITIES_DIRECTIONS))]),
+    ("group_priority_direction:rdma_netdev_pfc_pause_duration_seconds:max_rate2m > 0",
+     [({"group": "g1", "priority": p, "direction": d}, PAUSED[2])
+      for p, d in PRIORITIES_DIRECTIONS]),
+    ("job_priority_direction:rdma_netdev_pfc_pause_duration_seconds:max_rate2m > 0",
+     [({"priority": p, "direction": d}, PAUSED[2]) for p, d in PRIORITIES_DIRECTIONS]),
+    ('group_rail_direction:rdma_netdev_pfc_pause_duration_seconds:max_rate2m > 0',
+     [({"group": "g1", "rail": "rail2", "direction": d}, PAUSED[2]) for d in ("rx", "tx")]),
     # The last-hop evidence, wherever its host is evaluated: every port of
     # the fake kernel's module raises alarms and reads less light than its
     # low warning; host 5's mlx5_1 has symbol errors (more than 10 within
