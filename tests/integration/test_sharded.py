@@ -123,14 +123,17 @@ EXPECTED = [
     # The last-hop evidence, wherever its host is evaluated: every port of
     # the fake kernel's module raises alarms and reads less light than its
     # low warning; host 5's mlx5_1 has symbol errors (more than 10 within
-    # the hour). (Not the FEC evidence: vmalert reads a counter that holds
+    # the hour); host 10's mlx5_2 is paused by its peer (the switch) more
+    # than a fifth of the time. (Not the FEC evidence: vmalert reads a counter that holds
     # a few blocks when it first appears as grown by them, for the rule's
     # 10 minutes; docs/deployment.md, "The rule files under vmalert".)
     ('count by (evidence) (rdma:port_last_hop:evidence{evidence!="fec_uncorrectable"})',
      [({"evidence": "module_alarm"}, HOSTS * RNICS), ({"evidence": "rx_power_low"}, HOSTS * RNICS),
-      ({"evidence": "symbol_errors"}, 1)]),
+      ({"evidence": "symbol_errors"}, 1), ({"evidence": "paused_by_peer"}, 1)]),
     ('count by (instance, device, port, suspect) (rdma:port_last_hop:evidence{evidence="symbol_errors"})',
      [({"instance": "host5", "device": "mlx5_1", "port": "1", "suspect": "optic"}, 1)]),
+    ('count by (instance, device, port, suspect) (rdma:port_last_hop:evidence{evidence="paused_by_peer"})',
+     [({"instance": "host10", "device": PAUSED[1], "port": "1", "suspect": "switch"}, 1)]),
     ("instance:rdma_probe_loss:ratio_rate2m > 0", [({"instance": "host20"}, LOSS_RATIO)]),
     ("group:rdma_probe_loss:ratio_rate2m > 0", [({"group": "g2"}, LOSS_RATIO / GROUP)]),
     ('instance_scope_tclass:rdma_probe_group_latency_seconds:p99_rate2m{instance="%(host7)s"}',
