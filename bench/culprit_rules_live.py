@@ -10,10 +10,10 @@ over the whole timeline. A server instead evaluates the whole group every
 build/bench/fleet_faults_sim so that its timeline ends --ready-in seconds from
 now (the time the simulation and the backfill are expected to take; a
 timeline that ends later is only waited for), backfills it with promtool,
-starts Prometheus on it with config/prometheus/rdma-culprits-hosts.yml and
-rdma-culprits.yml, and once the timeline has ended (a server refuses records
+starts Prometheus on it with config/prometheus/rdma-culprits-hosts.yml,
+rdma-culprits.yml and rdma-culprits-across-rails.yml, and once the timeline has ended (a server refuses records
 older than its newest block) prints, at each evaluation of the culprit
-group, both groups' last durations and the slowest rules from
+group, every group's last duration and the slowest rules from
 /api/v1/rules, then the raw series, the records and the server's peak RSS.
 The first evaluations after the end read full 2-minute windows; later ones
 read windows that empty as the data stops, and cost less. WORK_DIR is
@@ -67,11 +67,12 @@ def main():
                    check=True, stdout=subprocess.DEVNULL)
     t_backfill = time.monotonic() - t0
     os.remove(om)
-    for name in ("rdma-culprits-hosts.yml", "rdma-culprits.yml"):
+    for name in ("rdma-culprits-hosts.yml", "rdma-culprits.yml", "rdma-culprits-across-rails.yml"):
         shutil.copy(os.path.join(ROOT, "config", "prometheus", name), a.work)
     with open(os.path.join(a.work, "prometheus.yml"), "w") as f:
         f.write("global: {evaluation_interval: 30s}\n"
-                "rule_files: [rdma-culprits-hosts.yml, rdma-culprits.yml]\n")
+                "rule_files: [rdma-culprits-hosts.yml, rdma-culprits.yml, "
+                "rdma-culprits-across-rails.yml]\n")
     log = open(os.path.join(a.work, "prometheus.log"), "w")
     proc = subprocess.Popen(
         ["prometheus", "--config.file=prometheus.yml", "--storage.tsdb.path=data",

@@ -19,6 +19,7 @@ from metrics_doc import MetricsDoc
 RULES = os.path.join(SOURCE_DIR, "config/prometheus/rdma-alerts.yml")
 RULE_TESTS = os.path.join(SOURCE_DIR, "tests/alerts/rdma-alerts.test.yml")
 CULPRIT_RULES = os.path.join(SOURCE_DIR, "config/prometheus/rdma-culprits.yml")
+CULPRIT_ACROSS_RULES = os.path.join(SOURCE_DIR, "config/prometheus/rdma-culprits-across-rails.yml")
 CULPRIT_HOST_RULES = os.path.join(SOURCE_DIR, "config/prometheus/rdma-culprits-hosts.yml")
 CULPRIT_TESTS = os.path.join(SOURCE_DIR, "tests/alerts/rdma-culprits.test.yml")
 LAST_HOP_RULES = os.path.join(SOURCE_DIR, "config/prometheus/rdma-last-hop.yml")
@@ -26,10 +27,11 @@ LAST_HOP_TESTS = os.path.join(SOURCE_DIR, "tests/alerts/rdma-last-hop.test.yml")
 ROLLUP_RULES = os.path.join(SOURCE_DIR, "config/prometheus/rdma-rollups.yml")
 ROLLUP_FLEET_RULES = os.path.join(SOURCE_DIR, "config/prometheus/rdma-rollups-fleet.yml")
 ROLLUP_TESTS = os.path.join(SOURCE_DIR, "tests/alerts/rdma-rollups.test.yml")
-# Each rule file and its promtool tests (the two culprit files have theirs
+# Each rule file and its promtool tests (the three culprit files have theirs
 # together, as the two rollup files do).
 RULE_SETS = [(RULES, RULE_TESTS), (CULPRIT_HOST_RULES, CULPRIT_TESTS),
-             (CULPRIT_RULES, CULPRIT_TESTS), (LAST_HOP_RULES, LAST_HOP_TESTS),
+             (CULPRIT_RULES, CULPRIT_TESTS), (CULPRIT_ACROSS_RULES, CULPRIT_TESTS),
+             (LAST_HOP_RULES, LAST_HOP_TESTS),
              (ROLLUP_RULES, ROLLUP_TESTS), (ROLLUP_FLEET_RULES, ROLLUP_TESTS)]
 SCRAPE_CONFIG = os.path.join(SOURCE_DIR, "config/prometheus/prometheus.yml")
 RUNBOOKS = os.path.join(SOURCE_DIR, "docs/alerts.md")
@@ -215,32 +217,112 @@ class AlertRulesTest(unittest.TestCase):
         self.assertEqual(sorted(set(crossing)), sorted(parts))
         self.assertEqual(len(parts), 26)
 
-    def test_the_culprit_rules_read_what_the_shards_send_them(self):
-        # Behind Prometheus shards, the culprit rules' evaluator receives the
-        # records the shards' regex keeps, and writes on to the store those
-        # its own regex does not drop: both must be the host part's records
-        # exactly, or it would miss some or write some twice.
+    def test_the_culprit_rules_read_what_is_sent_them(self):
+        # Behind Prometheus shards, each rails' evaluator receives what the
+        # shards send it of its rails, the evaluator across rails what the
+        # shards and the rails' evaluators send it, and each writes on to the
+        # store only its own records. Every flow must carry exactly what its
+        # reader reads of its writer's records (a record matched by name and
+        # kind, as the write relabelling sees it: "name;kind"), or a rule
+        # would miss some or a series be written twice.
         config = os.path.join(SOURCE_DIR, "config/prometheus")
         shard = load_yaml(os.path.join(config, "prometheus-shard.yml"))
-        evaluator = load_yaml(os.path.join(config, "prometheus-culprits.yml"))
-        (sent,) = [r["regex"] for w in shard["remote_write"]
-                   for r in w.get("write_relabel_configs", []) if r.get("action") == "keep"]
-        (kept,) = [r["regex"] for w in evaluator["remote_write"]
-                   for r in w["write_relabel_configs"] if r["action"] == "drop"]
-        self.assertEqual(evaluator["rule_files"], ["rdma-culprits.yml"])
-        self.assertNotIn("scrape_configs", evaluator)
-        records = {}
-        for name in os.listdir(config):
-            if name.startswith("rdma-"):
-                for rule in rules_of(load_yaml(os.path.join(config, name))):
-                    if "record" in rule:
-                        records.setdefault(rule["record"], set()).add(name)
-        host_records = {r for r, files in records.items() if "rdma-culprits-hosts.yml" in files}
-        self.assertEqual(len(host_records), 9)
-        for regex in (sent, kept):
-            self.assertEqual({r for r in records if re.fullmatch(regex, r)}, host_records)
+        rails = load_yaml(os.path.join(config, "prometheus-culprits.yml"))
+        across = load_yaml(os.path.join(config, "prometheus-culprits-across-rails.yml"))
+        self.assertEqual(rails["rule_files"], ["rdma-culprits.yml"])
+        self.assertEqual(across["rule_files"], ["rdma-culprits-across-rails.yml"])
+        self.assertNotIn("scrape_configs", rails)
+        self.assertNotIn("scrape_configs", across)
+
+        def records(name):
+            # {record: {its kinds ("" without a kind label)}}
+            out = {}
+            for rule in rules_of(load_yaml(os.path.join(config, name))):
+                if "record" in rule:
+                    out.setdefault(rule["record"], set()).add(rule.get("labels", {}).get("kind", ""))
+            return out
+
+        def reads(name, of):
+            # The records of OF that the rules of NAME read, as "name;kind"
+            # (every kind of OF's record, but those a kind matcher names).
+            keys = set()
+            for rule in rules_of(load_yaml(os.path.join(config, name))):
+                for m in re.finditer(r'(rdma:[a-z0-9_:]+)(\{[^}]*\})?', rule["expr"]):
+                    if m.group(1) in of:
+                        kind = re.search(r'kind(=~?)"([^"]*)"', m.group(2) or "")
+                        kinds = of[m.group(1)]
+                        if kind:
+                            kinds = {k for k in kinds if (re.fullmatch(kind.group(2), k) if kind.group(1) == "=~"
+                                                          else k == kind.group(2))}
+                        keys |= {"%s;%s" % (m.group(1), k) for k in kinds}
+            return keys
+
+        def keeps(config_doc, url_part):
+            (write,) = [w for w in config_doc["remote_write"] if url_part in w["url"]]
+            (rule,) = [r for r in write["write_relabel_configs"] if r["action"] == "keep"]
+            return rule["source_labels"], rule["regex"]
+
+        hosts = records("rdma-culprits-hosts.yml")
+        inside = records("rdma-culprits.yml")
+        across_records = records("rdma-culprits-across-rails.yml")
+        self.assertEqual(len(hosts), 9)
+        host_rules = {r["record"]: r["expr"] for r in rules_of(
+            load_yaml(os.path.join(config, "rdma-culprits-hosts.yml"))) if "record" in r}
+        railed = {r for r, expr in host_rules.items() if re.search(r"\brail\b", expr)}
+        self.assertEqual(len(railed), 6)
+
+        # The shards to each rails' evaluator: the records of its rails
+        # (as rail "rail1" or "rail5") and every host's.
+        sent = set()
+        for url, rail in (("rails-0-3", "rail1"), ("rails-4-7", "rail5")):
+            labels, regex = keeps(shard, url)
+            self.assertEqual(labels, ["__name__", "rail"])
+            got = {r for r in hosts if re.fullmatch(regex, "%s;%s" % (r, rail if r in railed else ""))}
+            self.assertFalse({r for r in railed if re.fullmatch(regex, "%s;%s" % (r, "rail9"))})
+            sent |= got
+        self.assertEqual(sent, {k.split(";")[0] for k in reads("rdma-culprits.yml", hosts)})
+        # The shards to the evaluator across rails.
+        labels, regex = keeps(shard, "across-rails")
+        self.assertEqual(labels, ["__name__"])
+        self.assertEqual({r for r in hosts if re.fullmatch(regex, r)},
+                         {k.split(";")[0] for k in reads("rdma-culprits-across-rails.yml", hosts)})
+        # The rails' evaluators to the evaluator across rails.
+        labels, regex = keeps(rails, "across-rails")
+        self.assertEqual(labels, ["__name__", "kind"])
+        keys = {"%s;%s" % (r, k) for r, kinds in inside.items() for k in kinds}
+        self.assertEqual({k for k in keys if re.fullmatch(regex, k)},
+                         reads("rdma-culprits-across-rails.yml", inside))
+        # Each evaluator to the store: its own records and nothing it receives.
+        (store,) = [w for w in rails["remote_write"] if "victoria" in w["url"]]
+        (keep,) = [r["regex"] for r in store["write_relabel_configs"] if r["action"] == "keep"]
+        (drop,) = [r["regex"] for r in store["write_relabel_configs"] if r["action"] == "drop"]
+        self.assertEqual({r for r in sent | set(inside)
+                          if re.fullmatch(keep, r) and not re.fullmatch(drop, r)}, set(inside))
+        labels, regex = keeps(across, "victoria")
+        self.assertEqual(labels, ["__name__", "kind"])
+        for r, kinds in across_records.items():
+            # A record without a kind label takes its culprit's (host or rnic).
+            for k in kinds - {""} or {"host", "rnic"}:
+                self.assertRegex("%s;%s" % (r, k), "^(%s)$" % regex)
+        received = {"%s;%s" % (r, k) for r, kinds in inside.items() for k in kinds}
+        received |= {"%s;" % r for r in hosts}
+        self.assertFalse({k for k in received if re.fullmatch(regex, k)})
         self.assertIn("rdma-culprits-hosts.yml", rule_files("prometheus-shard.yml"))
         self.assertNotIn("rdma-culprits.yml", rule_files("prometheus-shard.yml"))
+
+    def test_every_culprit_rule_file_reads_one_rail_or_is_across_rails(self):
+        # rdma-culprits.yml runs on one rail's records at a time: each of its
+        # aggregations must keep `rail` (or `host` alone, a per-host record
+        # read beside the rail's), else it would sum over rails it cannot
+        # see.
+        doc = load_yaml(os.path.join(SOURCE_DIR, "config/prometheus/rdma-culprits.yml"))
+        aggregation = re.compile(r"\b(sum|min|max|count|topk)\s*by\s*\(([^)]*)\)")
+        for rule in rules_of(doc):
+            for m in aggregation.finditer(rule["expr"]):
+                labels = {x.strip() for x in m.group(2).split(",")}
+                with self.subTest(rule=rule.get("record") or rule.get("alert"), by=sorted(labels)):
+                    self.assertTrue("rail" in labels or labels <= {"host", "device", "group"},
+                                    labels)
 
     def test_scrape_config_example_is_valid(self):
         # promtool also loads the rule files the configuration names.
@@ -252,6 +334,7 @@ class AlertRulesTest(unittest.TestCase):
         self.assertIn("rdma-alerts.yml", config["rule_files"])
         self.assertIn("rdma-culprits-hosts.yml", config["rule_files"])
         self.assertIn("rdma-culprits.yml", config["rule_files"])
+        self.assertIn("rdma-culprits-across-rails.yml", config["rule_files"])
         self.assertIn("rdma-last-hop.yml", config["rule_files"])
         self.assertIn("rdma-rollups.yml", config["rule_files"])
         self.assertIn("rdma-rollups-fleet.yml", config["rule_files"])

@@ -10,8 +10,10 @@ its model):
             culprit rules' host part and the port and host rollups over its
             own hosts and writing its series and records to
             VictoriaMetrics, and the host part's records to the culprit
-            rules' evaluator (prometheus-culprits.yml), which writes its
-            own records there; vmalert evaluates the fleet rollups
+            rules' evaluators: two by rail (prometheus-culprits.yml, rails
+            0-1 and 2-3) and one across rails
+            (prometheus-culprits-across-rails.yml), which write their own
+            records there; vmalert evaluates the fleet rollups
   vmagent   two vmagents in cluster sharding (config/victoriametrics/
             vmagent.yml) writing to another VictoriaMetrics; vmalert
             evaluates every rule file
@@ -43,7 +45,11 @@ FLEET_HOSTS_BIN = os.environ.get("RDMA_FLEET_HOSTS_BIN",
                                  os.path.join(SOURCE_DIR, "build", "bench", "fleet_hosts"))
 RULE_FILES = rule_files()
 SHARD_RULE_FILES = rule_files("prometheus-shard.yml")
-CULPRIT_RULE_FILES = rule_files("prometheus-culprits.yml")
+CULPRIT_RULE_FILES = (rule_files("prometheus-culprits.yml")
+                      + rule_files("prometheus-culprits-across-rails.yml"))
+# The rails of each culprit rules' evaluator by rail, as the shards'
+# relabelling sends them (for the regexes of prometheus-shard.yml).
+RAIL_EVALUATORS = {"rails-0-3": ("rail[0-3]", "rail[01]"), "rails-4-7": ("rail[4-7]", "rail[23]")}
 INTERVAL = "2s"
 DEADLINE_S = 300
 
@@ -254,27 +260,47 @@ class ShardedLayoutTest(unittest.TestCase):
 
         # Prometheus shards into one VictoriaMetrics, each evaluating the
         # rules of its own hosts, and sending the culprit rules' host
-        # records to their evaluator.
+        # records to their evaluators: by rail, two rails each, and across
+        # rails, which the ones by rail send theirs to.
         cls.vm_prom = cls.victoria_metrics("vm_prom")
-        culprits = config_file("config/prometheus/prometheus-culprits.yml")
-        culprits["global"]["evaluation_interval"] = INTERVAL
-        culprits["rule_files"] = [os.path.join(SOURCE_DIR, "config/prometheus", r)
-                                  for r in culprits["rule_files"]]
-        culprits["remote_write"][0]["url"] = cls.vm_prom.url + "/api/v1/write"
-        culprits["remote_write"][0]["queue_config"] = {"batch_send_deadline": "1s"}
-        cls.culprit_evaluator = Prometheus(yaml.safe_dump(culprits),
-                                           args=["--web.enable-remote-write-receiver"])
+
+        def evaluator(path, writes_to):
+            config = config_file(path)
+            config["global"]["evaluation_interval"] = INTERVAL
+            config["rule_files"] = [os.path.join(SOURCE_DIR, "config/prometheus", r)
+                                    for r in config["rule_files"]]
+            for w, url in zip(config["remote_write"], writes_to):
+                w["url"] = url + "/api/v1/write"
+                w["queue_config"] = {"batch_send_deadline": "1s"}
+            server = Prometheus(yaml.safe_dump(config), args=["--web.enable-remote-write-receiver"])
+            cls.culprit_evaluators.append(server)
+            return server
+
+        cls.culprit_evaluators = []
+        cls.across_rails = evaluator("config/prometheus/prometheus-culprits-across-rails.yml",
+                                     [cls.vm_prom.url])
+        cls.by_rail = {name: evaluator("config/prometheus/prometheus-culprits.yml",
+                                       [cls.vm_prom.url, cls.across_rails.url])
+                       for name in RAIL_EVALUATORS}
         shard = with_targets(config_file("config/prometheus/prometheus-shard.yml"), targets)
         shard["global"]["evaluation_interval"] = INTERVAL
         shard["rule_files"] = [os.path.join(SOURCE_DIR, "config/prometheus", r)
                                for r in SHARD_RULE_FILES]
         shard["alerting"]["alertmanagers"][0]["static_configs"][0]["targets"] = [
             f"127.0.0.1:{cls.notifier.server_address[1]}"]
-        store, evaluator = shard["remote_write"]
-        store["url"] = cls.vm_prom.url + "/api/v1/write"
-        evaluator["url"] = cls.culprit_evaluator.url + "/api/v1/write"
-        for w in (store, evaluator):
+        for w in shard["remote_write"]:
             w["queue_config"] = {"batch_send_deadline": "1s"}
+            if "victoria-metrics" in w["url"]:
+                w["url"] = cls.vm_prom.url + "/api/v1/write"
+            elif "across-rails" in w["url"]:
+                w["url"] = cls.across_rails.url + "/api/v1/write"
+            else:
+                (name,) = [n for n in RAIL_EVALUATORS if n in w["url"]]
+                shipped, ours = RAIL_EVALUATORS[name]
+                (keep,) = w["write_relabel_configs"]
+                assert keep["regex"].count(shipped) == 1, keep["regex"]
+                keep["regex"] = keep["regex"].replace(shipped, ours)
+                w["url"] = cls.by_rail[name].url + "/api/v1/write"
         for n in range(2):
             cfg = as_shard(copy.deepcopy(shard), n)
             path = os.path.join(cls.tmp, f"shard{n}.yml")
@@ -332,9 +358,9 @@ class ShardedLayoutTest(unittest.TestCase):
 
     @classmethod
     def tearDownClass(cls):
-        for p in ("single", "culprit_evaluator"):
-            if getattr(cls, p, None):
-                getattr(cls, p).stop()
+        for p in [getattr(cls, "single", None)] + getattr(cls, "culprit_evaluators", []):
+            if p:
+                p.stop()
         for p in reversed(cls.procs):
             p.stop()
         if getattr(cls, "notifier", None):
@@ -365,6 +391,31 @@ class ShardedLayoutTest(unittest.TestCase):
             for name, engine in self.engines.items():
                 with self.subTest(engine=name, expr=expr):
                     self.wait_for(engine, expr, expected)
+
+    def test_the_culprit_evaluators_get_their_rails(self):
+        # Each evaluator by rail holds the pairs of its two rails and every
+        # host's address, and records per RNIC of those rails; the one across
+        # rails gets every rail's RNICs from them and every host's address
+        # from the shards. Every port probes the 7 others of its group and 2
+        # remote hosts.
+        pairs = HOSTS * (GROUP - 1 + REMOTE)
+        for (name, (_, rails)), rail_numbers in zip(RAIL_EVALUATORS.items(), ((0, 1), (2, 3))):
+            engine = self.by_rail[name]
+            with self.subTest(evaluator=name):
+                self.wait_for(engine, "count by (rail) (rdma:probe_pair:sent:increase2m)",
+                              [({"rail": f"rail{r}"}, pairs) for r in rail_numbers])
+                self.wait_for(engine, "count by (rail) (rdma:probe_rnic:sent:increase2m)",
+                              [({"rail": f"rail{r}"}, HOSTS) for r in rail_numbers])
+                self.wait_for(engine, "count(rdma:probe_host:instance)", [({}, HOSTS)])
+        for expr, expected in (
+                ("count by (rail) (rdma:probe_rnic:sent:increase2m)",
+                 [({"rail": f"rail{r}"}, HOSTS) for r in range(RNICS)]),
+                ("count by (rail) (rdma:probe_rnic:pairs:2m)",
+                 [({"rail": f"rail{r}"}, HOSTS) for r in range(RNICS)]),
+                ("count(rdma:probe_host:instance)", [({}, HOSTS)]),
+                ("count(rdma:probe_pair:sent:increase2m) or vector(0)", [({}, 0)])):
+            with self.subTest(evaluator="across rails", expr=expr):
+                self.wait_for(self.across_rails, expr, expected)
 
     def test_every_series_is_written_once(self):
         # The culprit evaluator scrapes the probe series too, and must write
