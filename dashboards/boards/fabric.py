@@ -1,7 +1,7 @@
 """rdma-fabric.json: the culprits the rules of config/prometheus/rdma-culprits.yml
-name (an RNIC, a host, a leaf on one rail, a leaf's uplink, a path between
-two groups), the evidence behind each, and the pairs that fail, linking down
-to the latency board's matrices.
+and rdma-culprits-across-rails.yml name (an RNIC, a host, a leaf on one
+rail, a leaf's uplink, a path between two groups), the evidence behind each,
+and the pairs that fail, linking down to the latency board's matrices.
 
 Every panel reads the rules' records (rdma:...), never the exporters' raw
 series: the board costs the same at 10 hosts as at 10,000. Without a culprit
@@ -28,7 +28,7 @@ def dashboard():
                        description="The rails of the selected groups.")]
     b = Board("rdma-fabric", "RDMA / Fabric health",
               "Which fabric element explains the failing probe pairs: the culprits named by the "
-              "rules of rdma-culprits.yml (an RNIC, a host, the leaf of a group on one rail, an "
+              "culprit rules (an RNIC, a host, the leaf of a group on one rail, an "
               "uplink of that leaf, a path between two groups), the evidence behind each, and "
               "the failing pairs. Reads only the rules' records, so it costs the same at any "
               "fleet size. Runbooks: docs/alerts.md; the model: docs/fabric.md.", variables)

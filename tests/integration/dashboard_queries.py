@@ -114,6 +114,7 @@ def prometheus_config(targets):
         config = yaml.safe_load(f)
     config["global"] = {"scrape_interval": f"{SCRAPE_INTERVAL_S}s",
                         "evaluation_interval": f"{SCRAPE_INTERVAL_S}s"}
+    config.pop("alerting")  # the alerts are not sent anywhere
     job = config["scrape_configs"][0]
     job["scrape_timeout"] = f"{SCRAPE_INTERVAL_S}s"
     job["static_configs"] = [{"targets": list(targets)}]

@@ -18,7 +18,7 @@ from metrics_doc import MetricsDoc
 
 RULES = os.path.join(SOURCE_DIR, "config/prometheus/rdma-alerts.yml")
 RULE_TESTS = os.path.join(SOURCE_DIR, "tests/alerts/rdma-alerts.test.yml")
-CULPRIT_RULES = os.path.join(SOURCE_DIR, "config/prometheus/rdma-culprits.yml")
+CULPRIT_RULES = os.path.join(SOURCE_DIR, "config/prometheus/rdma-culprits-rails.yml")
 CULPRIT_ACROSS_RULES = os.path.join(SOURCE_DIR, "config/prometheus/rdma-culprits-across-rails.yml")
 CULPRIT_HOST_RULES = os.path.join(SOURCE_DIR, "config/prometheus/rdma-culprits-hosts.yml")
 CULPRIT_TESTS = os.path.join(SOURCE_DIR, "tests/alerts/rdma-culprits.test.yml")
@@ -27,8 +27,9 @@ LAST_HOP_TESTS = os.path.join(SOURCE_DIR, "tests/alerts/rdma-last-hop.test.yml")
 ROLLUP_RULES = os.path.join(SOURCE_DIR, "config/prometheus/rdma-rollups.yml")
 ROLLUP_FLEET_RULES = os.path.join(SOURCE_DIR, "config/prometheus/rdma-rollups-fleet.yml")
 ROLLUP_TESTS = os.path.join(SOURCE_DIR, "tests/alerts/rdma-rollups.test.yml")
-# Each rule file and its promtool tests (the three culprit files have theirs
-# together, as the two rollup files do).
+# Each rule file and its promtool tests (the culprit files have theirs
+# together, as the two rollup files do; rdma-culprits.yml, the two culprit
+# parts in one group, is checked to agree with them).
 RULE_SETS = [(RULES, RULE_TESTS), (CULPRIT_HOST_RULES, CULPRIT_TESTS),
              (CULPRIT_RULES, CULPRIT_TESTS), (CULPRIT_ACROSS_RULES, CULPRIT_TESTS),
              (LAST_HOP_RULES, LAST_HOP_TESTS),
@@ -229,7 +230,7 @@ class AlertRulesTest(unittest.TestCase):
         shard = load_yaml(os.path.join(config, "prometheus-shard.yml"))
         rails = load_yaml(os.path.join(config, "prometheus-culprits.yml"))
         across = load_yaml(os.path.join(config, "prometheus-culprits-across-rails.yml"))
-        self.assertEqual(rails["rule_files"], ["rdma-culprits.yml"])
+        self.assertEqual(rails["rule_files"], ["rdma-culprits-rails.yml"])
         self.assertEqual(across["rule_files"], ["rdma-culprits-across-rails.yml"])
         self.assertNotIn("scrape_configs", rails)
         self.assertNotIn("scrape_configs", across)
@@ -263,7 +264,7 @@ class AlertRulesTest(unittest.TestCase):
             return rule["source_labels"], rule["regex"]
 
         hosts = records("rdma-culprits-hosts.yml")
-        inside = records("rdma-culprits.yml")
+        inside = records("rdma-culprits-rails.yml")
         across_records = records("rdma-culprits-across-rails.yml")
         self.assertEqual(len(hosts), 9)
         host_rules = {r["record"]: r["expr"] for r in rules_of(
@@ -280,7 +281,7 @@ class AlertRulesTest(unittest.TestCase):
             got = {r for r in hosts if re.fullmatch(regex, "%s;%s" % (r, rail if r in railed else ""))}
             self.assertFalse({r for r in railed if re.fullmatch(regex, "%s;%s" % (r, "rail9"))})
             sent |= got
-        self.assertEqual(sent, {k.split(";")[0] for k in reads("rdma-culprits.yml", hosts)})
+        self.assertEqual(sent, {k.split(";")[0] for k in reads("rdma-culprits-rails.yml", hosts)})
         # The shards to the evaluator across rails.
         labels, regex = keeps(shard, "across-rails")
         self.assertEqual(labels, ["__name__"])
@@ -310,12 +311,56 @@ class AlertRulesTest(unittest.TestCase):
         self.assertIn("rdma-culprits-hosts.yml", rule_files("prometheus-shard.yml"))
         self.assertNotIn("rdma-culprits.yml", rule_files("prometheus-shard.yml"))
 
-    def test_every_culprit_rule_file_reads_one_rail_or_is_across_rails(self):
-        # rdma-culprits.yml runs on one rail's records at a time: each of its
-        # aggregations must keep `rail` (or `host` alone, a per-host record
-        # read beside the rail's), else it would sum over rails it cannot
-        # see.
-        doc = load_yaml(os.path.join(SOURCE_DIR, "config/prometheus/rdma-culprits.yml"))
+    def test_every_server_that_evaluates_alerts_sends_them(self):
+        # Each example configuration whose rule files hold alerting rules
+        # names an Alertmanager; those without none.
+        config = os.path.join(SOURCE_DIR, "config/prometheus")
+        names = sorted(n for n in os.listdir(config) if n.startswith("prometheus"))
+        self.assertEqual(len(names), 5, names)
+        for name in names:
+            doc = load_yaml(os.path.join(config, name))
+            alerting = any(alerts(load_yaml(os.path.join(config, r))) for r in doc["rule_files"])
+            with self.subTest(config=name):
+                self.assertTrue(alerting)
+                targets = [t for am in doc.get("alerting", {}).get("alertmanagers", [])
+                           for sc in am["static_configs"] for t in sc["targets"]]
+                self.assertEqual(len(targets), 1, targets)
+
+    def test_the_culprit_rules_for_one_server_are_their_parts_in_one_group(self):
+        # rdma-culprits.yml is written by config/prometheus/generate.py: the
+        # rules of the part inside rails, then across rails, unchanged, in
+        # one group of the same interval; and --check notices a difference.
+        script = os.path.join(SOURCE_DIR, "config/prometheus/generate.py")
+        r = subprocess.run([script, "--check"], capture_output=True, text=True, timeout=60)
+        self.assertEqual(r.returncode, 0, r.stdout + r.stderr)
+        one = load_yaml(os.path.join(SOURCE_DIR, "config/prometheus/rdma-culprits.yml"))
+        parts = [load_yaml(CULPRIT_RULES), load_yaml(CULPRIT_ACROSS_RULES)]
+        (group,) = one["groups"]
+        self.assertEqual(group["name"], "rdma-probe-culprits")
+        self.assertEqual(group["rules"], [r for p in parts for r in rules_of(p)])
+        self.assertEqual({group["interval"]} | {p["groups"][0]["interval"] for p in parts}, {"30s"})
+        r = self.promtool("check", "rules", os.path.join(SOURCE_DIR, "config/prometheus/rdma-culprits.yml"))
+        self.assertEqual(r.returncode, 0, r.stdout + r.stderr)
+        self.assertIn("SUCCESS: %d rules found" % len(group["rules"]), r.stdout)
+        d = tempfile.mkdtemp(prefix="rdma_culprits_generate_")
+        try:
+            for name in ("generate.py", "rdma-culprits-rails.yml", "rdma-culprits-across-rails.yml",
+                         "rdma-culprits.yml"):
+                shutil.copy(os.path.join(SOURCE_DIR, "config/prometheus", name), d)
+            with open(os.path.join(d, "rdma-culprits-across-rails.yml"), "a") as f:
+                f.write("      - record: rdma:probe_new\n        expr: vector(1)\n")
+            r = subprocess.run([os.path.join(d, "generate.py"), "--check"], capture_output=True,
+                               text=True, timeout=60)
+            self.assertEqual(r.returncode, 1, r.stdout + r.stderr)
+            self.assertIn("differs from its parts", r.stderr)
+        finally:
+            shutil.rmtree(d)
+
+    def test_the_culprit_rules_inside_rails_read_one_rail_at_a_time(self):
+        # rdma-culprits-rails.yml runs on some rails' records: each of its
+        # aggregations must keep `rail` (or host, device and group alone, per
+        # RNIC or host), else it would sum over rails it cannot see.
+        doc = load_yaml(CULPRIT_RULES)
         aggregation = re.compile(r"\b(sum|min|max|count|topk)\s*by\s*\(([^)]*)\)")
         for rule in rules_of(doc):
             for m in aggregation.finditer(rule["expr"]):
@@ -334,7 +379,6 @@ class AlertRulesTest(unittest.TestCase):
         self.assertIn("rdma-alerts.yml", config["rule_files"])
         self.assertIn("rdma-culprits-hosts.yml", config["rule_files"])
         self.assertIn("rdma-culprits.yml", config["rule_files"])
-        self.assertIn("rdma-culprits-across-rails.yml", config["rule_files"])
         self.assertIn("rdma-last-hop.yml", config["rule_files"])
         self.assertIn("rdma-rollups.yml", config["rule_files"])
         self.assertIn("rdma-rollups-fleet.yml", config["rule_files"])

@@ -94,6 +94,7 @@ class DeployTest(unittest.TestCase):
                     "usr/share/rdma_exporter/prometheus/rdma-alerts.yml",
                     "usr/share/rdma_exporter/prometheus/rdma-culprits-hosts.yml",
                     "usr/share/rdma_exporter/prometheus/rdma-culprits.yml",
+                    "usr/share/rdma_exporter/prometheus/rdma-culprits-rails.yml",
                     "usr/share/rdma_exporter/prometheus/rdma-culprits-across-rails.yml",
                     "usr/share/rdma_exporter/prometheus/rdma-last-hop.yml",
                     "usr/share/rdma_exporter/dashboards/rdma-fleet.json",

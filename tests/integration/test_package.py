@@ -106,6 +106,7 @@ class PackageTest(unittest.TestCase):
             "/usr/share/rdma_exporter/prometheus/rdma-alerts.yml": "-rw-r--r--",
             "/usr/share/rdma_exporter/prometheus/rdma-culprits-hosts.yml": "-rw-r--r--",
             "/usr/share/rdma_exporter/prometheus/rdma-culprits.yml": "-rw-r--r--",
+            "/usr/share/rdma_exporter/prometheus/rdma-culprits-rails.yml": "-rw-r--r--",
             "/usr/share/rdma_exporter/prometheus/rdma-culprits-across-rails.yml": "-rw-r--r--",
             "/usr/share/rdma_exporter/prometheus/rdma-last-hop.yml": "-rw-r--r--",
             "/usr/share/rdma_exporter/prometheus/rdma-rollups.yml": "-rw-r--r--",

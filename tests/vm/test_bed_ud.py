@@ -52,8 +52,7 @@ from harness import Prometheus  # noqa: E402
 
 # The culprit rules and their host part, as one Prometheus loads them.
 CULPRIT_RULES = [os.path.join(HERE, "..", "..", "config", "prometheus", name)
-                 for name in ("rdma-culprits-hosts.yml", "rdma-culprits.yml",
-                              "rdma-culprits-across-rails.yml")]
+                 for name in ("rdma-culprits-hosts.yml", "rdma-culprits.yml")]
 
 RACKS = ("rack1", "rack1", "rack2")
 CONTROL_PORT = 10911
