@@ -250,7 +250,9 @@ class Server:
     Without WORKDIR it runs in a temporary directory of its own ("{dir}" in
     ARGV names it; removed by stop()) and logs to "log" there; with one it
     runs there and logs to NAME.log, both kept. With READY it waits until
-    that path answers, up to TIMEOUT seconds."""
+    that path answers, up to TIMEOUT seconds; if it never does, it is
+    stopped before the error is raised (the caller holds no handle to stop
+    it by)."""
 
     def __init__(self, name, argv, ready=None, port=None, timeout=60, workdir=None):
         self.name, self.port = name, port
@@ -262,7 +264,11 @@ class Server:
             self.proc = subprocess.Popen([a.replace("{dir}", self.dir) for a in argv],
                                          stdout=log, stderr=subprocess.STDOUT, cwd=self.dir)
         if ready:
-            self.wait_ready(ready, timeout)
+            try:
+                self.wait_ready(ready, timeout)
+            except BaseException:
+                self.stop()
+                raise
 
     def wait_ready(self, path, timeout):
         deadline = time.monotonic() + timeout
