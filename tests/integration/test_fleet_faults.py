@@ -10,10 +10,13 @@ import importlib.machinery
 import importlib.util
 import json
 import os
+import shutil
 import subprocess
 import sys
 import tempfile
 import unittest
+
+import yaml
 
 from harness import SOURCE_DIR
 
@@ -183,6 +186,43 @@ class SelectorRewriteTest(unittest.TestCase):
         lagged = load_fleet_faults().lagged
         self.assertEqual(lagged("a + b[2m] + ab + a_b{x=\"a\"}", {"a", "b"}, 15),
                          "a offset 15s + b[2m] offset 15s + ab + a_b{x=\"a\"}")
+
+    def test_fleet_faults_reads_an_earlier_rule_file_an_interval_late(self):
+        # Split by rail, the part across rails reads the rails' records 30 s
+        # late, a record both parts write by the kind the rails' part writes,
+        # and its own records at once; the host records 15 s late in both.
+        d = tempfile.mkdtemp(prefix="fleet_faults_rules_")
+        try:
+            def write(name, group, rules):
+                with open(os.path.join(d, name), "w") as f:
+                    yaml.safe_dump({"groups": [{"name": group, "interval": "30s",
+                                                "rules": rules}]}, f)
+                return os.path.join(d, name)
+
+            hosts = os.path.join(d, "hosts.yml")
+            with open(hosts, "w") as f:
+                yaml.safe_dump({"groups": [{"name": "h", "interval": "15s", "rules": [
+                    {"record": "h:x", "expr": "vector(1)"}]}]}, f)
+            rails = write("rails.yml", "r", [
+                {"record": "r:s", "expr": "h:x"},
+                {"record": "c", "labels": {"kind": "leaf"}, "expr": "r:s"}])
+            across = write("across.yml", "a", [
+                {"record": "c", "labels": {"kind": "host"},
+                 "expr": 'r:s + max_over_time(c{kind="leaf"}[80s]) + h:x'},
+                {"record": "c", "labels": {"kind": "rnic"},
+                 "expr": 'r:s unless max_over_time(c{kind="host"}[80s])'}])
+            ff = load_fleet_faults()
+            got = [(origin, g["name"], g["rules"][0]["expr"])
+                   for origin, g in ff.recording_rules(hosts, [rails, across])]
+        finally:
+            shutil.rmtree(d)
+        self.assertEqual(got, [
+            ("h", ff.PHASE_GROUP, "vector(1)"),
+            ("r", ff.PHASE_GROUP, "h:x offset 15s"),
+            ("r", ff.PHASE_GROUP, "r:s"),
+            ("a", ff.PHASE_GROUP,
+             'r:s offset 30s + max_over_time(c{kind="leaf"}[80s] offset 30s) + h:x offset 15s'),
+            ("a", ff.PHASE_GROUP, 'r:s offset 30s unless max_over_time(c{kind="host"}[80s])')])
 
     def test_fleet_load_expands_records_with_their_matchers(self):
         defs = {"x": ["sum by (group) (z)"], "w": ["x * 2"]}
