@@ -59,8 +59,9 @@ HOSTS, GROUP, RNICS, REMOTE = 24, 8, 4, 2
 SYMBOL_ERRORS = (5, "mlx5_1", 2)     # host 5 (g0), rail1: 2 symbol errors/s
 CNP_SENT = (13, "mlx5_0", 50)        # host 13 (g1), rail0: 50 CNPs sent/s
 PROBE_TIMEOUTS = (20, "*", 1)        # host 20 (g2): every scope counter 1 loss/s
-PAUSED = (10, "mlx5_2", 0.25)        # host 10 (g1), rail2: paused a quarter of the time,
-                                     # on every priority, both ways
+PAUSED = (10, "mlx5_2", 0.75)        # host 10 (g1), rail2: paused three quarters of the time,
+                                     # on every priority, both ways (the last hop reads it
+                                     # over 10 minutes: above a fifth after 160 s of data)
 GROWTH = [
     (SYMBOL_ERRORS[0], "rdma_port_pma_symbol_error_total", SYMBOL_ERRORS[1], SYMBOL_ERRORS[2]),
     (CNP_SENT[0], "rdma_port_hw_np_cnp_sent_total", CNP_SENT[1], CNP_SENT[2]),
