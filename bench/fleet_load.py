@@ -56,7 +56,8 @@ import yaml
 SOURCE = os.path.abspath(os.path.join(os.path.dirname(__file__), ".."))
 sys.path.insert(0, os.path.join(SOURCE, "tests", "integration"))
 import dashboard_queries as dq  # noqa: E402
-from harness import Server, as_shard, free_port, rule_files  # noqa: E402
+from harness import (Server, as_shard, free_port, one_culprit_evaluator_keep,  # noqa: E402
+                     rule_files)
 from promql_selectors import sub_selectors  # noqa: E402
 
 RULE_FILES = rule_files()
@@ -262,12 +263,25 @@ def main():
         for name in RULE_FILES:
             shutil.copy(os.path.join(SOURCE, "config/prometheus", name), work)
 
-        def prometheus(name, config_path, remote_write=(), shard=None, args=()):
+        def prometheus(name, config_path, remote_write=(), shard=None, args=(), rules=None,
+                       culprit_keep=None):
+            """CONFIG_PATH with the scrape targets, writing to the URLs
+            REMOTE_WRITE (its other remote_writes dropped), RULES for its
+            rule files if given, and its second remote_write keeping the
+            series whose name matches CULPRIT_KEEP if given."""
             config = scrape_config(config_path, targets, a.interval)
             config["global"]["evaluation_interval"] = f"{a.interval}s"
             config.pop("alerting", None)  # alerts are not sent anywhere
-            for w, url in zip(config.get("remote_write", []), remote_write):
+            config["remote_write"] = config.get("remote_write", [])[:len(remote_write)]
+            for w, url in zip(config["remote_write"], remote_write):
                 w["url"] = url
+            if culprit_keep is not None:
+                config["remote_write"][1]["write_relabel_configs"] = [
+                    {"source_labels": ["__name__"], "regex": culprit_keep, "action": "keep"}]
+            if not config["remote_write"]:
+                del config["remote_write"]
+            if rules is not None:
+                config["rule_files"] = rules
             if shard is not None:
                 as_shard(config, shard)
             with open(os.path.join(work, f"{name}.yml"), "w") as f:
@@ -299,14 +313,17 @@ def main():
             procs.append(engine)
         store = engine.url + "/api/v1/write"
         if a.layout == "shards":
-            # The culprit rules' evaluator receives the shards' host records.
+            # One culprit rules' evaluator of every rail, as a fleet of this
+            # size runs it (prometheus-shard.yml's comment): rdma-culprits.yml,
+            # receiving every host record of the culprit rules.
             culprits = prometheus("prometheus-culprits", "config/prometheus/prometheus-culprits.yml",
-                                  remote_write=[store],
+                                  remote_write=[store], rules=["rdma-culprits.yml"],
                                   args=["--web.enable-remote-write-receiver"])
             for n in range(2):
                 prometheus(f"prometheus-shard{n}", "config/prometheus/prometheus-shard.yml",
-                           remote_write=[store, culprits.url + "/api/v1/write"], shard=n)
-            central = set(rule_files("prometheus-shard.yml") + rule_files("prometheus-culprits.yml"))
+                           remote_write=[store, culprits.url + "/api/v1/write"], shard=n,
+                           culprit_keep=one_culprit_evaluator_keep())
+            central = set(rule_files("prometheus-shard.yml") + ["rdma-culprits.yml"])
         elif a.layout == "vmagent":
             central = set(rule_files("prometheus-culprits-scrape.yml"))
             prometheus("prometheus-culprits", "config/prometheus/prometheus-culprits-scrape.yml",

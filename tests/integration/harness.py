@@ -244,6 +244,14 @@ def free_port():
         return s.getsockname()[1]
 
 
+def one_culprit_evaluator_keep():
+    """The regex prometheus-shard.yml's comment gives the shards' one
+    remote_write to an evaluator of every rail (rdma-culprits.yml)."""
+    with open(os.path.join(SOURCE_DIR, "config/prometheus/prometheus-shard.yml")) as f:
+        (regex,) = re.findall(r'^\s*#\s+regex: "([^"]+)"$', f.read(), re.M)
+    return regex
+
+
 class Server:
     """A server process on loopback, its output in a log, stopped by stop().
 

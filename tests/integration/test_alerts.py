@@ -13,7 +13,7 @@ import unittest
 
 import yaml
 
-from harness import SOURCE_DIR, promtool, rule_files
+from harness import SOURCE_DIR, one_culprit_evaluator_keep, promtool, rule_files
 from metrics_doc import MetricsDoc
 
 RULES = os.path.join(SOURCE_DIR, "config/prometheus/rdma-alerts.yml")
@@ -282,6 +282,10 @@ class AlertRulesTest(unittest.TestCase):
             self.assertFalse({r for r in railed if re.fullmatch(regex, "%s;%s" % (r, "rail9"))})
             sent |= got
         self.assertEqual(sent, {k.split(";")[0] for k in reads("rdma-culprits-rails.yml", hosts)})
+        # Or every host record the one-server rules read, to one evaluator of
+        # every rail (the shard configuration's comment).
+        self.assertEqual({r for r in hosts if re.fullmatch(one_culprit_evaluator_keep(), r)},
+                         {k.split(";")[0] for k in reads("rdma-culprits.yml", hosts)})
         # The shards to the evaluator across rails.
         labels, regex = keeps(shard, "across-rails")
         self.assertEqual(labels, ["__name__"])
