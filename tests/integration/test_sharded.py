@@ -45,8 +45,10 @@ FLEET_HOSTS_BIN = os.environ.get("RDMA_FLEET_HOSTS_BIN",
                                  os.path.join(SOURCE_DIR, "build", "bench", "fleet_hosts"))
 RULE_FILES = rule_files()
 SHARD_RULE_FILES = rule_files("prometheus-shard.yml")
+# The culprit evaluators' rule files, and rdma-culprits.yml, the same rules
+# in one group for one server (which vmalert must not evaluate beside them).
 CULPRIT_RULE_FILES = (rule_files("prometheus-culprits.yml")
-                      + rule_files("prometheus-culprits-across-rails.yml"))
+                      + rule_files("prometheus-culprits-across-rails.yml") + ["rdma-culprits.yml"])
 # The rails of each culprit rules' evaluator by rail, as the shards'
 # relabelling sends them (for the regexes of prometheus-shard.yml).
 RAIL_EVALUATORS = {"rails-0-3": ("rail[0-3]", "rail[01]"), "rails-4-7": ("rail[4-7]", "rail[23]")}
