@@ -22,6 +22,8 @@ CULPRIT_RULES = os.path.join(SOURCE_DIR, "config/prometheus/rdma-culprits-rails.
 CULPRIT_ACROSS_RULES = os.path.join(SOURCE_DIR, "config/prometheus/rdma-culprits-across-rails.yml")
 CULPRIT_HOST_RULES = os.path.join(SOURCE_DIR, "config/prometheus/rdma-culprits-hosts.yml")
 CULPRIT_TESTS = os.path.join(SOURCE_DIR, "tests/alerts/rdma-culprits.test.yml")
+# The part across rails alone, on the records it receives.
+CULPRIT_ACROSS_TESTS = os.path.join(SOURCE_DIR, "tests/alerts/rdma-culprits-across-rails.test.yml")
 LAST_HOP_RULES = os.path.join(SOURCE_DIR, "config/prometheus/rdma-last-hop.yml")
 LAST_HOP_TESTS = os.path.join(SOURCE_DIR, "tests/alerts/rdma-last-hop.test.yml")
 ROLLUP_RULES = os.path.join(SOURCE_DIR, "config/prometheus/rdma-rollups.yml")
@@ -83,7 +85,12 @@ class AlertRulesTest(unittest.TestCase):
             self.assertIn(f"SUCCESS: {len(rules_of(doc))} rules found", r.stdout)
 
     def test_promtool_unit_tests_pass(self):
-        for tests in dict.fromkeys(tests for _, tests in RULE_SETS):
+        suites = list(dict.fromkeys([*(tests for _, tests in RULE_SETS), CULPRIT_ACROSS_TESTS]))
+        alerts_dir = os.path.dirname(RULE_TESTS)
+        self.assertEqual(sorted(os.path.basename(t) for t in suites),
+                         sorted(n for n in os.listdir(alerts_dir) if n.endswith(".test.yml")),
+                         "a suite in tests/alerts/ that no test runs")
+        for tests in suites:
             r = self.promtool("test", "rules", os.path.basename(tests), cwd=os.path.dirname(tests))
             self.assertEqual(r.returncode, 0, r.stdout + r.stderr)
             self.assertIn("SUCCESS", r.stdout)
