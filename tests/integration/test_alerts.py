@@ -8,6 +8,7 @@ import os
 import re
 import shutil
 import subprocess
+import sys
 import tempfile
 import unittest
 
@@ -15,6 +16,9 @@ import yaml
 
 from harness import SOURCE_DIR, one_culprit_evaluator_keep, promtool, rule_files
 from metrics_doc import MetricsDoc
+
+sys.path.insert(0, os.path.join(SOURCE_DIR, "bench"))
+from promql_selectors import kinds_of, selectors, selects_kinds  # noqa: E402
 
 RULES = os.path.join(SOURCE_DIR, "config/prometheus/rdma-alerts.yml")
 RULE_TESTS = os.path.join(SOURCE_DIR, "tests/alerts/rdma-alerts.test.yml")
@@ -244,26 +248,16 @@ class AlertRulesTest(unittest.TestCase):
 
         def records(name):
             # {record: {its kinds ("" without a kind label)}}
-            out = {}
-            for rule in rules_of(load_yaml(os.path.join(config, name))):
-                if "record" in rule:
-                    out.setdefault(rule["record"], set()).add(rule.get("labels", {}).get("kind", ""))
-            return out
+            groups = load_yaml(os.path.join(config, name))["groups"]
+            return {r: {k or "" for k in kinds} for r, kinds in kinds_of(groups).items()}
 
         def reads(name, of):
             # The records of OF that the rules of NAME read, as "name;kind"
-            # (every kind of OF's record, but those a kind matcher names).
-            keys = set()
-            for rule in rules_of(load_yaml(os.path.join(config, name))):
-                for m in re.finditer(r'(rdma:[a-z0-9_:]+)(\{[^}]*\})?', rule["expr"]):
-                    if m.group(1) in of:
-                        kind = re.search(r'kind(=~?)"([^"]*)"', m.group(2) or "")
-                        kinds = of[m.group(1)]
-                        if kind:
-                            kinds = {k for k in kinds if (re.fullmatch(kind.group(2), k) if kind.group(1) == "=~"
-                                                          else k == kind.group(2))}
-                        keys |= {"%s;%s" % (m.group(1), k) for k in kinds}
-            return keys
+            # (every kind of OF's record, but those a kind matcher excludes).
+            return {"%s;%s" % (record, k)
+                    for rule in rules_of(load_yaml(os.path.join(config, name)))
+                    for record, matchers, _ in selectors(rule["expr"]) if record in of
+                    for k in selects_kinds(matchers, of[record])}
 
         def keeps(config_doc, url_part):
             (write,) = [w for w in config_doc["remote_write"] if url_part in w["url"]]
