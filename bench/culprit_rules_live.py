@@ -50,9 +50,44 @@ ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 STEP = 30
 
 
+def fail(message):
+    raise SystemExit("culprit_rules_live: " + message)
+
+
 def seconds(text):
     units = {"s": 1, "m": 60, "h": 3600}
-    return int(float(text[:-1]) * units[text[-1]])
+    try:
+        return int(float(text[:-1]) * units[text[-1]])
+    except (ValueError, KeyError, IndexError):
+        fail("%r is not a duration (s, m or h)" % text)
+
+
+def read_scenario(path, part):
+    """The scenario at PATH; what --part across-rails reads of it checked
+    (the simulator checks the rest)."""
+    try:
+        with open(path) as f:
+            scenario = yaml.safe_load(f)
+    except (OSError, yaml.YAMLError) as e:
+        fail("cannot read the scenario %s: %s" % (path, e))
+    if not isinstance(scenario, dict) or "duration" not in scenario:
+        fail("%s: a scenario is a mapping with a duration" % path)
+    seconds(str(scenario["duration"]))
+    if part == "across-rails":
+        fleet = scenario.get("fleet")
+        if not isinstance(fleet, dict) or not all(
+                isinstance(fleet.get(k), int) and fleet[k] > 0
+                for k in ("hosts", "rails", "group_size")):
+            fail("%s: fleet needs hosts, rails and group_size, each a positive integer" % path)
+        needs = {"rnic": ("host", "rail"), "host_down": ("host",), "leaf": ("group", "rail")}
+        for fault in scenario.get("faults") or []:
+            if not isinstance(fault, dict):
+                fail("%s: a fault is a mapping: %r" % (path, fault))
+            for k in needs.get(fault.get("kind"), ()):
+                if not isinstance(fault.get(k), int) or fault[k] < 0:
+                    fail("%s: a %s fault needs %s, a non-negative integer: %r"
+                         % (path, fault["kind"], k, fault))
+    return scenario
 
 
 def write_across_rails_inputs(scenario, start, end, path):
@@ -119,8 +154,7 @@ def main():
                     help="the culprit rules for one server (default), the part inside rails, or "
                          "the part across rails alone, on the records it receives")
     a = ap.parse_args()
-    with open(a.scenario) as f:
-        scenario = yaml.safe_load(f)
+    scenario = read_scenario(a.scenario, a.part)
     length = seconds(str(scenario["duration"]))
     shutil.rmtree(a.work, ignore_errors=True)
     sim_out, data = os.path.join(a.work, "sim"), os.path.join(a.work, "data")
