@@ -12,13 +12,14 @@ build/bench/fleet_faults_sim so that its timeline ends --ready-in seconds from
 now (the time the simulation and the backfill are expected to take; a
 timeline that ends later is only waited for), backfills it with promtool,
 starts Prometheus on it with config/prometheus/rdma-culprits-hosts.yml and
-rdma-culprits.yml (--part rails: rdma-culprits-rails.yml, what an evaluator
-by rail evaluates, beside the host part), and once the timeline has ended (a server refuses records
-older than its newest block) prints, at each evaluation of the culprit
-group, every group's last duration and the slowest rules from
-/api/v1/rules, then the raw series, the records and the server's peak RSS.
-The first evaluations after the end read full 2-minute windows; later ones
-read windows that empty as the data stops, and cost less. WORK_DIR is
+rdma-culprits.yml (--part rails: rdma-culprits-rails.yml, what an
+evaluator by rail evaluates, beside the host part), and once the timeline
+has ended (a server refuses records older than its newest block) prints, at each evaluation of the culprit group, every group's
+last duration and the slowest rules from /api/v1/rules, then the raw series
+and the records the server held at the first of those evaluations, the
+culprits named and the server's peak RSS. The first evaluations after the
+end read full 2-minute windows; later ones read windows that empty as the
+data stops, and cost less (and the records of pairs go). WORK_DIR is
 removed and re-made.
 
 With --part across-rails it measures the evaluator across rails alone
@@ -212,7 +213,12 @@ def main():
                 time.sleep(0.25)
         print(json.dumps({"simulate_s": round(t_sim), "backfill_s": round(t_backfill),
                           "ready_before_end_s": round(end - time.time())}), flush=True)
-        seen, evals, peak = set(), 0, 0
+
+        def count(selector):
+            r = get("/api/v1/query?query=" + urllib.parse.quote("count(%s)" % selector))
+            return int(r["data"]["result"][0]["value"][1]) if r["data"]["result"] else 0
+
+        seen, evals, peak, held = set(), 0, 0, {}
         while evals < a.evals:
             time.sleep(2)
             peak = max(peak, rss_mib())
@@ -225,6 +231,11 @@ def main():
                 continue
             seen.add(last)
             evals += 1
+            if evals == 1:
+                # What the server holds while the windows are full: later,
+                # as they empty, the records of pairs go.
+                held = {"raw_series": count('{__name__=~"rdma_probe_.+"}'),
+                        "records": count('{__name__=~"rdma:.+"}')}
             slowest = sorted(((round(r["evaluationTime"], 2), r["name"]) for g in groups.values()
                               for r in g["rules"]), reverse=True)[:8]
             print(json.dumps({"after_end_s": round(at - end),
@@ -232,12 +243,8 @@ def main():
                                           for n, g in groups.items()},
                               "slowest_rules": slowest}), flush=True)
 
-        def count(selector):
-            r = get("/api/v1/query?query=" + urllib.parse.quote("count(%s)" % selector))
-            return int(r["data"]["result"][0]["value"][1]) if r["data"]["result"] else 0
         r = get("/api/v1/query?query=" + urllib.parse.quote("count by (kind) (rdma:probe_culprit)"))
-        print(json.dumps({"raw_series": count('{__name__=~"rdma_probe_.+"}'),
-                          "records": count('{__name__=~"rdma:.+"}'),
+        print(json.dumps({**held,
                           "culprits": {s["metric"]["kind"]: int(s["value"][1])
                                        for s in r["data"]["result"]},
                           "prometheus_peak_rss_mib": peak}), flush=True)
