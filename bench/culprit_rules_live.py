@@ -12,15 +12,15 @@ build/bench/fleet_faults_sim so that its timeline ends --ready-in seconds from
 now (the time the simulation and the backfill are expected to take; a
 timeline that ends later is only waited for), backfills it with promtool,
 starts Prometheus on it with config/prometheus/rdma-culprits-hosts.yml and
-rdma-culprits.yml (--part rails: rdma-culprits-rails.yml, what an
-evaluator by rail evaluates, beside the host part), and once the timeline
-has ended (a server refuses records older than its newest block) prints, at each evaluation of the culprit group, every group's
-last duration and the slowest rules from /api/v1/rules, then the raw series
-and the records the server held at the first of those evaluations, the
-culprits named and the server's peak RSS. The first evaluations after the
-end read full 2-minute windows; later ones read windows that empty as the
-data stops, and cost less (and the records of pairs go). WORK_DIR is
-removed and re-made.
+rdma-culprits.yml (--part rails: rdma-culprits-rails.yml, what an evaluator
+by rail evaluates, beside the host part), and once the timeline has ended
+(a server refuses records older than its newest block) prints, at each
+evaluation of the culprit group, every group's last duration and the
+slowest rules from /api/v1/rules, then the raw series and the records the
+server held at the first of those evaluations, the culprits named and the
+server's peak RSS. The first evaluations after the end read full 2-minute
+windows; later ones read windows that empty as the data stops, and cost
+less (and the records of pairs go). WORK_DIR is removed and re-made.
 
 With --part across-rails it measures the evaluator across rails alone
 (config/prometheus/prometheus-culprits-across-rails.yml), at a size no

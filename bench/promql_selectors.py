@@ -1,11 +1,12 @@
 """The metric selectors of a PromQL expression, rewritten by name.
 
 bench/fleet_faults reads the host records late (`offset`), bench/fleet_load
-expands the rollup records into their definitions, and the tests check which
-records a rule file reads; all walk the same selectors, and a record name
-that several rules write is told apart by their `kind` label. Enough PromQL for the shipped rules, not a parser: a selector is
-a metric name that is not part of another name, not inside a label value
-and not a function call, with its optional {matchers} and [range]."""
+expands the rollup records into their definitions, and the tests check
+which records a rule file reads; all walk the same selectors, and a record
+name that several rules write is told apart by their `kind` label. Enough
+PromQL for the shipped rules, not a parser: a selector is a metric name
+that is not part of another name, not inside a label value and not a
+function call, with its optional {matchers} and [range]."""
 import re
 
 NAME = r"[a-zA-Z_:][a-zA-Z0-9_:]*"
