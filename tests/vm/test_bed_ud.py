@@ -41,6 +41,7 @@ import os
 import sys
 import time
 import unittest
+from concurrent.futures import ThreadPoolExecutor
 
 from bed import BedTestCase
 from vmrun import BIN, HERE, delta_buckets, quantile
@@ -70,7 +71,10 @@ def config(bed):
     for i, peer in enumerate(bed.names):
         targets.append(f'    - {{address: "{bed.ip(peer, 0)}:{CONTROL_PORT}", '
                        f'labels: {{peer: {peer}, rack: {RACKS[i]}}}}}')
-    return ("probe:\n"
+    # Every scrape collects afresh: one taken just after an event sees the
+    # counters as they are then, never a result cached from before it.
+    return ("collection: {max_age: 0s}\n"
+            "probe:\n"
             "  enabled: true\n"
             f"  listen_address: \":{CONTROL_PORT}\"\n"
             "  discovery_interval: 3s\n"
@@ -378,10 +382,25 @@ class BedUdTest(BedTestCase):
         others = ("vm0", "vm1")
         pid = bed.run("vm2", "pidof -s rdma_exporter").check().out.strip()
         before = self.scrape_all()
-        # 1 s: twice the UD class's timeout, within the 4 timeouts (2 s) a
-        # prober waits for a late reply. The kernel's Soft-RoCE keeps taking
-        # the requests into the stopped exporter's receive queue.
-        bed.run("vm2", f"kill -STOP {pid}; sleep 1; kill -CONT {pid}").check()
+        # About 1 s: twice the UD class's timeout, within the 4 timeouts
+        # (2 s) a prober waits for a late reply. The kernel's Soft-RoCE keeps
+        # taking the requests into the stopped exporter's receive queue. The
+        # probers are scraped (both at once) once vm2 is stopped and again
+        # before it goes on: what they sent in between went to a stopped
+        # responder, however many probes a loaded machine let them send.
+        def scrape_probers():
+            with ThreadPoolExecutor(len(others)) as pool:
+                return dict(zip(others, pool.map(self.scrape, others)))
+
+        started = time.monotonic()
+        bed.run("vm2", f"kill -STOP {pid}").check()
+        try:
+            stopped = scrape_probers()
+            time.sleep(0.5)
+            resumed = scrape_probers()
+        finally:
+            bed.run("vm2", f"kill -CONT {pid}").check()
+        stop_s = time.monotonic() - started
 
         def to_vm2(vm, prom):
             return {r: labels for (peer, r), labels in self.ud_pairs(prom).items()
@@ -391,45 +410,58 @@ class BedUdTest(BedTestCase):
             return ((now[vm].value(name, **labels) or 0)
                     - (before[vm].value(name, **labels) or 0))
 
+        def sent_between(vm, earlier, later, labels):
+            return ((later[vm].value("rdma_probe_sent_total", **labels) or 0)
+                    - (earlier[vm].value("rdma_probe_sent_total", **labels) or 0))
+
         def settled():
-            # Every pair to vm2 has its late replies counted, and has sent
-            # 30 probes (3 s) since: anything lost would be counted by then.
-            now = self.scrape_all()
-            for vm in others:
-                for labels in to_vm2(vm, before[vm]).values():
-                    if delta(vm, now, "rdma_probe_invalid_total", reason="responder_stall",
-                             **labels) == 0:
-                        return None
-            if any(delta(vm, now, "rdma_probe_sent_total", **labels) < 40
+            # Every pair to vm2 has sent 30 probes since the stop: at 10 a
+            # second at most, 3 s, past the 4 timeouts (2 s) a prober waits
+            # for a late reply, so each probe sent in the stop is counted.
+            now = self.scrape_all(others)
+            if any(sent_between(vm, resumed, now, labels) < 30
                    for vm in others for labels in to_vm2(vm, before[vm]).values()):
                 return None
-            return now
+            return now | {"vm2": self.scrape("vm2")}
 
         after = self.wait_until("the stopped exporter's probers settled", settled, timeout=120)
         stall = delta("vm2", after, "rdma_probe_stall_seconds_total")
         # The probes a prober waits for longer than 4 timeouts (2 s) are lost
-        # by design. `sleep 1` in a loaded guest can hold vm2 stopped longer
-        # than asked: vm2's own heartbeat measures how long it was (late by
+        # by design. A loaded machine can hold vm2 stopped longer than the
+        # second asked: vm2's own heartbeat measures how long it was (late by
         # the stop less up to one 100 ms beat); the probes sent in the part
         # of it beyond 2 s (and one beat's worth) may be lost, no others.
         may_lose = math.ceil(max(0.0, stall + 0.2 - 2.0) * 1000 / INTERVAL_MS)
         record = {"vm2_stalls": delta("vm2", after, "rdma_probe_stalls_total"),
-                  "vm2_stall_seconds": round(stall, 3), "may_lose": may_lose,
+                  "vm2_stall_seconds": round(stall, 3), "stop_s": round(stop_s, 3),
+                  "may_lose": may_lose,
+                  "prober_stalls": {vm: delta(vm, after, "rdma_probe_stalls_total")
+                                    for vm in others},
                   "pairs_to_vm2": {}}
         self.record["stopped_exporter"] = record
         for vm in others:
             for r, labels in to_vm2(vm, before[vm]).items():
-                invalid = delta(vm, after, "rdma_probe_invalid_total", reason="responder_stall",
-                                **labels)
-                lost = delta(vm, after, "rdma_probe_timeouts_total", **labels)
-                record["pairs_to_vm2"][f"{vm} rail {r}"] = {"invalid": invalid, "lost": lost}
+                record["pairs_to_vm2"][f"{vm} rail {r}"] = {
+                    reason: delta(vm, after, "rdma_probe_invalid_total", reason=reason, **labels)
+                    for reason in ("responder_stall", "local_stall")
+                } | {"lost": delta(vm, after, "rdma_probe_timeouts_total", **labels),
+                     "sent_while_stopped": sent_between(vm, stopped, resumed, labels)}
         for vm in others:
             for r in to_vm2(vm, before[vm]):
                 got = record["pairs_to_vm2"][f"{vm} rail {r}"]
-                # Held back for 1 s at 10 probes/s: about 10, each invalid,
-                # none lost unless the stop outlasted the prober's wait.
-                self.assertGreaterEqual(got["invalid"], 5, (vm, r, record))
+                # Each probe sent to the stopped responder is invalid: the
+                # responder's flag says it waited through a stall
+                # (responder_stall), or the prober's own loop stalled while
+                # it was out (local_stall, a loaded machine starving its
+                # guest). None lost unless the stop outlasted the prober's
+                # wait, and then only as many as may_lose.
+                self.assertGreaterEqual(got["responder_stall"] + got["local_stall"],
+                                        got["sent_while_stopped"] - got["lost"], (vm, r, record))
                 self.assertLessEqual(got["lost"], may_lose, (vm, r, record))
+        # At 10 probes/s, one for each 100 ms of the stop; a prober starved
+        # for all of it sends none, but not all four.
+        self.assertGreater(sum(p["sent_while_stopped"] for p in record["pairs_to_vm2"].values()), 0,
+                           record)
         # What vm2's ports say of the way in: the requests held back were all
         # received, late; none is missing.
         for r in (0, 1):
