@@ -64,8 +64,8 @@ def seconds(text):
 
 
 def read_scenario(path, part):
-    """The scenario at PATH; what --part across-rails reads of it checked
-    (the simulator checks the rest)."""
+    """The scenario at PATH and its duration in seconds; what --part
+    across-rails reads of it checked (the simulator checks the rest)."""
     try:
         with open(path) as f:
             scenario = yaml.safe_load(f)
@@ -73,7 +73,7 @@ def read_scenario(path, part):
         fail("cannot read the scenario %s: %s" % (path, e))
     if not isinstance(scenario, dict) or "duration" not in scenario:
         fail("%s: a scenario is a mapping with a duration" % path)
-    seconds(str(scenario["duration"]))
+    length = seconds(str(scenario["duration"]))
     if part == "across-rails":
         fleet = scenario.get("fleet")
         if not isinstance(fleet, dict) or not all(
@@ -88,7 +88,7 @@ def read_scenario(path, part):
                 if not isinstance(fault.get(k), int) or fault[k] < 0:
                     fail("%s: a %s fault needs %s, a non-negative integer: %r"
                          % (path, fault["kind"], k, fault))
-    return scenario
+    return scenario, length
 
 
 def write_across_rails_inputs(scenario, start, end, path):
@@ -155,8 +155,7 @@ def main():
                     help="the culprit rules for one server (default), the part inside rails, or "
                          "the part across rails alone, on the records it receives")
     a = ap.parse_args()
-    scenario = read_scenario(a.scenario, a.part)
-    length = seconds(str(scenario["duration"]))
+    scenario, length = read_scenario(a.scenario, a.part)
     shutil.rmtree(a.work, ignore_errors=True)
     sim_out, data = os.path.join(a.work, "sim"), os.path.join(a.work, "data")
     os.makedirs(sim_out)
