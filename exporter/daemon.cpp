@@ -264,13 +264,15 @@ int Daemon::run() {
                                {"systemd_socket", cli_.systemd_socket},
                                {"version", exporter_version()}});
   }
-  // Ready once a scrape would be answered from a finished collection.
-  cache_.get([this, listeners = endpoints.size()](const std::shared_ptr<const Snapshot>&) {
+  // Ready once a scrape would be answered from a finished collection,
+  // whichever asked for it first: this get, a scrape or the OTLP pusher.
+  cache_.when_first_collected([this, listeners = endpoints.size()] {
     if (stopping_) return;
     log::debug("first collection done; ready");
     systemd::notify("READY=1\nSTATUS=serving metrics on " + std::to_string(listeners) +
                     " listener(s)");
   });
+  cache_.get([](const std::shared_ptr<const Snapshot>&) {});
   if (auto timeout = systemd::watchdog_timeout()) {
     watchdog_period_ = *timeout / 2;
     log::info("systemd watchdog enabled",

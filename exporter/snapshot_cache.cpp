@@ -31,6 +31,14 @@ void SnapshotCache::get(Handler handler) {
   if (!busy_) start_collection();
 }
 
+void SnapshotCache::when_first_collected(std::function<void()> handler) {
+  if (last_) {
+    boost::asio::post(io_, std::move(handler));
+    return;
+  }
+  first_waiting_.push_back(std::move(handler));
+}
+
 void SnapshotCache::start_collection() {
   busy_.emplace(io_.get_executor());
   boost::asio::post(worker_, [this] {
@@ -40,6 +48,9 @@ void SnapshotCache::start_collection() {
       busy_.reset();
       auto handlers = std::move(waiting_);
       waiting_.clear();
+      auto first = std::move(first_waiting_);
+      first_waiting_.clear();
+      for (auto& f : first) f();
       for (auto& h : handlers) h(snapshot);
     });
   });

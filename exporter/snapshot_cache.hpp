@@ -39,6 +39,11 @@ class SnapshotCache {
 
   void get(Handler handler);
 
+  // Runs `handler` on the event loop once the first collection is done,
+  // whoever asked for it (a scrape, the OTLP pusher, the daemon itself); at
+  // once (posted) when one is done already. It starts no collection.
+  void when_first_collected(std::function<void()> handler);
+
   // Runs the collection's kernel maintenance now and then every `period`, on
   // the collecting thread (so never at the same time as a collection).
   // Calling it again changes the period; a zero period stops it.
@@ -64,6 +69,7 @@ class SnapshotCache {
   boost::asio::thread_pool worker_{1};
   std::shared_ptr<const Snapshot> last_;
   std::vector<Handler> waiting_;
+  std::vector<std::function<void()>> first_waiting_;  // until last_ is set
   // Keeps the event loop alive while a collection is in flight.
   std::optional<boost::asio::executor_work_guard<boost::asio::io_context::executor_type>> busy_;
   std::unique_ptr<boost::asio::steady_timer> maintenance_timer_;

@@ -2,6 +2,7 @@
 passed as LISTEN_FDS from descriptor 3) and the notify protocol (READY=1,
 RELOADING=1, STOPPING=1, WATCHDOG=1 on NOTIFY_SOCKET), with the sockets made
 here as systemd makes them."""
+import http.server
 import os
 import re
 import shutil
@@ -71,6 +72,46 @@ class Daemon:
             if time.monotonic() > deadline:
                 raise AssertionError(f"no {needle!r} in the log:\n{self.log()}")
             time.sleep(0.05)
+
+
+class OtlpSink:
+    """An OTLP/HTTP receiver on an ephemeral loopback port that answers every
+    POST with 200 and counts them."""
+
+    def __init__(self):
+        sink = self
+        self.posts = 0
+
+        class Handler(http.server.BaseHTTPRequestHandler):
+            def do_POST(self):
+                self.rfile.read(int(self.headers.get("Content-Length", 0)))
+                sink.posts += 1
+                self.send_response(200)
+                self.send_header("Content-Type", "application/x-protobuf")
+                self.send_header("Content-Length", "0")
+                self.end_headers()
+
+            def log_message(self, *args):
+                pass
+
+        self.server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self.thread = threading.Thread(target=self.server.serve_forever, daemon=True)
+        self.thread.start()
+        self.url = f"http://127.0.0.1:{self.server.server_port}"
+
+    def wait_for(self, posts, daemon, timeout=30):
+        deadline = time.monotonic() + timeout
+        while self.posts < posts:
+            if time.monotonic() > deadline:
+                raise AssertionError(f"{self.posts} pushes arrived:\n{daemon.log()}")
+            time.sleep(0.05)
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        self.server.shutdown()
+        self.server.server_close()
 
 
 class SystemdTestCase(unittest.TestCase):
@@ -198,6 +239,40 @@ class NotifyTest(SystemdTestCase):
         # It exits by itself: a second SIGTERM (as stop() would send while
         # it is still running) could land after its handlers are gone.
         self.assertEqual(d.proc.wait(20), 0, d.log())
+
+    def otlp_config(self, endpoint):
+        path = os.path.join(os.path.dirname(self.path), "otlp.yml")
+        with open(path, "w") as f:
+            f.write("otlp: {enabled: true, interval: 1s, timeout: 2s}\n")
+        env = {"OTEL_EXPORTER_OTLP_ENDPOINT": endpoint}
+        return env, ("--config.file", path)
+
+    def assert_ready_then_serves(self, d):
+        ready = self.until("READY", d)[-1]
+        self.assertEqual((ready["READY"], ready["STATUS"]),
+                         ("1", "serving metrics on 1 listener(s)"))
+        d.wait_log("first collection done; ready")
+
+    def test_ready_with_otlp_pushing_to_a_receiver_that_answers(self):
+        with OtlpSink() as sink:
+            env, args = self.otlp_config(sink.url)
+            d = self.start(env, *args)
+            self.assert_ready_then_serves(d)
+            # The pushes went through: readiness does not depend on who
+            # asked for the first collection.
+            sink.wait_for(2, d)
+            d.wait_log("succeeded")
+        self.assertEqual(d.stop(), 0, d.log())
+
+    def test_ready_with_otlp_and_the_receiver_down(self):
+        with socket.socket() as s:
+            s.bind(("127.0.0.1", 0))
+            port = s.getsockname()[1]
+        env, args = self.otlp_config(f"http://127.0.0.1:{port}")
+        d = self.start(env, *args)
+        self.assert_ready_then_serves(d)
+        d.wait_log("Connection refused")
+        self.assertEqual(d.stop(), 0, d.log())
 
     def test_watchdog_pings_at_half_the_timeout(self):
         d = self.start({"WATCHDOG_USEC": "400000"})

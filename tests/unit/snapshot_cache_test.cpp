@@ -136,5 +136,50 @@ TEST_F(SnapshotCacheTest, AGetAfterTheSharedCollectionStartsAnotherWhenStale) {
   EXPECT_EQ(texts, (std::vector<std::string>{"collection 1\n", "collection 2\n"}));
 }
 
+TEST_F(SnapshotCacheTest, TheFirstCollectionIsAnnouncedWhoeverAskedForIt) {
+  SnapshotCache cache(
+      io_, [this] { return collections_(); }, 0s, [this] { return now_; });
+  int announced = 0;
+  std::string seen;
+  cache.when_first_collected([&] {
+    ++announced;
+    // Announced once the collection is stored: a get now is answered by it.
+    cache.get([&](std::shared_ptr<const Snapshot> s) { seen = s->text; });
+  });
+  io_.run();
+  EXPECT_EQ(announced, 0);  // it starts no collection itself
+  EXPECT_EQ(collections_.count(), 0);
+
+  // Another party (the OTLP pusher, a scrape) asks for the first collection.
+  EXPECT_EQ(get(cache), "collection 1\n");
+  EXPECT_EQ(announced, 1);
+  EXPECT_EQ(seen, "collection 2\n");  // max_age 0: the announcement's own get collects
+  EXPECT_EQ(get(cache), "collection 3\n");
+  EXPECT_EQ(announced, 1);  // once, not per collection
+}
+
+TEST_F(SnapshotCacheTest, AnAnnouncementAskedForAfterTheFirstCollectionComesAtOnce) {
+  SnapshotCache cache(
+      io_, [this] { return collections_(); }, 10s, [this] { return now_; });
+  EXPECT_EQ(get(cache), "collection 1\n");
+  int announced = 0;
+  cache.when_first_collected([&] { ++announced; });
+  EXPECT_EQ(announced, 0);  // posted, not called inside
+  io_.restart();
+  io_.run();
+  EXPECT_EQ(announced, 1);
+  EXPECT_EQ(collections_.count(), 1);
+}
+
+TEST_F(SnapshotCacheTest, EveryAnnouncementWaitingForTheFirstCollectionIsMade) {
+  SnapshotCache cache(
+      io_, [this] { return collections_(); }, 10s, [this] { return now_; });
+  std::vector<int> order;
+  cache.when_first_collected([&] { order.push_back(1); });
+  cache.when_first_collected([&] { order.push_back(2); });
+  EXPECT_EQ(get(cache), "collection 1\n");
+  EXPECT_EQ(order, (std::vector<int>{1, 2}));
+}
+
 }  // namespace
 }  // namespace rdma_exporter

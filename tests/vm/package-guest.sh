@@ -96,6 +96,41 @@ fact home_entries "$(nsenter -t "$pid" -m -- find /root /home -mindepth 1 2>/dev
 fact tmp_private "$([[ $(stat -L -c %i /tmp) != $(nsenter -t "$pid" -m -- stat -L -c %i /tmp) ]] && echo yes || echo no)"
 t 120 systemd-analyze security "$UNIT" --no-pager >"$R/security.txt" 2>&1 || true
 
+# OTLP on, pushing to a receiver in the guest that answers: the unit is
+# Type=notify, so systemd kills a service that never says READY=1 when its
+# start timeout runs out. The drop-in shortens that timeout to 15 s and the
+# configuration turns the push on; 25 s after the restart the service must
+# be active, never restarted, and the receiver must have taken pushes.
+OTLP_STATS=/run/rdma-otlp-sink.json
+timeout --kill-after=5 600 python3 "$HERE/otlp_sink.py" --listen 127.0.0.1:4318 \
+	--stats "$OTLP_STATS" >"$R/otlp-sink.log" 2>&1 &
+sink=$!
+wait_listen 4318 30 || die "the OTLP receiver did not listen"
+mkdir -p "/etc/systemd/system/$UNIT.d"
+printf '[Service]\nTimeoutStartSec=15s\n' >"/etc/systemd/system/$UNIT.d/start-timeout.conf"
+cp /etc/rdma_exporter/rdma_exporter.yml /run/rdma_exporter.yml.orig
+printf 'otlp: {enabled: true, endpoint: "http://127.0.0.1:4318/v1/metrics", interval: 1s}\n' \
+	>/etc/rdma_exporter/rdma_exporter.yml
+systemctl daemon-reload
+t 60 systemctl restart --no-block "$UNIT" || die "systemctl restart failed"
+otlp_pid_before=$(systemctl show -P MainPID "$UNIT")
+sleep 25
+fact otlp_active "$(systemctl is-active "$UNIT" || true)"
+fact otlp_restarts "$(systemctl show -P NRestarts "$UNIT")"
+fact otlp_result "$(systemctl show -P Result "$UNIT")"
+fact otlp_same_pid "$([[ $(systemctl show -P MainPID "$UNIT") == "$otlp_pid_before" ]] && echo same || echo changed)"
+fact otlp_requests "$(python3 -c 'import json,sys; print(json.load(open(sys.argv[1]))["requests"])' "$OTLP_STATS" 2>/dev/null || echo 0)"
+t 10 curl -sf http://127.0.0.1:10910/metrics >"$R/metrics-otlp.txt" || true
+journalctl -u "$UNIT" --no-pager -o cat >"$R/journal-otlp.txt" 2>&1 || true
+kill "$sink" 2>/dev/null || true
+wait "$sink" 2>/dev/null || true
+cp /run/rdma_exporter.yml.orig /etc/rdma_exporter/rdma_exporter.yml
+rm -r "/etc/systemd/system/$UNIT.d"
+systemctl daemon-reload
+t 120 systemctl restart "$UNIT" || die "restarting without OTLP failed"
+pid=$(systemctl show -P MainPID "$UNIT")
+note "OTLP phase done"
+
 # SIGHUP through the unit's ExecReload: the same process, still answering.
 t 60 systemctl reload "$UNIT" || die "systemctl reload failed"
 sleep 1

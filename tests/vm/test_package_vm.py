@@ -32,7 +32,8 @@ class PackageOnSystemdTest(unittest.TestCase):
         else:
             cls.stage = new_stage()
             deb = build_package(os.path.join(cls.stage, "deb"))
-            stage_files(cls.stage, files=("package-guest.sh", "guest-lib.sh", "rxe-up"))
+            stage_files(cls.stage, files=("package-guest.sh", "guest-lib.sh", "rxe-up",
+                                           "otlp_sink.py"))
             cls.results = os.path.join(cls.stage, "results")
             r = subprocess.run(
                 [RUN_IN_VM, "--systemd", "--timeout", str(VM_TIMEOUT), "--results", cls.results,
@@ -99,6 +100,18 @@ class PackageOnSystemdTest(unittest.TestCase):
                            ("FragmentPath", "/lib/systemd/system/rdma_exporter.service"),
                            ("Documentation", '"man:rdma_exporter(8)"')):
             self.assertEqual(show.get(key), value, key)
+
+    def test_with_otlp_pushing_the_unit_starts_and_stays(self):
+        # Type=notify: without READY=1 systemd would have killed the service
+        # 15 s after the restart (the drop-in's TimeoutStartSec) and
+        # restarted it (Restart=on-failure); the facts are read at 25 s.
+        self.assertEqual(self.facts["otlp_active"], "active", self.read("journal-otlp.txt"))
+        self.assertEqual(self.facts["otlp_restarts"], "0")
+        self.assertEqual(self.facts["otlp_result"], "success")
+        self.assertEqual(self.facts["otlp_same_pid"], "same")
+        self.assertGreater(int(self.facts["otlp_requests"]), 0, "no push reached the receiver")
+        m = Exposition(self.read("metrics-otlp.txt"), "metrics-otlp.txt")
+        self.assertGreater(m.value("rdma_exporter_otlp_exports_total", result="success"), 0)
 
     def test_reload_keeps_the_process(self):
         self.assertEqual(self.facts["pid_after_reload"], "same")
