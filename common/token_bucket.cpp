@@ -23,4 +23,11 @@ bool TokenBucket::take(Clock::time_point now) {
   return true;
 }
 
+void TokenBucket::reshape(double capacity, Clock::duration per_token, Clock::time_point now) {
+  tokens_ = std::min(tokens(now), capacity);
+  if (now > last_) last_ = now;
+  capacity_ = capacity;
+  per_token_ = per_token;
+}
+
 }  // namespace rdma_exporter

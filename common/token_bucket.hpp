@@ -20,6 +20,9 @@ class TokenBucket {
   // Whether the bucket is full at `now`: forgetting it loses nothing.
   bool full(Clock::time_point now) const { return tokens(now) >= capacity_; }
   double capacity() const { return capacity_; }
+  // New limits from `now` on, keeping the tokens held then (at most the new
+  // capacity): a change of limits never refills the bucket.
+  void reshape(double capacity, Clock::duration per_token, Clock::time_point now);
 
  private:
   double capacity_;

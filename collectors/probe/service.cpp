@@ -87,6 +87,13 @@ Status ProbeService::start() {
     loop_running_ = false;
   });
   log::info("probe responder listening", {{"port", port_}});
+  if (keyring_->empty() && !responder_->loopback_only()) {
+    log::warn(
+        "probe: the control port listens beyond loopback and no shared secret is set: any "
+        "host that reaches it can hold probe sessions and have UD replies sent; set "
+        "probe.secret_file (docs/security.md)",
+        {{"listen_address", options_.listen_address}});
+  }
   return ok_status();
 }
 
@@ -159,11 +166,18 @@ void ProbeService::rotate_secret(const std::string& path, std::chrono::milliseco
   } else {
     log::info("probe: peers are authenticated from now on");
   }
-  if (responder_) responder_->retire_secrets();
+  retire_secrets();
   grace_timer_.expires_after(grace);
   grace_timer_.async_wait([this](const boost::system::error_code& ec) {
-    if (!ec && responder_) responder_->retire_secrets();
+    if (!ec) retire_secrets();
   });
+}
+
+// Both ends of this host's sessions: those the keyring in force would not
+// set up close now (docs/security.md, the secret's life cycle).
+void ProbeService::retire_secrets() {
+  if (responder_) responder_->retire_secrets();
+  for (auto& [key, p] : probers_) p->recheck_secret();
 }
 
 void ProbeService::update(ProbeOptions options) {

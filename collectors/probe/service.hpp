@@ -94,6 +94,7 @@ class ProbeService {
   // On the probe's thread: reads the secret file again; a new secret
   // rotates the keyring (the previous one is kept for `grace`).
   void rotate_secret(const std::string& path, std::chrono::milliseconds grace);
+  void retire_secrets();
   // Plans again: targets, pinglist, discovery and probers.
   void apply();
   void stop_all();

@@ -270,7 +270,7 @@ void probe_corpus() {
   using namespace probe::wire;
   Hello hello;
   hello.nonce = {1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16};
-  hello.keys = {{0x5e, 0x25, 0x4a, 0x64, 0x4c, 0xac, 0x7e, 0xcf}};
+  hello.keys = 1;
   PortAd a;
   a.device = "mlx5_0";
   a.port = 1;
@@ -295,7 +295,9 @@ void probe_corpus() {
   setup.rail = "rail0";
   setup.nonce.fill(0xa5);
   setup.dialled = {{0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0xff, 0xff, 10, 0, 0, 9}, 10911};
-  setup.mac.fill(0x5a);
+  setup.macs = {{}, {}};
+  setup.macs[0].fill(0x5a);
+  setup.macs[1].fill(0x6b);
   write("probe_protocol", "setup", encode(setup));
   Setup by_rail = setup;
   by_rail.device.clear();
@@ -316,7 +318,8 @@ void probe_corpus() {
   ud.device = "mlx5_0";
   ud.nonce.fill(0xc3);
   ud.dialled = setup.dialled;
-  ud.mac.fill(0x5a);
+  ud.macs = {{}};
+  ud.macs[0].fill(0x5a);
   write("probe_protocol", "ud_setup", encode(ud));
   UdSetup ud_by_rail = ud;
   ud_by_rail.device.clear();

@@ -147,12 +147,12 @@ probe:
         self.write_peers("[]")
         with Exporter(config=self.config()) as e:
             answer = raw_request(self.probe_port, b"GET / HTTP/1.1\r\nHost: x\r\n\r\n")
-            # A version 3 hello with 18 bytes of payload (no key ids, no
+            # A version 4 hello with 18 bytes of payload (no secrets, no
             # ports), then a reject.
-            self.assertTrue(answer.startswith(b"RXP\x03\x01\x00\x00\x12"), answer[:16])
+            self.assertTrue(answer.startswith(b"RXP\x04\x01\x00\x00\x12"), answer[:16])
             self.assertEqual(answer[8 + 16], 0, answer[:32])
             self.assertEqual(answer[8 + 17], 0, answer[:32])
-            self.assertEqual(answer[26:31], b"RXP\x03\x04", answer)
+            self.assertEqual(answer[26:31], b"RXP\x04\x04", answer)
             self.assertIn(b"bad magic", answer)
             text = wait_for(lambda: (lambda t: t if value(
                 t, "rdma_probe_responder_rejected_total", reason="protocol") else None)(
@@ -163,46 +163,61 @@ probe:
 
     def setup_with(self, key, device=b"mlx5_0", port=1, rail=b"", sent_port=None,
                    dialled_port=None, keys=1):
-        """Connects to the probe port, reads the version 3 hello (expecting
-        `keys` key ids and no ports) and sends a setup signed with `key`;
-        returns the reject's code and reason and the hello's key ids."""
+        """Connects to the probe port, reads the version 4 hello (expecting
+        `keys` secrets and no ports) and sends a setup signed with `key` (a
+        secret, a list of them, or None); returns the reject's code and
+        reason and the hello's bytes."""
         with socket.create_connection(("127.0.0.1", self.probe_port), timeout=10) as s:
-            size = 16 + 1 + 8 * keys + 1
+            size = 16 + 1 + 1
             hello = b""
             while len(hello) < 8 + size:
                 chunk = s.recv(8 + size - len(hello))
                 self.assertTrue(chunk, "no hello")
                 hello += chunk
-            self.assertEqual(hello[:8], b"RXP\x03\x01\x00\x00" + bytes([size]))
+            self.assertEqual(hello[:8], b"RXP\x04\x01\x00\x00" + bytes([size]))
             nonce, count = hello[8:24], hello[24]
-            ids = [hello[25 + 8 * i:33 + 8 * i] for i in range(count)]
             self.assertEqual(count, keys)
-            self.assertEqual(hello[25 + 8 * count], 0)  # no ports
+            self.assertEqual(hello[25], 0)  # no ports
             # write, 64 B, tclass 0, sl 0, MTU 1024, QPN 17, PSN 0, LID 0,
             # GID 0, rkey 0, address 0; the responder's device and port (or
             # its rail), each name a length byte and its bytes; the prober's
-            # nonce; the address it dialled (IPv4-mapped) and port; the MAC
-            # over "setup", the hello's nonce, the type (2) and all of that.
+            # nonce; the address it dialled (IPv4-mapped) and port; the count
+            # of MACs and each, over "setup", the hello's nonce, the type (2)
+            # and all of that.
             fields = (struct.pack(">BIBBH", 2, 64, 0, 0, 1024) +
                       struct.pack(">IIH", 17, 0, 0) + bytes(16) + struct.pack(">IQ", 0, 0) +
                       bytes([len(device)]) + device + bytes([port]) +
                       bytes([len(rail)]) + rail + os.urandom(16) +
                       bytes(10) + b"\xff\xff" + bytes([127, 0, 0, 1]) +
                       struct.pack(">H", dialled_port or self.probe_port))
-            mac = (hmac.new(key, b"setup" + nonce + b"\x02" + fields, hashlib.sha256).digest()
-                   if key else bytes(32))
+            secrets = [] if key is None else key if isinstance(key, list) else [key]
+            macs = [hmac.new(k, b"setup" + nonce + b"\x02" + fields, hashlib.sha256).digest()
+                    for k in secrets]
             if sent_port is not None:  # another port than the MAC is for
                 at = 47 + 1 + len(device)
                 fields = fields[:at] + bytes([sent_port]) + fields[at + 1:]
-            payload = fields + mac
-            s.sendall(b"RXP\x03\x02\x00" + struct.pack(">H", len(payload)) + payload)
+            payload = fields + bytes([len(macs)]) + b"".join(macs)
+            s.sendall(b"RXP\x04\x02\x00" + struct.pack(">H", len(payload)) + payload)
             answer = s.recv(512)
-        self.assertEqual(answer[:5], b"RXP\x03\x04", answer)
-        return answer[8], answer[9:], ids  # the reject code and reason
+        self.assertEqual(answer[:5], b"RXP\x04\x04", answer)
+        return answer[8], answer[9:], hello  # the reject code and reason
 
     @staticmethod
-    def key_id(secret):
-        return hmac.new(secret, b"rdma_exporter probe key id", hashlib.sha256).digest()[:8]
+    def derived(secret):
+        """What a hello could give away of a secret: HMACs of it under the
+        labels the protocol uses, whole and as 8-byte key ids (what version 3
+        sent to whoever connected)."""
+        out = []
+        for label in (b"rdma_exporter probe key id", b"setup", b"accept"):
+            digest = hmac.new(secret, label, hashlib.sha256).digest()
+            out += [digest, digest[:8]]
+        return out
+
+    def assert_reveals_nothing(self, hello, *secrets):
+        for secret in secrets:
+            for d in self.derived(secret):
+                self.assertNotIn(d, hello)
+            self.assertNotIn(secret, hello)
 
     def write_secret(self, name, secret, mode=0o600):
         path = os.path.join(self.dir, name)
@@ -217,8 +232,9 @@ probe:
         self.write_peers("[]")
 
         def setup_with(key, **kw):
-            code, reason, ids = self.setup_with(key, **kw)
-            self.assertEqual(ids, [self.key_id(secret)])
+            code, reason, hello = self.setup_with(key, **kw)
+            # Nothing a stranger could test guesses of the secret against.
+            self.assert_reveals_nothing(hello, secret)
             return code, reason
 
         with Exporter(config=self.config(f"  secret_file: {path}\n")) as e:
@@ -266,14 +282,18 @@ probe:
             self.write_secret("probe.secret", new)
             e.proc.send_signal(signal.SIGHUP)
             wait_for(lambda: "secret rotated" in e.log())
-            code, reason, ids = self.setup_with(old, keys=2)
-            self.assertEqual(ids, [self.key_id(new), self.key_id(old)])
+            code, reason, hello = self.setup_with(old, keys=2)
+            self.assert_reveals_nothing(hello, old, new)
             self.assertEqual((code, reason), (6, b"no RDMA device"))
             self.assertEqual(self.setup_with(new, keys=2)[:2], (6, b"no RDMA device"))
+            # A prober in its own grace period signs with both.
+            self.assertEqual(self.setup_with([new, old], keys=2)[:2], (6, b"no RDMA device"))
             # After the grace period: the new secret only.
             wait_for(lambda: self.hello_keys() == 1 or None)
             self.assertEqual(self.setup_with(new)[:2], (6, b"no RDMA device"))
             self.assertEqual(self.setup_with(old)[:2], (2, b"authentication failed"))
+            # The second MAC verifies when the first is of a secret not held.
+            self.assertEqual(self.setup_with([old, new])[:2], (6, b"no RDMA device"))
             # A world-readable secret file is refused; the new secret stays.
             self.write_secret("probe.secret", b"a-third-probe-secret-000000000", 0o644)
             e.proc.send_signal(signal.SIGHUP)
@@ -283,7 +303,7 @@ probe:
             self.assertEqual(e.stop(), 0)
 
     def hello_keys(self):
-        """How many key ids the responder's hello lists now."""
+        """How many secrets the responder's hello says it accepts now."""
         with socket.create_connection(("127.0.0.1", self.probe_port), timeout=10) as s:
             data = b""
             while len(data) < 8 + 17:
@@ -365,6 +385,23 @@ probe:
             self.assertIsNone(value(other_text, "rdma_probe_responder_rejected_total"))
             self.assertEqual(e.stop(), 0)
             self.assertEqual(other.stop(), 0)
+
+    def test_listening_beyond_loopback_without_a_secret_is_warned_of_at_start(self):
+        """The default posture says what it is: no secret and a control port
+        that every interface answers gets one warning line; loopback only,
+        or a secret, gets none."""
+        warning = "listens beyond loopback and no shared secret is set"
+        secret = self.write_secret("probe.secret", b"a-shared-probe-secret-0123456789")
+        everywhere = self.config().replace(f"listen_address: 127.0.0.1:{self.probe_port}",
+                                           f"listen_address: :{self.probe_port}")
+        for config, warned in ((everywhere, True), (self.config(), False),
+                               (everywhere + f"  secret_file: {secret}\n", False)):
+            with Exporter(config=config) as e:
+                wait_for(lambda: "probe responder listening" in e.log())
+                self.assertEqual(e.log().count(warning), 1 if warned else 0, e.log())
+                if warned:
+                    self.assertIn(f"listen_address=:{self.probe_port}", e.log())
+                self.assertEqual(e.stop(), 0)
 
     def start_failure(self, config):
         r = subprocess.run([BIN, "--web.listen-address", "127.0.0.1:0", "--config.file",

@@ -169,7 +169,7 @@ def fake_responder(rdma, host, port, listen, seconds):
         except socket.timeout:
             continue
         conn.settimeout(5)
-        conn.sendall(w.message(w.HELLO, w.encode_hello(os.urandom(16), [], hello["ports"])))
+        conn.sendall(w.message(w.HELLO, w.encode_hello(os.urandom(16), 0, hello["ports"])))
         try:
             kind, payload = w.read_message(conn)
         except (ConnectionError, OSError, ValueError):

@@ -1,4 +1,4 @@
-"""The probe's control protocol (version 3) and UD datagram in Python, written
+"""The probe's control protocol (version 4) and UD datagram in Python, written
 from docs/probe.md and collectors/probe/wire/protocol.cpp, for the VM suites'
 peers written apart from the exporter (ud_peer.py, probe_attacker.py).
 
@@ -8,14 +8,13 @@ import os
 import socket
 import struct
 
-VERSION = 3
+VERSION = 4
 HELLO, SETUP, ACCEPT, REJECT, KEEPALIVE, UD_SETUP, UD_ACCEPT = range(1, 8)
 OP_SEND, OP_WRITE, OP_READ, OP_UD = 1, 2, 3, 4
 REJECT_CODES = {1: "version", 2: "auth", 3: "capacity", 4: "rate", 5: "unsupported",
                 6: "resources", 7: "protocol"}
 NONCE_SIZE = 16
 MAC_SIZE = 32
-KEY_ID_SIZE = 8
 PEER_SIZE = 4 + 4 + 2 + 16 + 4 + 8  # RC: QPN, PSN, LID, GID, rkey, address
 UD_PEER_SIZE = 4 + 4 + 2 + 16  # UD: QPN, Q_Key, LID, GID
 DATAGRAM_VERSION = 1
@@ -74,8 +73,9 @@ class _Reader:
 
 
 def encode_hello(nonce, keys, ports):
-    """PORTS: [{device, port, ethernet, gid (16 bytes), rail}]."""
-    out = bytes(nonce) + bytes([len(keys)]) + b"".join(keys) + bytes([len(ports)])
+    """KEYS: how many secrets the responder accepts (0: none); PORTS:
+    [{device, port, ethernet, gid (16 bytes), rail}]."""
+    out = bytes(nonce) + bytes([keys, len(ports)])
     for p in ports:
         out += (name(p["device"]) + bytes([p["port"], 1 if p["ethernet"] else 2]) + p["gid"]
                 + name(p["rail"]))
@@ -85,7 +85,7 @@ def encode_hello(nonce, keys, ports):
 def decode_hello(payload):
     r = _Reader(payload)
     hello = {"nonce": r.take(NONCE_SIZE)}
-    hello["keys"] = [r.take(KEY_ID_SIZE) for _ in range(r.u8())]
+    hello["keys"] = r.u8()
     ports = []
     for _ in range(r.u8()):
         device = r.name()
@@ -111,6 +111,11 @@ def _target(device, port, rail, nonce, dialled):
     return name(device) + bytes([port]) + name(rail) + bytes(nonce) + bytes(dialled)
 
 
+def _macs(macs):
+    """A set-up's MACs: their count, then each (none without a secret)."""
+    return bytes([len(macs)]) + b"".join(macs)
+
+
 def encode_peer(qpn, psn, lid, gid, rkey, addr):
     return struct.pack(">IIH", qpn, psn, lid) + bytes(gid) + struct.pack(">IQ", rkey, addr)
 
@@ -123,10 +128,11 @@ def decode_peer(data):
 
 
 def encode_setup(op, size, peer, device, port=1, rail="", tclass=0, sl=0, mtu=1024,
-                 nonce=None, dialled=bytes(18), mac=bytes(MAC_SIZE)):
+                 nonce=None, dialled=bytes(18), macs=()):
     """A setup (RC): PEER as encode_peer() makes it."""
     return (struct.pack(">BIBBH", op, size, tclass, sl, mtu) + peer
-            + _target(device, port, rail, nonce or os.urandom(NONCE_SIZE), dialled) + mac)
+            + _target(device, port, rail, nonce or os.urandom(NONCE_SIZE), dialled)
+            + _macs(macs))
 
 
 def decode_setup(payload):
@@ -139,7 +145,7 @@ def decode_setup(payload):
     setup["rail"] = r.name()
     setup["nonce"] = r.take(NONCE_SIZE)
     setup["dialled"] = r.take(18)
-    setup["mac"] = r.take(MAC_SIZE)
+    setup["macs"] = [r.take(MAC_SIZE) for _ in range(r.u8())]
     return setup
 
 
@@ -156,11 +162,11 @@ def decode_accept(payload):
 
 
 def encode_ud_setup(size, qpn, qkey, lid, gid, device, port=1, rail="", tclass=0, sl=0,
-                    mtu=1024, nonce=None, dialled=bytes(18), mac=bytes(MAC_SIZE),
-                    interval_ms=1000):
+                    mtu=1024, nonce=None, dialled=bytes(18), macs=(), interval_ms=1000):
     return (struct.pack(">BIBBH", OP_UD, size, tclass, sl, mtu)
             + struct.pack(">IIH", qpn, qkey, lid) + bytes(gid) + struct.pack(">I", interval_ms)
-            + _target(device, port, rail, nonce or os.urandom(NONCE_SIZE), dialled) + mac)
+            + _target(device, port, rail, nonce or os.urandom(NONCE_SIZE), dialled)
+            + _macs(macs))
 
 
 def decode_ud_accept(payload):

@@ -9,8 +9,6 @@ under AddressSanitizer. The tests read what it recorded.
 Environment: see vmrun.py; RDMA_EXPORTER_ASAN_BIN names the AddressSanitizer
 build (default ../../build-asan/rdma_exporter from this file).
 """
-import hashlib
-import hmac
 import os
 import shutil
 import subprocess
@@ -114,17 +112,16 @@ class ProbeTest(VmTestCase):
     def test_e_garbage_client_is_rejected(self):
         with open(self.path("garbage-answer.bin"), "rb") as f:
             answer = f.read()
-        # The hello (protocol 3): nonce (16), the key id of the shared secret,
-        # one port: "rxe0", port 1, Ethernet, its GID, rail "192.168.77.0/24".
-        self.assertTrue(answer.startswith(b"RXP\x03\x01\x00"), answer[:16])
-        hello_len = 8 + 16 + (1 + 8) + 1 + (1 + 4) + 1 + 1 + 16 + (1 + 15)
-        key_id = hmac.new(b"vm-probe-shared-secret-0123456789", b"rdma_exporter probe key id",
-                          hashlib.sha256).digest()[:8]
-        self.assertEqual(answer[24:33], b"\x01" + key_id)
+        # The hello (protocol 4): nonce (16), one secret (nothing derived
+        # from it), one port: "rxe0", port 1, Ethernet, its GID, rail
+        # "192.168.77.0/24".
+        self.assertTrue(answer.startswith(b"RXP\x04\x01\x00"), answer[:16])
+        hello_len = 8 + 16 + 1 + 1 + (1 + 4) + 1 + 1 + 16 + (1 + 15)
+        self.assertEqual(answer[24:26], b"\x01\x01")  # one secret, one port
         self.assertEqual(int.from_bytes(answer[6:8], "big"), hello_len - 8)
         self.assertIn(b"\x04rxe0\x01\x01", answer[:hello_len])
         self.assertTrue(answer[:hello_len].endswith(b"\x0f192.168.77.0/24"), answer[:hello_len])
-        self.assertEqual(answer[hello_len:hello_len + 5], b"RXP\x03\x04", answer)  # a reject
+        self.assertEqual(answer[hello_len:hello_len + 5], b"RXP\x04\x04", answer)  # a reject
         self.assertIn(b"bad magic", answer)
         after = self.prom("a-after-garbage.prom")
         self.assertGreaterEqual(after.value("rdma_probe_responder_rejected_total",

@@ -22,15 +22,7 @@ SourceTable::Admission SourceTable::open(const std::string& group) {
   const Clock::time_point now = now_();
   auto it = groups_.find(group);
   if (it == groups_.end()) {
-    if (groups_.size() >= max_groups_) {
-      // Only groups whose forgetting loses nothing: a group with an empty
-      // bucket that was forgotten would come back with a full one.
-      std::erase_if(groups_, [now](const auto& kv) {
-        const Group& g = kv.second;
-        return g.sessions == 0 && g.handshakes.empty() && g.bucket.full(now);
-      });
-      if (groups_.size() >= max_groups_) return {Verdict::capacity};
-    }
+    if (groups_.size() >= max_groups_ && !forget_one(now)) return {Verdict::capacity};
     const int per_minute = std::max(limits_.setups_per_minute_per_source, 0);
     const Clock::duration per_token =
         std::chrono::duration_cast<Clock::duration>(std::chrono::minutes(1)) /
@@ -38,6 +30,7 @@ SourceTable::Admission SourceTable::open(const std::string& group) {
     it = groups_.emplace(group, Group(TokenBucket(per_minute, per_token, now))).first;
   }
   Group& g = it->second;
+  g.last_open = now;
   if (!g.bucket.take(now)) return {Verdict::rate};
   if (limits_.max_handshakes <= 0 || limits_.max_handshakes_per_source <= 0) {
     return {Verdict::capacity};
@@ -54,6 +47,27 @@ SourceTable::Admission SourceTable::open(const std::string& group) {
   tickets_.emplace(admission.ticket, Held{it, false});
   ++handshakes_;
   return admission;
+}
+
+// A group that holds nothing, with a full bucket if there is one (nothing
+// is lost), else the one that opened a connection least recently. A group
+// forgotten with a bucket not yet full comes back with a full one: only a
+// source with more groups than the table remembers gains that, and it has
+// a full bucket in each of its other groups anyway.
+bool SourceTable::forget_one(Clock::time_point now) {
+  auto victim = groups_.end();
+  for (auto it = groups_.begin(); it != groups_.end(); ++it) {
+    const Group& g = it->second;
+    if (g.sessions != 0 || !g.handshakes.empty()) continue;
+    if (g.bucket.full(now)) {
+      victim = it;
+      break;
+    }
+    if (victim == groups_.end() || g.last_open < victim->second.last_open) victim = it;
+  }
+  if (victim == groups_.end()) return false;
+  groups_.erase(victim);
+  return true;
 }
 
 std::optional<SourceTable::Ticket> SourceTable::eviction_candidate() const {
@@ -116,6 +130,16 @@ int SourceTable::sessions(const std::string& group) const {
 bool SourceTable::is_session(Ticket ticket) const {
   auto t = tickets_.find(ticket);
   return t != tickets_.end() && t->second.session;
+}
+
+bool PinBudget::take(uint64_t bytes) {
+  if (bytes > max_ - held_) return false;
+  held_ += bytes;
+  return true;
+}
+
+void PinBudget::give(uint64_t bytes) {
+  held_ -= std::min(bytes, held_);
 }
 
 }  // namespace rdma_exporter::probe

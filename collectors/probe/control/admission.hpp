@@ -27,9 +27,11 @@ std::string source_group(const boost::asio::ip::address& address);
 // a newcomer by ending the oldest handshake of the group that holds the most,
 // so that a prober's hello always gets through however many connections
 // others keep open; sessions are taken only once a set-up is authenticated.
-// A group is forgotten only when that loses nothing (no handshake, no
-// session, a full bucket), so a source cannot refill its bucket by crowding
-// the table. No I/O: the responder holds the sockets, this the counts.
+// A full table forgets a group that holds nothing (no handshake, no
+// session) to make room: one whose bucket is full if there is one, else the
+// one that connected least recently, so many addresses cannot fill the
+// table and keep every new source out. No I/O: the responder holds the
+// sockets, this the counts.
 class SourceTable {
  public:
   using Clock = std::chrono::steady_clock;
@@ -47,9 +49,9 @@ class SourceTable {
       std::function<Clock::time_point()> now = [] { return Clock::now(); });
 
   // A new connection from `group`: takes a token of its bucket and a
-  // handshake slot. `rate` when the bucket is empty, `capacity` when the
-  // table is full of groups that still hold something (or a handshake cap
-  // is 0); otherwise admitted, possibly in place of an older handshake
+  // handshake slot. `rate` when the bucket is empty, `capacity` when every
+  // group of a full table holds a handshake or a session (or a handshake
+  // cap is 0); otherwise admitted, possibly in place of an older handshake
   // (already released here: end that connection).
   Admission open(const std::string& group);
   // The connection's set-up was authenticated: its handshake slot becomes a
@@ -73,6 +75,7 @@ class SourceTable {
     TokenBucket bucket;
     std::set<Ticket> handshakes;  // oldest first
     int sessions = 0;
+    Clock::time_point last_open{};  // its latest connection
   };
   struct Held {
     std::map<std::string, Group>::iterator group;
@@ -82,6 +85,8 @@ class SourceTable {
   // The oldest handshake of the group holding the most (ties: the one with
   // the oldest handshake).
   std::optional<Ticket> eviction_candidate() const;
+  // Makes room in a full table; false when every group holds something.
+  bool forget_one(Clock::time_point now);
   void release_handshake(Ticket ticket);
 
   const ResponderLimits limits_;
@@ -92,6 +97,24 @@ class SourceTable {
   Ticket next_ = 1;
   int handshakes_ = 0;
   int sessions_ = 0;
+};
+
+// The bytes the responder's RC sessions register (pin) for their buffers,
+// within a budget (probe.max_pinned_bytes): a set-up whose buffer would
+// pass it is refused, so peers can pin no more than the budget however many
+// sessions they hold.
+class PinBudget {
+ public:
+  explicit PinBudget(uint64_t max_bytes) : max_(max_bytes) {}
+  // Takes `bytes` if they fit; false (and nothing taken) otherwise.
+  bool take(uint64_t bytes);
+  // Gives back what a take took.
+  void give(uint64_t bytes);
+  uint64_t held() const { return held_; }
+
+ private:
+  uint64_t max_;
+  uint64_t held_ = 0;
 };
 
 }  // namespace rdma_exporter::probe

@@ -28,6 +28,17 @@ const char* read_failure(const Error& e) {
   return is_protocol_error(e) ? reason::protocol : reason::disconnected;
 }
 
+// An accept's MAC, and the one `secret` makes over it and the set-up's MAC.
+const Mac& mac_of(const wire::Message& answer) {
+  if (const auto* a = std::get_if<wire::Accept>(&answer)) return a->mac;
+  return std::get<wire::UdAccept>(answer).mac;
+}
+
+Mac accept_proof(const std::string& secret, const Mac& setup, const wire::Message& answer) {
+  if (const auto* a = std::get_if<wire::Accept>(&answer)) return accept_mac(secret, setup, *a);
+  return accept_mac(secret, setup, std::get<wire::UdAccept>(answer));
+}
+
 }  // namespace
 
 ControlClient::ControlClient(boost::asio::io_context& io, std::string address, wire::PortAd remote,
@@ -95,6 +106,7 @@ void ControlClient::on_hello_message(Result<wire::Message> msg) {
   if (hello == nullptr) return fail(reason::protocol, "expected a hello");
   hello_ = *hello;
   secret_.reset();
+  signing_.clear();
   const bool ours = settings_.keyring && !settings_.keyring->empty();
   if (hello_.auth_required() && !ours) {
     return fail(reason::auth, "the responder requires a shared secret (probe.secret_file)");
@@ -105,11 +117,7 @@ void ControlClient::on_hello_message(Result<wire::Message> msg) {
                   "the responder has no shared secret, so it cannot prove who it is "
                   "(probe.secret_file is needed on both ends)");
     }
-    const std::string* secret = settings_.keyring->choose(hello_.keys, Clock::now());
-    if (secret == nullptr) {
-      return fail(reason::auth, "the responder accepts none of this host's secrets");
-    }
-    secret_ = *secret;
+    for (const std::string* s : settings_.keyring->secrets(Clock::now())) signing_.push_back(*s);
   }
   const bool listed = std::any_of(hello_.ports.begin(), hello_.ports.end(), [&](const auto& p) {
     return p.device == remote_port_.device && p.port == remote_port_.port;
@@ -133,8 +141,10 @@ template <typename S>
 void ControlClient::sign_and_send(S setup) {
   setup.nonce = random_nonce();
   setup.dialled = dialled_;
-  setup.mac = secret_ ? setup_mac(*secret_, hello_.nonce, setup) : Mac{};
-  setup_mac_ = setup.mac;
+  // One MAC per secret held: the responder verifies whichever it shares.
+  setup.macs.clear();
+  for (const auto& secret : signing_) setup.macs.push_back(setup_mac(secret, hello_.nonce, setup));
+  setup_macs_ = setup.macs;
   control_->write(
       setup, guarded([this](const Status& s) {
         if (!s) return fail(reason::disconnected, s.error().message);
@@ -159,16 +169,28 @@ void ControlClient::on_answer(Result<wire::Message> msg) {
   on_accept(msg.value());
 }
 
-bool ControlClient::accept_authentic(const wire::Message& answer) const {
-  if (!secret_) return true;
-  if (const auto* a = std::get_if<wire::Accept>(&answer)) {
-    return mac_equal(accept_mac(*secret_, setup_mac_, *a), a->mac);
+bool ControlClient::accept_authentic(const wire::Message& answer) {
+  if (signing_.empty()) return true;
+  for (std::size_t i = 0; i < signing_.size() && i < setup_macs_.size(); ++i) {
+    if (mac_equal(accept_proof(signing_[i], setup_macs_[i], answer), mac_of(answer))) {
+      secret_ = signing_[i];
+      return true;
+    }
   }
-  const auto& ua = std::get<wire::UdAccept>(answer);
-  return mac_equal(accept_mac(*secret_, setup_mac_, ua), ua.mac);
+  return false;
+}
+
+void ControlClient::recheck_secret() {
+  if (stopped_ || !established_) return;
+  static const Keyring none;
+  const Keyring& ring = settings_.keyring ? *settings_.keyring : none;
+  if (ring.still_accepts(secret_, Clock::now())) return;
+  fail(reason::retired_secret, secret_ ? "the session's secret was rotated out or removed"
+                                       : "a shared secret was turned on; the session had none");
 }
 
 void ControlClient::established() {
+  established_ = true;
   deadline_.cancel();
   log::debug("probe: session up", {{"target", name_}});
   watch_control();
@@ -221,6 +243,7 @@ void ControlClient::fail_verbs(const char* why, const Error& error) {
 
 void ControlClient::teardown() {
   ++generation_;
+  established_ = false;
   timer_.cancel();
   deadline_.cancel();
   keepalive_.cancel();

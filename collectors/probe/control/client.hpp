@@ -49,6 +49,11 @@ class ControlClient : public std::enable_shared_from_this<ControlClient> {
 
   void start();
   void stop();
+  // Ends an established session whose set-up the keyring would not make
+  // now: signed with a secret it no longer holds (a rotation's grace period
+  // ended, or the secret was removed), or without one while it has one. It
+  // is set up again after the backoff, with the keyring in force.
+  void recheck_secret();
 
  protected:
   using Clock = std::chrono::steady_clock;
@@ -108,16 +113,19 @@ class ControlClient : public std::enable_shared_from_this<ControlClient> {
   void on_answer(Result<wire::Message> msg);
   template <typename S>
   void sign_and_send(S setup);
-  // With a secret: the accept's MAC proves the responder holds it.
-  bool accept_authentic(const wire::Message& answer) const;
+  // With a secret: the accept's MAC proves the responder holds one of the
+  // secrets signed with; that one becomes the session's.
+  bool accept_authentic(const wire::Message& answer);
   void watch_control();
   void send_keepalive();
 
   boost::asio::ip::tcp::resolver resolver_;
   std::shared_ptr<ControlChannel> control_;
   wire::Dialled dialled_;              // the responder's address as connected to
-  std::optional<std::string> secret_;  // the secret this session signs with
-  Mac setup_mac_{};
+  std::vector<std::string> signing_;   // the secrets the set-up is signed with
+  std::vector<Mac> setup_macs_;        // its MACs, one per secret in signing_
+  std::optional<std::string> secret_;  // the one the responder proved: the session's
+  bool established_ = false;
   boost::asio::steady_timer keepalive_;
 };
 

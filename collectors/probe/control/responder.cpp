@@ -18,7 +18,8 @@ Responder::Responder(boost::asio::io_context& io, ResponderSettings settings,
       settings_(std::move(settings)),
       stats_(std::move(stats)),
       acceptor_(io),
-      sources_(settings_.limits) {}
+      sources_(settings_.limits),
+      pinned_(settings_.limits.max_pinned_bytes) {}
 
 Responder::~Responder() {
   stop();
@@ -57,7 +58,9 @@ void Responder::retire_secrets() {
   const auto now = std::chrono::steady_clock::now();
   std::vector<std::shared_ptr<Session>> gone;
   for (const auto& [ticket, s] : sessions_) {
-    if (s->secret() && !keyring().accepts(*s->secret(), now)) gone.push_back(s);
+    // A handshake meets the keyring in force at its set-up.
+    if (!s->set_up()) continue;
+    if (!keyring().still_accepts(s->secret(), now)) gone.push_back(s);
   }
   for (const auto& s : gone) s->close(Session::End::retired_secret);
 }
@@ -65,6 +68,12 @@ void Responder::retire_secrets() {
 unsigned short Responder::port() const {
   boost::system::error_code ec;
   return acceptor_.local_endpoint(ec).port();
+}
+
+bool Responder::loopback_only() const {
+  boost::system::error_code ec;
+  const auto ep = acceptor_.local_endpoint(ec);
+  return !ec && ep.address().is_loopback();
 }
 
 void Responder::stop() {

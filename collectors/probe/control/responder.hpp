@@ -47,11 +47,16 @@ class Responder {
   // there is a port, set-ups are refused with "resources".
   void set_ports(std::vector<LocalPort> ports);
   unsigned short port() const;
-  // Closes the sessions whose set-up was made with a secret the keyring no
-  // longer accepts (a rotation's grace period ended, or the secret was
-  // removed).
+  // Whether the control port is bound to a loopback address only.
+  bool loopback_only() const;
+  // Closes the sessions whose set-up the keyring would refuse now: made
+  // with a secret it no longer accepts (a rotation's grace period ended, or
+  // the secret was removed), or without one while it has one (a secret was
+  // turned on).
   void retire_secrets();
   std::size_t sessions() const { return sessions_.size(); }
+  // Bytes the RC sessions' buffers register now.
+  uint64_t pinned() const { return pinned_.held(); }
   // Handshakes and authenticated sessions, by source group.
   const SourceTable& admissions() const { return sources_; }
 
@@ -65,6 +70,7 @@ class Responder {
   // when the session caps are reached (the session is then refused).
   bool authenticated(const Session& session);
   void closed(const std::shared_ptr<Session>& session, bool idle);
+
   const Keyring& keyring() const;
 
   boost::asio::io_context& io_;
@@ -75,6 +81,7 @@ class Responder {
   SourceTable sources_;
   // Every connection the responder holds, by its ticket in sources_.
   std::map<SourceTable::Ticket, std::shared_ptr<Session>> sessions_;
+  PinBudget pinned_;  // what the RC sessions' buffers register
   bool stopped_ = false;
 };
 

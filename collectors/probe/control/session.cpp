@@ -58,7 +58,7 @@ void Responder::Session::start() {
   nonce_ = random_nonce();
   wire::Hello hello;
   hello.nonce = nonce_;
-  hello.keys = owner_.keyring().keys(std::chrono::steady_clock::now());
+  hello.keys = static_cast<uint8_t>(owner_.keyring().count(std::chrono::steady_clock::now()));
   for (const auto& p : owner_.ports_) {
     if (hello.ports.size() == wire::kMaxPorts) break;
     hello.ports.push_back(p.ad());
@@ -78,6 +78,8 @@ void Responder::Session::close(End end) {
   control_->close();
   channel_.reset();
   endpoint_.reset();
+  owner_.pinned_.give(pinned_);
+  pinned_ = 0;
   if (ud_) ud_->revoke(ud_admission_);
   ud_.reset();
   device_.reset();
@@ -139,9 +141,9 @@ const LocalPort* Responder::Session::port_for(const S& setup) {
 template <typename S>
 bool Responder::Session::authenticated(const S& setup) {
   const Keyring& ring = owner_.keyring();
-  if (ring.empty()) return true;
-  const std::string* secret = ring.verify(nonce_, setup, std::chrono::steady_clock::now());
-  if (secret == nullptr) {
+  if (ring.empty()) return set_up_ = true;
+  const auto verified = ring.verify(nonce_, setup, std::chrono::steady_clock::now());
+  if (!verified) {
     reject(wire::RejectCode::auth, "authentication failed", "auth");
     return false;
   }
@@ -149,8 +151,9 @@ bool Responder::Session::authenticated(const S& setup) {
     reject(wire::RejectCode::auth, "the set-up was made for another address", "relayed");
     return false;
   }
-  secret_ = *secret;
-  return true;
+  secret_ = *verified->secret;
+  setup_mac_ = verified->mac;
+  return set_up_ = true;
 }
 
 const LocalPort* Responder::Session::find_port(const std::string& device, uint8_t port,
@@ -177,6 +180,12 @@ void Responder::Session::on_rc_setup(const wire::Setup& setup) {
   }
   const LocalPort* local = port_for(setup);
   if (local == nullptr) return;
+  if (!owner_.pinned_.take(setup.size)) {
+    return reject(wire::RejectCode::capacity,
+                  "refused: the responder's RC buffers would pass probe.max_pinned_bytes",
+                  "memory");
+  }
+  pinned_ = setup.size;
   device_ = local->device;
   auto port = cfg.gid_index < 0 ? Result<PortInfo>(local->info)
                                 : device_->port(local->info.port, cfg.gid_index);
@@ -198,7 +207,7 @@ void Responder::Session::on_rc_setup(const wire::Setup& setup) {
   }
   wire::Accept a;
   a.peer = endpoint_->local();
-  accept(a, setup.mac);
+  accept(a);
 }
 
 // A UD set-up admits the prober's UD queue pair to the port's: no queue
@@ -214,10 +223,11 @@ void Responder::Session::on_ud_setup(const wire::UdSetup& setup) {
     return reject(wire::RejectCode::unsupported,
                   "datagram size above " + std::to_string(local->ud->max_size()), "unsupported");
   }
-  // Replies at about the rate the prober's class sends at.
-  const auto admission =
-      local->ud->admit(setup.peer, setup.sl, setup.tclass,
-                       std::max(kFastestUdInterval, std::chrono::milliseconds(setup.interval_ms)));
+  // Replies at about the rate the prober's class sends at, never faster
+  // than the responder's own floor.
+  const auto admission = local->ud->admit(setup.peer, setup.sl, setup.tclass,
+                                          std::max(owner_.settings_.limits.ud_min_interval,
+                                                   std::chrono::milliseconds(setup.interval_ms)));
   if (!admission) {
     return reject(wire::RejectCode::capacity, "too many UD sessions of one queue pair", "capacity");
   }
@@ -226,12 +236,12 @@ void Responder::Session::on_ud_setup(const wire::UdSetup& setup) {
   ud_admission_ = *admission;
   wire::UdAccept a;
   a.peer = ud_->address();
-  accept(a, setup.mac);
+  accept(a);
 }
 
 template <typename A>
-void Responder::Session::accept(A accept, const Mac& setup_mac) {
-  if (secret_) accept.mac = accept_mac(*secret_, setup_mac, accept);
+void Responder::Session::accept(A accept) {
+  if (secret_) accept.mac = accept_mac(*secret_, setup_mac_, accept);
   control_->write(accept, [self = shared_from_this()](const Status& s) {
     if (!s) return self->close(End::left);
     self->listen();

@@ -37,6 +37,9 @@ class Responder::Session : public std::enable_shared_from_this<Session> {
   SourceTable::Ticket ticket() const { return ticket_; }
   const Device* device() const { return device_.get(); }
   const std::optional<std::string>& secret() const { return secret_; }
+  // Its set-up passed authentication (with the secret above, or none when
+  // the responder had none); false during the handshake.
+  bool set_up() const { return set_up_; }
   const UdPort* ud() const { return ud_.get(); }
 
   // Sends the hello and waits for the set-up.
@@ -63,7 +66,7 @@ class Responder::Session : public std::enable_shared_from_this<Session> {
   const LocalPort* find_port(const std::string& device, uint8_t port, const std::string& rail);
   // Sends the accept (with its MAC over the set-up's) and serves keep-alives.
   template <typename A>
-  void accept(A accept, const Mac& setup_mac);
+  void accept(A accept);
   void listen();
   // Answers every received message with one of the same size.
   void echo();
@@ -75,11 +78,14 @@ class Responder::Session : public std::enable_shared_from_this<Session> {
   boost::asio::steady_timer deadline_;
   Nonce nonce_{};
   std::optional<std::string> secret_;  // the secret the set-up was made with
+  Mac setup_mac_{};                    // the set-up's MAC that secret made
+  bool set_up_ = false;
   std::shared_ptr<Device> device_;
   std::unique_ptr<Endpoint> endpoint_;
   BorrowedFd channel_;          // the endpoint's completion channel
   std::shared_ptr<UdPort> ud_;  // a UD session: admitted to this port's queue pair
   uint64_t ud_admission_ = 0;   // its id at ud_
+  uint64_t pinned_ = 0;         // an RC session's buffer, counted at the responder
   bool closed_ = false;
 };
 

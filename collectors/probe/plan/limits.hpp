@@ -17,6 +17,13 @@ struct ResponderLimits {
   // Control connections per minute per source group (a token bucket).
   int setups_per_minute_per_source = 120;
   uint32_t max_message_size = 1 << 20;
+  // Bytes the responder's RC sessions may register (pin) in all: a set-up
+  // whose buffer would pass it is refused (capacity).
+  uint64_t max_pinned_bytes = uint64_t{128} << 20;
+  // The shortest class interval a UD admission is answered at, whatever
+  // its set-up says: the replies one prober queue pair can draw are bounded
+  // by its admissions' classes at this interval.
+  std::chrono::milliseconds ud_min_interval{10};
   std::chrono::milliseconds idle_timeout{60000};
   // Connections that have not authenticated yet (handshakes: the hello
   // sent, no valid set-up received), in all and per source group, and how

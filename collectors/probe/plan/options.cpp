@@ -42,6 +42,7 @@ std::vector<std::string> validate_probe_options(const ProbeOptions& o) {
   positive(o.file_sd_refresh, "probe.file_sd_refresh");
   positive(o.responder.idle_timeout, "probe.idle_timeout");
   positive(o.responder.handshake_timeout, "probe.handshake_timeout");
+  positive(o.responder.ud_min_interval, "probe.ud_min_interval");
   positive(o.discovery_interval, "probe.discovery_interval");
   if (std::string problem = pattern_limit_problem(o.device); !problem.empty()) {
     errors.push_back("probe.device: " + problem);
@@ -260,6 +261,8 @@ void parse_probe_options(Walker& w, const YAML::Node& node, const std::string& p
              {"setups_per_minute_per_source",
               w.integer(o.responder.setups_per_minute_per_source, 1, 1000000)},
              {"max_message_size", w.integer(o.responder.max_message_size, 1, 1 << 30)},
+             {"max_pinned_bytes", w.integer(o.responder.max_pinned_bytes, 1 << 20, 1LL << 40)},
+             {"ud_min_interval", w.duration(o.responder.ud_min_interval)},
              {"idle_timeout", w.duration(o.responder.idle_timeout)},
              {"handshake_timeout", w.duration(o.responder.handshake_timeout)},
              {"memory", w.optional_string_into(o.memory, [](const std::string& v) {

@@ -35,6 +35,8 @@ inline constexpr const char* setup = "setup";
 inline constexpr const char* qp_error = "qp_error";
 inline constexpr const char* remote_error = "remote_error";
 inline constexpr const char* disconnected = "disconnected";
+// A reload changed the secrets: the session's set-up no longer holds.
+inline constexpr const char* retired_secret = "retired_secret";
 }  // namespace reason
 
 // Why a probe counts as invalid (rdma_probe_invalid_total).

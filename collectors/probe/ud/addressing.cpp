@@ -32,6 +32,18 @@ Result<uint32_t> choose_qkey(int (*random_bytes)(unsigned char*, int)) {
   return (v & 0x7fffffffu) | 1u;  // never a controlled Q_Key, never 0
 }
 
+std::optional<uint32_t> choose_session_number(int (*random_bytes)(unsigned char*, int),
+                                              const std::function<bool(uint32_t)>& taken) {
+  for (int attempt = 0; attempt < 8; ++attempt) {
+    std::array<unsigned char, 4> b{};
+    if (random_bytes(b.data(), static_cast<int>(b.size())) != 1) return std::nullopt;
+    uint32_t v = 0;
+    std::memcpy(&v, b.data(), sizeof v);
+    if (v != 0 && !taken(v)) return v;
+  }
+  return std::nullopt;
+}
+
 std::optional<Gid> grh_source_gid(std::span<const uint8_t, 40> grh) {
   // RoCE v2 over IPv4: the first 20 bytes are unused (zero) and the IPv4
   // header follows: version 4, header length 5 words.

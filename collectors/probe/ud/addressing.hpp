@@ -2,6 +2,7 @@
 
 #include <array>
 #include <cstdint>
+#include <functional>
 #include <optional>
 #include <span>
 #include <string>
@@ -32,5 +33,13 @@ std::string gid_text(const Gid& gid);
 // never 0; an error when there are no random bytes, since a guessable
 // Q_Key lets anyone who can send to the port reach its queue pair.
 Result<uint32_t> choose_qkey(int (*random_bytes)(unsigned char*, int));
+
+// A number for a new UD session of a prober port, which its requests carry
+// and its replies are routed by: random from `random_bytes`, never 0 and
+// none that `taken` says is in use, so that a host on the fabric that does
+// not see the requests cannot guess one to forge replies with. Nothing when
+// there are no random bytes (or only numbers in use after a few tries).
+std::optional<uint32_t> choose_session_number(int (*random_bytes)(unsigned char*, int),
+                                              const std::function<bool(uint32_t)>& taken);
 
 }  // namespace rdma_exporter::probe

@@ -34,9 +34,13 @@ struct UdAdmission {
 // a wrong Q_Key adds replies that the other's queue pair drops, and takes
 // nothing from it. A request is answered once per distinct (Q_Key, service
 // level) among the admissions of its queue pair whose traffic class it
-// carries, at most at the rate those admissions' classes send at, times
-// kRateMultiple (with a burst of kBurst requests per admission); beyond it
-// the request is dropped.
+// carries, oldest admission first. Every reply costs one token of its
+// destination queue pair's bucket: kRateMultiple tokens per interval of
+// each admission's class (the interval at least the floor given to the
+// constructor), at most kBurst per admission held; what finds no token is
+// not sent. However many admissions name one queue pair, and however the
+// requests are made, it gets no more replies than its admissions' classes
+// at the floor could ask for.
 class UdAdmissions {
  public:
   using Clock = TokenBucket::Clock;
@@ -47,6 +51,12 @@ class UdAdmissions {
   // class, after a burst of kBurst.
   static constexpr int kRateMultiple = 2;
   static constexpr double kBurst = 32;
+  // The shortest interval the table ever counts a class at.
+  static constexpr std::chrono::milliseconds kFastestInterval{1};
+
+  // Classes are counted at `min_interval` at the fastest (not below
+  // kFastestInterval).
+  explicit UdAdmissions(std::chrono::milliseconds min_interval = kFastestInterval);
 
   struct Reply {
     uint32_t qkey = 0;
@@ -69,10 +79,13 @@ class UdAdmissions {
                                 Clock::time_point now);
   // Ends an admission; unknown ids (and 0) are ignored. Returns the queue
   // pair (GID, QPN) when that was its last admission.
-  std::optional<std::pair<Gid, uint32_t>> revoke(uint64_t id);
+  std::optional<std::pair<Gid, uint32_t>> revoke(uint64_t id, Clock::time_point now);
 
-  // What a request from (gid, qpn) carrying `tclass` gets.
+  // What a request from (gid, qpn) carrying `tclass` gets: an answer with
+  // the replies there were tokens for, rate_limited when there was none.
   Answer request(const Gid& gid, uint32_t qpn, uint8_t tclass, Clock::time_point now);
+  // Replies a second (gid, qpn) may have in the long run, past its burst.
+  double reply_rate(const Gid& gid, uint32_t qpn) const;
 
   // Prober queue pairs admitted (distinct GID and QPN).
   std::size_t peers() const { return peers_.size(); }
@@ -86,10 +99,19 @@ class UdAdmissions {
   struct Entry {
     uint64_t id = 0;
     UdAdmission admission;
+  };
+  // One destination queue pair: its admissions and the bucket its replies
+  // are paid from.
+  struct Destination {
+    std::vector<Entry> entries;
     TokenBucket bucket;
   };
+  // The bucket's limits for the destination's admissions, from `now` on.
+  void reshape(Destination& d, Clock::time_point now) const;
+  double rate_of(const Destination& d) const;
 
-  std::map<Peer, std::vector<Entry>> peers_;
+  std::chrono::milliseconds min_interval_;
+  std::map<Peer, Destination> peers_;
   std::map<uint64_t, Peer> by_id_;
   uint64_t next_id_ = 1;
 };

@@ -143,7 +143,8 @@ std::optional<uint64_t> UdPort::admit(const wire::UdPeer& prober, uint8_t sl, ui
 
 void UdPort::revoke(uint64_t admission) {
   // A queue pair without admissions left: its sessions' numbers go.
-  if (auto gone = admissions_.revoke(admission)) sequences_.forget(gone->first, gone->second);
+  if (auto gone = admissions_.revoke(admission, Clock::now()))
+    sequences_.forget(gone->first, gone->second);
   stats_->set_peers(admissions_.peers());
 }
 
@@ -152,10 +153,13 @@ void UdPort::count_address_handles() {
 }
 
 uint32_t UdPort::open_session(Session session) {
-  uint32_t id = next_session_++;
-  if (id == 0) id = next_session_++;
-  sessions_[id] = std::move(session);
-  return id;
+  auto number =
+      choose_session_number(RAND_bytes, [this](uint32_t n) { return sessions_.contains(n); });
+  // Without random bytes, the next unused number: routing still works, only
+  // a blind forger's guess is easier (docs/security.md).
+  while (!number || *number == 0 || sessions_.contains(*number)) number = next_session_++;
+  sessions_[*number] = std::move(session);
+  return *number;
 }
 
 void UdPort::close_session(uint32_t id) {

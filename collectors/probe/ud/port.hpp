@@ -34,10 +34,6 @@
 // one completion queue and one buffer.
 namespace rdma_exporter::probe {
 
-// The shortest interval a UD admission is answered at, whatever its set-up
-// says.
-inline constexpr std::chrono::milliseconds kFastestUdInterval{1};
-
 // Paths a UD class has at most (probe.classes[].flows): a request naming
 // another path is malformed.
 inline constexpr uint8_t kMaxUdPaths = 16;

@@ -52,13 +52,6 @@ Nonce random_nonce() {
   return n;
 }
 
-wire::KeyId key_id(const std::string& secret) {
-  const Mac m = hmac(secret, {label("rdma_exporter probe key id")});
-  wire::KeyId id{};
-  std::copy_n(m.begin(), id.size(), id.begin());
-  return id;
-}
-
 Mac setup_mac(const std::string& secret, const Nonce& nonce, const wire::Setup& setup) {
   return setup_mac_of(secret, nonce, setup);
 }
@@ -105,34 +98,26 @@ std::vector<const std::string*> Keyring::secrets(Clock::time_point now) const {
   return out;
 }
 
-std::vector<wire::KeyId> Keyring::keys(Clock::time_point now) const {
-  std::vector<wire::KeyId> out;
-  for (const std::string* s : secrets(now)) out.push_back(key_id(*s));
-  return out;
+template <typename S>
+std::optional<Keyring::Verified> Keyring::verify_any(const Nonce& nonce, const S& setup,
+                                                     Clock::time_point now) const {
+  for (const std::string* s : secrets(now)) {
+    const Mac expected = setup_mac(*s, nonce, setup);
+    for (const Mac& m : setup.macs) {
+      if (mac_equal(expected, m)) return Verified{s, m};
+    }
+  }
+  return std::nullopt;
 }
 
-const std::string* Keyring::verify(const Nonce& nonce, const wire::Setup& setup,
-                                   Clock::time_point now) const {
-  for (const std::string* s : secrets(now)) {
-    if (mac_equal(setup_mac(*s, nonce, setup), setup.mac)) return s;
-  }
-  return nullptr;
+std::optional<Keyring::Verified> Keyring::verify(const Nonce& nonce, const wire::Setup& setup,
+                                                 Clock::time_point now) const {
+  return verify_any(nonce, setup, now);
 }
 
-const std::string* Keyring::verify(const Nonce& nonce, const wire::UdSetup& setup,
-                                   Clock::time_point now) const {
-  for (const std::string* s : secrets(now)) {
-    if (mac_equal(setup_mac(*s, nonce, setup), setup.mac)) return s;
-  }
-  return nullptr;
-}
-
-const std::string* Keyring::choose(const std::vector<wire::KeyId>& keys,
-                                   Clock::time_point now) const {
-  for (const std::string* s : secrets(now)) {
-    if (std::find(keys.begin(), keys.end(), key_id(*s)) != keys.end()) return s;
-  }
-  return nullptr;
+std::optional<Keyring::Verified> Keyring::verify(const Nonce& nonce, const wire::UdSetup& setup,
+                                                 Clock::time_point now) const {
+  return verify_any(nonce, setup, now);
 }
 
 Result<std::string> read_secret_file(const std::string& path) {

@@ -10,24 +10,20 @@
 #include "common/result.hpp"
 
 // Shared-secret authentication of both ends of a probe session. The
-// responder's hello carries a fresh random nonce and the key ids of the
-// secrets it accepts; the prober answers with its own nonce, the address it
-// dialled and HMAC-SHA256(secret, "setup" ‖ responder nonce ‖ set-up); the
-// responder proves the same secret with HMAC-SHA256(secret, "accept" ‖
-// set-up MAC ‖ accept). The secret never crosses the wire; a set-up or an
-// accept is good for one session only, and a set-up only at the address the
-// prober dialled.
+// responder's hello carries a fresh random nonce and how many secrets it
+// accepts, nothing derived from them; the prober answers with its own
+// nonce, the address it dialled and HMAC-SHA256(secret, "setup" ‖ responder
+// nonce ‖ set-up) for each secret it holds; the responder proves the secret
+// of the MAC it verified with HMAC-SHA256(secret, "accept" ‖ that set-up MAC
+// ‖ accept). The secret never crosses the wire; a set-up or an accept is
+// good for one session only, and a set-up only at the address the prober
+// dialled.
 namespace rdma_exporter::probe {
 
 using Nonce = std::array<uint8_t, wire::kNonceSize>;
-using Mac = std::array<uint8_t, wire::kMacSize>;
+using Mac = wire::Mac;
 
 Nonce random_nonce();
-
-// A secret's public name: the first 8 bytes of HMAC-SHA256(secret,
-// "rdma_exporter probe key id"). It tells which secret to use, nothing of
-// the secret itself.
-wire::KeyId key_id(const std::string& secret);
 
 Mac setup_mac(const std::string& secret, const Nonce& nonce, const wire::Setup& setup);
 Mac setup_mac(const std::string& secret, const Nonce& nonce, const wire::UdSetup& setup);
@@ -39,8 +35,7 @@ bool mac_equal(const Mac& a, const Mac& b);
 
 // The secrets one exporter holds: the current one and, for a grace period
 // after a rotation, the previous one. Both ends of a session use the same
-// keyring: a responder accepts either secret, a prober signs with the first
-// of its secrets that the responder's hello lists.
+// keyring: a responder accepts either secret, a prober signs with each.
 class Keyring {
  public:
   using Clock = std::chrono::steady_clock;
@@ -55,20 +50,31 @@ class Keyring {
   bool rotate(std::string secret, Clock::time_point until);
   // Whether `secret` is one of those in use at `now`.
   bool accepts(const std::string& secret, Clock::time_point now) const;
-  // The key ids of the secrets in use at `now`, the current one first.
-  std::vector<wire::KeyId> keys(Clock::time_point now) const;
-  // The secret, in use at `now`, that made `mac` over the set-up; null if
-  // none did.
-  const std::string* verify(const Nonce& nonce, const wire::Setup& setup,
-                            Clock::time_point now) const;
-  const std::string* verify(const Nonce& nonce, const wire::UdSetup& setup,
-                            Clock::time_point now) const;
-  // The secret to sign for a responder that accepts `keys`: the first of
-  // this keyring's secrets in use at `now` that is listed; null if none.
-  const std::string* choose(const std::vector<wire::KeyId>& keys, Clock::time_point now) const;
+  // Whether a session set up with `secret` (none: set up without
+  // authentication) may go on at `now`: its secret is in use, or it had
+  // none and there is none.
+  bool still_accepts(const std::optional<std::string>& secret, Clock::time_point now) const {
+    return secret ? accepts(*secret, now) : empty();
+  }
+  // How many secrets are in use at `now` (0, 1 or 2).
+  std::size_t count(Clock::time_point now) const { return secrets(now).size(); }
+  // The secrets in use at `now`, the current one first.
+  std::vector<const std::string*> secrets(Clock::time_point now) const;
+  // A set-up's MAC that one of the secrets in use at `now` made, and that
+  // secret; nothing if none did.
+  struct Verified {
+    const std::string* secret = nullptr;
+    Mac mac{};
+  };
+  std::optional<Verified> verify(const Nonce& nonce, const wire::Setup& setup,
+                                 Clock::time_point now) const;
+  std::optional<Verified> verify(const Nonce& nonce, const wire::UdSetup& setup,
+                                 Clock::time_point now) const;
 
  private:
-  std::vector<const std::string*> secrets(Clock::time_point now) const;
+  template <typename S>
+  std::optional<Verified> verify_any(const Nonce& nonce, const S& setup,
+                                     Clock::time_point now) const;
 
   std::string current_;
   std::string previous_;

@@ -48,13 +48,18 @@ void write_ud_setup_fields(Writer& w, const UdSetup& s) {
   w.u16(s.dialled.port);
 }
 
+// A set-up's MACs: their count, then each.
+void write_macs(Writer& w, const std::vector<Mac>& macs) {
+  const std::size_t n = std::min(macs.size(), kMaxKeys);
+  w.u8(static_cast<uint8_t>(n));
+  for (std::size_t i = 0; i < n; ++i) w.bytes(macs[i]);
+}
+
 std::vector<uint8_t> payload_of(const Message& m) {
   Writer w;
   if (const auto* h = std::get_if<Hello>(&m)) {
     w.bytes(h->nonce);
-    const std::size_t keys = std::min(h->keys.size(), kMaxKeys);
-    w.u8(static_cast<uint8_t>(keys));
-    for (std::size_t i = 0; i < keys; ++i) w.bytes(h->keys[i]);
+    w.u8(static_cast<uint8_t>(std::min<std::size_t>(h->keys, kMaxKeys)));
     const std::size_t n = std::min(h->ports.size(), kMaxPorts);
     w.u8(static_cast<uint8_t>(n));
     for (std::size_t i = 0; i < n; ++i) {
@@ -67,13 +72,13 @@ std::vector<uint8_t> payload_of(const Message& m) {
     }
   } else if (const auto* s = std::get_if<Setup>(&m)) {
     write_setup_fields(w, *s);
-    w.bytes(s->mac);
+    write_macs(w, s->macs);
   } else if (const auto* a = std::get_if<Accept>(&m)) {
     w.peer(a->peer);
     w.bytes(a->mac);
   } else if (const auto* us = std::get_if<UdSetup>(&m)) {
     write_ud_setup_fields(w, *us);
-    w.bytes(us->mac);
+    write_macs(w, us->macs);
   } else if (const auto* ua = std::get_if<UdAccept>(&m)) {
     w.ud_peer(ua->peer);
     w.bytes(ua->mac);
@@ -147,7 +152,7 @@ bool read_class(Reader& r, QpParams& q, const char* what, std::string& why) {
 }
 
 // The fields both setups end with: the target port (device, port, rail),
-// the prober's nonce, the address it dialled and the MAC.
+// the prober's nonce, the address it dialled and the MACs.
 template <typename S>
 Result<Message> read_target(Reader& r, S s, const char* what) {
   const std::string w(what);
@@ -159,12 +164,15 @@ Result<Message> read_target(Reader& r, S s, const char* what) {
     return protocol_error(w + ": names neither a device nor a rail");
   }
   if (!s.device.empty() && s.port == 0) return protocol_error(w + ": port number 0");
-  if (!r.has(kNonceSize + 16 + 2 + kMacSize)) return protocol_error(w + ": truncated");
+  if (!r.has(kNonceSize + 16 + 2 + 1)) return protocol_error(w + ": truncated");
   s.nonce = r.array<kNonceSize>();
   s.dialled.address = r.array<16>();
   s.dialled.port = r.u16();
-  s.mac = r.array<kMacSize>();
-  if (!r.done()) return protocol_error(w + ": bytes after the MAC");
+  const std::size_t macs = r.u8();
+  if (macs > kMaxKeys) return protocol_error(w + ": more than 2 MACs");
+  if (!r.has(macs * kMacSize)) return protocol_error(w + ": truncated");
+  for (std::size_t i = 0; i < macs; ++i) s.macs.push_back(r.array<kMacSize>());
+  if (!r.done()) return protocol_error(w + ": bytes after the MACs");
   return Message{std::move(s)};
 }
 
@@ -266,15 +274,13 @@ Result<Header> decode_header(std::span<const uint8_t> bytes) {
 
 namespace {
 
-// The hello: nonce, key ids, then each port.
+// The hello: nonce, how many secrets, then each port.
 Result<Message> decode_hello(Reader& r) {
   Hello h;
-  if (!r.has(kNonceSize + 1)) return protocol_error("hello: truncated");
+  if (!r.has(kNonceSize + 2)) return protocol_error("hello: truncated");
   h.nonce = r.array<kNonceSize>();
-  const std::size_t keys = r.u8();
-  if (keys > kMaxKeys) return protocol_error("hello: more than 2 key ids");
-  if (!r.has(keys * kKeyIdSize + 1)) return protocol_error("hello: truncated");
-  for (std::size_t i = 0; i < keys; ++i) h.keys.push_back(r.array<kKeyIdSize>());
+  h.keys = r.u8();
+  if (h.keys > kMaxKeys) return protocol_error("hello: more than 2 secrets");
   const std::size_t n = r.u8();
   if (n > kMaxPorts) return protocol_error("hello: more than 32 ports");
   for (std::size_t i = 0; i < n; ++i) {

@@ -18,15 +18,13 @@
 // field value is an error naming what was wrong.
 namespace rdma_exporter::probe::wire {
 
-inline constexpr uint8_t kVersion = 3;
+inline constexpr uint8_t kVersion = 4;
 inline constexpr std::size_t kHeaderSize = 8;
 // A hello of kMaxPorts ports with names and rails of kMaxNameSize bytes
 // takes 4,754 bytes.
 inline constexpr std::size_t kMaxPayload = 8192;
 inline constexpr std::size_t kNonceSize = 16;
 inline constexpr std::size_t kMacSize = 32;
-// A secret's public name: 8 bytes derived from it (auth.hpp).
-inline constexpr std::size_t kKeyIdSize = 8;
 // Secrets a responder accepts at once: the current one and, while a
 // rotation's grace period lasts, the previous one.
 inline constexpr std::size_t kMaxKeys = 2;
@@ -71,18 +69,19 @@ struct PortAd {
   bool operator==(const PortAd&) const = default;
 };
 
-using KeyId = std::array<uint8_t, kKeyIdSize>;
+using Mac = std::array<uint8_t, kMacSize>;
 
 // Responder -> prober, first thing on a connection: a nonce for the setup's
-// MAC, the key ids of the secrets it accepts (none: no authentication) and
-// the ports the responder answers on (at most kMaxPorts). A prober may read
-// the hello and leave: that is how targets' ports are discovered.
+// MAC, how many secrets it accepts (0: no authentication; nothing derived
+// from a secret is sent before a set-up proves one) and the ports the
+// responder answers on (at most kMaxPorts). A prober may read the hello and
+// leave: that is how targets' ports are discovered.
 struct Hello {
   std::array<uint8_t, kNonceSize> nonce{};
-  std::vector<KeyId> keys;  // at most kMaxKeys
+  uint8_t keys = 0;  // at most kMaxKeys
   std::vector<PortAd> ports;
 
-  bool auth_required() const { return !keys.empty(); }
+  bool auth_required() const { return keys > 0; }
   bool operator==(const Hello&) const = default;
 };
 
@@ -99,9 +98,10 @@ struct Dialled {
 // Prober -> responder: the probe class's queue pair parameters, the
 // prober's queue pair and which port of the responder it wants: the one
 // named by device and port, or, with an empty device, the responder's first
-// port on `rail`; the prober's own nonce and the address it dialled. `mac`
-// is the HMAC of the hello's nonce and this message (zero without a
-// secret).
+// port on `rail`; the prober's own nonce and the address it dialled. `macs`
+// are the HMACs of the hello's nonce and this message, one per secret the
+// prober holds (its current one first, then the one a rotation's grace
+// keeps; at most kMaxKeys); none without a secret.
 struct Setup : QpParams {
   Peer peer;
   std::string device;
@@ -109,17 +109,17 @@ struct Setup : QpParams {
   std::string rail;
   std::array<uint8_t, kNonceSize> nonce{};
   Dialled dialled;
-  std::array<uint8_t, kMacSize> mac{};
+  std::vector<Mac> macs;
 
   bool operator==(const Setup&) const = default;
 };
 
 // Responder -> prober: its queue pair, ready to receive. `mac` proves the
-// responder holds the secret: the HMAC of the setup's MAC and this message
-// (zero without a secret).
+// responder holds the secret: the HMAC of the set-up's MAC that it verified
+// and this message (zero without a secret).
 struct Accept {
   Peer peer;
-  std::array<uint8_t, kMacSize> mac{};
+  Mac mac{};
 
   bool operator==(const Accept&) const = default;
 };
@@ -173,7 +173,7 @@ struct UdSetup : QpParams {
   std::string rail;
   std::array<uint8_t, kNonceSize> nonce{};
   Dialled dialled;
-  std::array<uint8_t, kMacSize> mac{};
+  std::vector<Mac> macs;  // as in a Setup
 
   UdSetup() { op = Op::ud; }
   bool operator==(const UdSetup&) const = default;
@@ -185,7 +185,7 @@ inline constexpr uint32_t kMaxUdIntervalMs = 3'600'000;
 // MAC as in an accept.
 struct UdAccept {
   UdPeer peer;
-  std::array<uint8_t, kMacSize> mac{};
+  Mac mac{};
 
   bool operator==(const UdAccept&) const = default;
 };

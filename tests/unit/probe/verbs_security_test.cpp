@@ -117,7 +117,7 @@ UdAdmission admission(uint32_t qkey, uint8_t sl = 0, uint8_t tclass = 0,
   return UdAdmission{qkey, sl, tclass, interval};
 }
 
-std::vector<Reply> replies(const UdAdmissions::Answer& a) {
+std::vector<Reply> replies_of(const UdAdmissions::Answer& a) {
   return {a.list().begin(), a.list().end()};
 }
 
@@ -137,22 +137,22 @@ TEST(ProbeUdAdmissions, AWrongQkeyForAVictimsQueuePairLeavesTheVictimsReplies) {
   auto a = table.request(victim, 0x11, 0, t0);
   ASSERT_EQ(a.verdict, Verdict::answer);
   // The victim's own parameters are still answered.
-  const auto r = replies(a);
+  const auto r = replies_of(a);
   EXPECT_NE(std::find(r.begin(), r.end(), Reply{0x1234, 3}), r.end());
   EXPECT_EQ(r.size(), 2u);
 
   // The poisoner leaves: only the victim's admission is left, and the
   // queue pair is not gone.
-  EXPECT_EQ(table.revoke(*poison), std::nullopt);
+  EXPECT_EQ(table.revoke(*poison, t0), std::nullopt);
   a = table.request(victim, 0x11, 0, t0);
   ASSERT_EQ(a.verdict, Verdict::answer);
-  EXPECT_EQ(replies(a), (std::vector<Reply>{{0x1234, 3}}));
+  EXPECT_EQ(replies_of(a), (std::vector<Reply>{{0x1234, 3}}));
   EXPECT_EQ(table.of(victim, 0x11), (std::vector<UdAdmission>{admission(0x1234, 3)}));
 
   // Revoking the victim's admits nothing else; unknown ids change nothing.
-  EXPECT_EQ(table.revoke(*poison), std::nullopt);
-  EXPECT_EQ(table.revoke(0), std::nullopt);
-  const auto gone = table.revoke(*own);  // its last: the queue pair is gone
+  EXPECT_EQ(table.revoke(*poison, t0), std::nullopt);
+  EXPECT_EQ(table.revoke(0, t0), std::nullopt);
+  const auto gone = table.revoke(*own, t0);  // its last: the queue pair is gone
   ASSERT_TRUE(gone);
   EXPECT_EQ(gone->first, victim);
   EXPECT_EQ(gone->second, 0x11u);
@@ -171,7 +171,7 @@ TEST(ProbeUdAdmissions, OneReplyPerDistinctQkeyAndServiceLevel) {
   ASSERT_TRUE(table.admit(g, 0x22, admission(0x77, 2), t0));
   const auto a = table.request(g, 0x22, 0, t0);
   ASSERT_EQ(a.verdict, Verdict::answer);
-  EXPECT_EQ(replies(a), (std::vector<Reply>{{0x77, 1}, {0x77, 2}}));
+  EXPECT_EQ(replies_of(a), (std::vector<Reply>{{0x77, 1}, {0x77, 2}}));
   EXPECT_EQ(table.peers(), 1u);
 }
 
@@ -198,7 +198,7 @@ TEST(ProbeUdAdmissions, AQueuePairHoldsAtMostASmallNumberOfAdmissions) {
   EXPECT_FALSE(table.admit(gid_of(3), 0x44, admission(0x1000), t0));
   // Another queue pair is not affected, and a revoked admission makes room.
   EXPECT_TRUE(table.admit(gid_of(3), 0x45, admission(0x1000), t0));
-  table.revoke(ids.front());
+  table.revoke(ids.front(), t0);
   EXPECT_TRUE(table.admit(gid_of(3), 0x44, admission(0x1000), t0));
   EXPECT_EQ(table.peers(), 2u);
   EXPECT_LE(table.request(gid_of(3), 0x44, 0, t0).count, UdAdmissions::kMaxPerPeer);
@@ -246,25 +246,95 @@ TEST(ProbeUdAdmissions, RequestsBeyondTheClassRateAreRateLimited) {
   EXPECT_GE(answered, 190);
 }
 
-TEST(ProbeUdAdmissions, EachAdmissionAddsItsOwnRateAndAFloodOfOneSpendsNoOneElses) {
+TEST(ProbeUdAdmissions, EachAdmissionAddsItsRateNotTokensAndAFloodOfOneSpendsNoOneElses) {
   UdAdmissions table;
   const auto t0 = Clock::time_point{} + 1h;
   ASSERT_TRUE(table.admit(gid_of(5), 0x66, admission(0x1, 0, 0, 1s), t0));
   ASSERT_TRUE(table.admit(gid_of(5), 0x66, admission(0x1, 0, 0, 1s), t0));
   ASSERT_TRUE(table.admit(gid_of(6), 0x66, admission(0x2, 0, 0, 1s), t0));
+  EXPECT_DOUBLE_EQ(table.reply_rate(gid_of(5), 0x66), 2 * UdAdmissions::kRateMultiple);
+  EXPECT_DOUBLE_EQ(table.reply_rate(gid_of(6), 0x66), UdAdmissions::kRateMultiple);
+  EXPECT_DOUBLE_EQ(table.reply_rate(gid_of(7), 0x66), 0);
   int answered = 0;
   for (int i = 0; i < 1000; ++i) {
     if (table.request(gid_of(5), 0x66, 0, t0).verdict == Verdict::answer) ++answered;
   }
-  EXPECT_EQ(answered, 2 * static_cast<int>(UdAdmissions::kBurst));
+  // One burst: admitting again refills nothing.
+  EXPECT_EQ(answered, static_cast<int>(UdAdmissions::kBurst));
+  // Two classes' rate: 4 a second.
+  answered = 0;
+  for (int i = 0; i < 1000; ++i) {
+    if (table.request(gid_of(5), 0x66, 0, t0 + 1s).verdict == Verdict::answer) ++answered;
+  }
+  EXPECT_EQ(answered, 2 * UdAdmissions::kRateMultiple);
   // The other queue pair's budget is untouched.
   EXPECT_EQ(table.request(gid_of(6), 0x66, 0, t0).verdict, Verdict::answer);
+}
+
+// Admissions of one queue pair with other Q_Keys do not multiply what a
+// request draws: every reply costs a token of the destination's bucket, the
+// oldest admission's reply paid first.
+TEST(ProbeUdAdmissions, EveryReplyCostsATokenOfItsDestination) {
+  UdAdmissions table;
+  const auto t0 = Clock::time_point{} + 1h;
+  const Gid g = gid_of(10);
+  for (uint32_t q = 1; q <= 3; ++q) ASSERT_TRUE(table.admit(g, 0x88, admission(q, 0, 0, 1s), t0));
+  // One burst of 32 tokens (the later admissions add rate and room, not
+  // tokens): 10 requests answered three times, the 11th twice, in
+  // admission order.
+  int replies = 0;
+  std::vector<std::vector<Reply>> answered;
+  for (int i = 0; i < 1000; ++i) {
+    const auto a = table.request(g, 0x88, 0, t0);
+    if (a.verdict != Verdict::answer) continue;
+    replies += static_cast<int>(a.count);
+    answered.push_back(replies_of(a));
+  }
+  EXPECT_EQ(replies, static_cast<int>(UdAdmissions::kBurst));
+  ASSERT_EQ(answered.size(), 11u);
+  EXPECT_EQ(answered.back(), (std::vector<Reply>{{1, 0}, {2, 0}}));
+  // Half a second later: 3 tokens (three classes at 1 s, twice each, for
+  // half a second), so one request's three replies, in admission order.
+  const auto a = table.request(g, 0x88, 0, t0 + 500ms);
+  ASSERT_EQ(a.verdict, Verdict::answer);
+  EXPECT_EQ(replies_of(a), (std::vector<Reply>{{1, 0}, {2, 0}, {3, 0}}));
+  // One token: only the oldest admission's reply.
+  const auto b = table.request(g, 0x88, 0, t0 + 500ms + 167ms);
+  ASSERT_EQ(b.verdict, Verdict::answer);
+  EXPECT_EQ(replies_of(b), (std::vector<Reply>{{1, 0}}));
+}
+
+// What one admitted prober queue pair can draw at most: kMaxPerPeer
+// admissions, each with its own Q_Key, each asking for 1 ms, flooded for
+// 10 s. The responder counts every class at its floor (10 ms here, the
+// default of probe.ud_min_interval), so the replies are bounded by
+// kMaxPerPeer × kRateMultiple / floor a second plus the burst, however the
+// requests come.
+TEST(ProbeUdAdmissions, OneProberDrawsAtMostItsClassesAtTheFloor) {
+  UdAdmissions table(10ms);
+  const auto t0 = Clock::time_point{} + 1h;
+  const Gid victim = gid_of(11);
+  for (uint32_t q = 1; q <= UdAdmissions::kMaxPerPeer; ++q) {
+    ASSERT_TRUE(table.admit(victim, 0x99, admission(q, 0, 0, 1ms), t0));
+  }
+  long replies = 0;
+  auto t = t0;
+  for (int i = 0; i < 1'000'000; ++i) {
+    t += 10us;  // 100,000 requests a second for 10 s
+    replies += static_cast<long>(table.request(victim, 0x99, 0, t).count);
+  }
+  const double per_second = UdAdmissions::kMaxPerPeer * UdAdmissions::kRateMultiple / 0.010;
+  EXPECT_DOUBLE_EQ(table.reply_rate(victim, 0x99), per_second);  // 1,600
+  EXPECT_LE(replies,
+            static_cast<long>(per_second * 10 + UdAdmissions::kMaxPerPeer * UdAdmissions::kBurst));
+  EXPECT_GE(replies, static_cast<long>(per_second * 10 * 0.99));
 }
 
 TEST(ProbeUdAdmissions, TheFastestClassStillHasABoundedRate) {
   UdAdmissions table;
   const auto t0 = Clock::time_point{} + 1h;
-  ASSERT_TRUE(table.admit(gid_of(8), 0x77, admission(0x1, 0, 0, kFastestUdInterval), t0));
+  ASSERT_TRUE(
+      table.admit(gid_of(8), 0x77, admission(0x1, 0, 0, UdAdmissions::kFastestInterval), t0));
   int answered = 0;
   auto t = t0;
   for (int i = 0; i < 100000; ++i) {
@@ -406,6 +476,28 @@ int all_ones(unsigned char* out, int n) {
 int all_zeros(unsigned char* out, int n) {
   std::memset(out, 0, static_cast<std::size_t>(n));
   return 1;
+}
+
+// A scripted source of random bytes: each call gives the next number.
+std::vector<uint32_t> g_script;
+int scripted(unsigned char* out, int n) {
+  if (g_script.empty() || n != 4) return 0;
+  std::memcpy(out, &g_script.front(), 4);
+  g_script.erase(g_script.begin());
+  return 1;
+}
+
+TEST(ProbeUdSessionNumber, RandomNeverZeroAndNeverOneInUse) {
+  const auto taken = [](uint32_t n) { return n == 0x5eed; };
+  g_script = {0, 0x5eed, 0xc0ffee};
+  EXPECT_EQ(choose_session_number(scripted, taken), 0xc0ffeeu);
+  g_script = {0x12345678};
+  EXPECT_EQ(choose_session_number(scripted, taken), 0x12345678u);
+  // No random bytes, or nothing but numbers in use: none.
+  EXPECT_EQ(choose_session_number(no_random, taken), std::nullopt);
+  g_script = std::vector<uint32_t>(64, 0x5eed);
+  EXPECT_EQ(choose_session_number(scripted, taken), std::nullopt);
+  g_script.clear();
 }
 
 TEST(ProbeUdQkey, NoRandomBytesNoQkey) {

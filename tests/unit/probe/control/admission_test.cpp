@@ -140,6 +140,24 @@ struct TableCase {
   int sessions;
 };
 
+TEST(ProbePinBudget, TakesWhatFitsAndGetsItBack) {
+  PinBudget b(1000);
+  EXPECT_TRUE(b.take(600));
+  EXPECT_FALSE(b.take(401));  // would pass the budget: nothing taken
+  EXPECT_EQ(b.held(), 600u);
+  EXPECT_TRUE(b.take(400));  // exactly the budget
+  EXPECT_EQ(b.held(), 1000u);
+  EXPECT_FALSE(b.take(1));
+  b.give(600);
+  EXPECT_EQ(b.held(), 400u);
+  EXPECT_TRUE(b.take(600));
+  b.give(5000);  // more than held: back to nothing, never below
+  EXPECT_EQ(b.held(), 0u);
+  // A size that would wrap a sum around is refused too.
+  EXPECT_FALSE(b.take(~uint64_t{0}));
+  EXPECT_EQ(b.held(), 0u);
+}
+
 TEST(ProbeAdmissionSourceTable, Steps) {
   using std::chrono::seconds;
   const TableCase cases[] = {
@@ -193,22 +211,31 @@ TEST(ProbeAdmissionSourceTable, Steps) {
        4,
        0},
       {"a zero handshake budget refuses", limits(0, 10), {refused("a", Verdict::capacity)}, 0, 0},
-      {"a full table forgets only a group that holds nothing and has a full bucket",
+      {"a full table forgets a group that holds nothing, the least recently connected",
        limits(10, 10, 10, 10, /*per minute=*/1, /*groups=*/2),
        {open("a"), close(1), open("b"),
-        // a's bucket is empty, b holds a handshake: nothing to forget.
-        refused("c", Verdict::capacity), wait(seconds(60)),
-        // a's bucket is full again: forgetting it loses nothing.
-        open("c"), refused("a", Verdict::capacity), close(2), close(3),
-        // b is idle with a full bucket: forgotten (c's bucket is empty: kept).
-        open("a")},
+        // a is idle (its bucket empty), b holds a handshake: a goes.
+        open("c"),
+        // b and c hold handshakes: nothing can go.
+        refused("a", Verdict::capacity), close(2), close(3),
+        // Both idle with empty buckets: b connected before c.
+        open("a"), refused("c", Verdict::rate)},
        1,
        0},
-      {"a crowded table does not refill a group's bucket",
+      {"an idle group with a full bucket goes before one that connected less recently",
+       limits(10, 10, 10, 10, /*per minute=*/2, /*groups=*/2),
+       {open("x"), close(1), open("x"), close(2), wait(seconds(10)), open("y"), close(3),
+        wait(seconds(30)),
+        // x connected first but its bucket is not full again (1.3 of 2); y's
+        // is: y goes, losing nothing, and x keeps what it spent.
+        open("z"), open("x"), refused("x", Verdict::rate)},
+       2,
+       0},
+      {"many addresses cannot keep a new source out",
        limits(10, 10, 10, 10, /*per minute=*/1, /*groups=*/2),
-       {open("a"), close(1), open("b"), close(2), refused("c", Verdict::capacity),
-        refused("d", Verdict::capacity), refused("a", Verdict::rate)},
-       0,
+       {open("a"), close(1), open("b"), close(2), open("c"), close(3), open("d"), close(4),
+        open("e")},
+       1,
        0},
   };
   for (const auto& c : cases) {
@@ -309,7 +336,7 @@ class ProbeAdmissionResponderTest : public rdma_exporter::testing::ResponderFixt
     setup.port = 1;
     setup.nonce = random_nonce();
     setup.dialled = dialled_of(s, Side::remote);
-    if (!secret.empty()) setup.mac = setup_mac(secret, hello.nonce, setup);
+    if (!secret.empty()) setup.macs = {setup_mac(secret, hello.nonce, setup)};
     return setup;
   }
 
@@ -457,28 +484,28 @@ TEST_F(ProbeAdmissionResponderTest, ASilentClientIsDroppedAfterTheHandshakeDeadl
   EXPECT_EQ(on_loop([&] { return responder_->admissions().handshakes(); }), 0);
 }
 
-// A source that used up its bucket cannot refill it by making the responder
-// forget it: thousands of other sources fill the table, and it is still
-// refused for rate.
-TEST_F(ProbeAdmissionResponderTest, ASourceCannotRefillItsBucketByCrowdingTheTable) {
+// Many addresses cannot keep a newcomer out: 4,096 sources, each with its
+// bucket spent, fill the table, and a source it has never seen still gets
+// its hello; one that keeps its bucket spent and stays in the table is
+// still refused for rate.
+TEST_F(ProbeAdmissionResponderTest, ManySourcesCannotKeepANewcomerOut) {
   if (!can_open(4096)) GTEST_SKIP() << "needs 4096 open files";
   ResponderSettings rs;
   rs.limits.setups_per_minute_per_source = 1;
   start(rs);
-  {
-    auto first = connect();
-    EXPECT_TRUE(is_hello(read_message(first)));
-  }
-  {
-    auto again = connect();
-    EXPECT_EQ(reject_code(read_message(again)), wire::RejectCode::rate);
-  }
   for (std::size_t i = 0; i < limits::kMaxSources; ++i) {
     auto s = connect("127.1." + std::to_string(i / 250) + "." + std::to_string(1 + i % 250));
     read_message(s);
   }
-  auto last = connect();
-  EXPECT_EQ(reject_code(read_message(last)), wire::RejectCode::rate);
+  EXPECT_EQ(on_loop([&] { return responder_->admissions().groups(); }), limits::kMaxSources);
+  auto newcomer = connect("127.2.0.1");
+  EXPECT_TRUE(is_hello(read_message(newcomer)));
+  // The last of the crowd was not forgotten: its bucket is still spent.
+  const std::size_t last = limits::kMaxSources - 1;
+  auto again =
+      connect("127.1." + std::to_string(last / 250) + "." + std::to_string(1 + last % 250));
+  EXPECT_EQ(reject_code(read_message(again)), wire::RejectCode::rate);
+  EXPECT_EQ(rejected("capacity"), 0);
   EXPECT_LE(on_loop([&] { return responder_->admissions().groups(); }), limits::kMaxSources);
 }
 

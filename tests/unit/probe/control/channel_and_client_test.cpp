@@ -9,6 +9,7 @@
 #include <boost/asio/ip/tcp.hpp>
 #include <boost/asio/read.hpp>
 #include <boost/asio/write.hpp>
+#include <functional>
 #include <future>
 #include <optional>
 #include <string>
@@ -347,7 +348,13 @@ class UdSetupClient : public ControlClient {
     settle("accepted");
     established();
   }
-  void on_teardown() override { settle("failed"); }
+  void on_teardown() override {
+    ++teardowns;
+    settle("failed");
+  }
+
+ public:
+  int teardowns = 0;  // sessions torn down, stop() included
 
  private:
   void settle(const std::string& what) {
@@ -362,17 +369,23 @@ class MutualAuthTest : public ::testing::Test {
  protected:
   // What a responder played here says, and how the prober takes it.
   struct Play {
-    std::vector<std::string> responder_secrets;  // their key ids go in the hello
-    std::string accept_secret;                   // signs the accept ("" leaves it zero)
-    bool tamper_accept = false;                  // the accept's queue pair changed after signing
+    std::vector<std::string> responder_secrets;  // how many go in the hello
+    std::string accept_secret;   // signs the accept over its own set-up MAC ("" leaves it zero)
+    bool tamper_accept = false;  // the accept's queue pair changed after signing
   };
   struct Seen {
     std::string outcome;
     std::optional<wire::UdSetup> setup;
+    Nonce hello_nonce{};
     double auth_errors = 0;
+    double retired_errors = 0;
+    int teardowns_after = 0;  // by `then`
   };
 
-  Seen run(const std::shared_ptr<Keyring>& prober_keys, const Play& play) {
+  // `then` runs on the prober's loop once the session is accepted (a
+  // reload's keyring change, say); teardowns_after counts what it ended.
+  Seen run(const std::shared_ptr<Keyring>& prober_keys, const Play& play,
+           const std::function<void(ControlClient&)>& then = nullptr) {
     boost::asio::io_context io;
     tcp::acceptor acceptor(io, tcp::endpoint(boost::asio::ip::make_address("127.0.0.1"), 0));
     const unsigned short port = acceptor.local_endpoint().port();
@@ -387,7 +400,8 @@ class MutualAuthTest : public ::testing::Test {
       tcp::socket s = acceptor.accept();
       wire::Hello hello;
       hello.nonce = random_nonce();
-      for (const auto& secret : play.responder_secrets) hello.keys.push_back(key_id(secret));
+      seen.hello_nonce = hello.nonce;
+      hello.keys = static_cast<uint8_t>(play.responder_secrets.size());
       wire::PortAd listed;
       listed.device = "mlx5_0";
       listed.port = 1;
@@ -400,7 +414,13 @@ class MutualAuthTest : public ::testing::Test {
       wire::UdAccept accept;
       accept.peer = {0x33, 0x5678, 0, {}};
       if (!play.accept_secret.empty()) {
-        accept.mac = accept_mac(play.accept_secret, seen.setup->mac, accept);
+        // Over the set-up MAC its secret made, as a responder that verified
+        // it does (the first, when none did).
+        Mac over = seen.setup->macs.empty() ? Mac{} : seen.setup->macs.front();
+        for (const Mac& made : seen.setup->macs) {
+          if (made == setup_mac(play.accept_secret, hello.nonce, *seen.setup)) over = made;
+        }
+        accept.mac = accept_mac(play.accept_secret, over, accept);
       }
       if (play.tamper_accept) accept.peer.qpn = 0x44;
       boost::asio::write(s, boost::asio::buffer(wire::encode(accept)));
@@ -410,6 +430,15 @@ class MutualAuthTest : public ::testing::Test {
     boost::asio::post(io, [client] { client->start(); });
     std::thread loop([&] { io.run(); });
     seen.outcome = outcome.get();
+    if (then && seen.outcome == "accepted") {
+      std::promise<int> ended;
+      boost::asio::post(io, [&] {
+        const int before = client->teardowns;
+        then(*client);
+        ended.set_value(client->teardowns - before);
+      });
+      seen.teardowns_after = ended.get_future().get();
+    }
     boost::asio::post(io, [client] { client->stop(); });
     boost::asio::post(io, [&] { acceptor.close(); });
     loop.join();
@@ -417,6 +446,9 @@ class MutualAuthTest : public ::testing::Test {
     const double auth = testing::sample(testing::metrics_of(*stats), "rdma_probe_errors_total",
                                         {{"reason", "auth"}});
     seen.auth_errors = std::isnan(auth) ? 0 : auth;
+    const double retired = testing::sample(testing::metrics_of(*stats), "rdma_probe_errors_total",
+                                           {{"reason", "retired_secret"}});
+    seen.retired_errors = std::isnan(retired) ? 0 : retired;
     return seen;
   }
 
@@ -451,24 +483,94 @@ TEST_F(MutualAuthTest, AProberWithASecretNeedsAResponderWithOne) {
   EXPECT_EQ(seen.outcome, "failed");
   EXPECT_EQ(seen.auth_errors, 1);
   EXPECT_FALSE(seen.setup) << "a set-up was sent to a responder that proves nothing";
-  // One that lists only secrets this prober does not hold.
-  seen = run(std::make_shared<Keyring>(secret_), {{"a-third-secret-89ab"}, "", false});
+  // One that holds only a secret this prober does not: the hello does not
+  // tell (it names no secret), the accept it can sign proves nothing.
+  seen = run(std::make_shared<Keyring>(secret_),
+             {{"a-third-secret-89ab"}, "a-third-secret-89ab", false});
   EXPECT_EQ(seen.outcome, "failed");
-  EXPECT_FALSE(seen.setup);
-  // Without a secret, the prober does not check the accept.
+  EXPECT_EQ(seen.auth_errors, 1);
+  ASSERT_TRUE(seen.setup);
+  // Without a secret, the prober signs nothing and does not check the accept.
   seen = run(nullptr, {{}, "", false});
   EXPECT_EQ(seen.outcome, "accepted");
   ASSERT_TRUE(seen.setup);
-  EXPECT_EQ(seen.setup->mac, Mac{});
+  EXPECT_TRUE(seen.setup->macs.empty());
 }
 
-TEST_F(MutualAuthTest, DuringARotationTheProberSignsWithTheSecretTheResponderLists) {
+TEST_F(MutualAuthTest, DuringARotationTheProberSignsWithBothSecrets) {
   // This prober rotated to a new secret; the responder has not yet.
   auto keys = std::make_shared<Keyring>(secret_);
   keys->rotate("the-next-probe-secret", Keyring::Clock::now() + std::chrono::hours(1));
-  const Seen seen = run(keys, {{secret_}, secret_, false});
+  Seen seen = run(keys, {{secret_}, secret_, false});
   EXPECT_EQ(seen.outcome, "accepted");
   ASSERT_TRUE(seen.setup);
+  ASSERT_EQ(seen.setup->macs.size(), 2u);
+  EXPECT_EQ(seen.setup->macs[0], setup_mac("the-next-probe-secret", seen.hello_nonce, *seen.setup));
+  EXPECT_EQ(seen.setup->macs[1], setup_mac(secret_, seen.hello_nonce, *seen.setup));
+  // One that rotated too proves the new one.
+  seen = run(keys, {{"the-next-probe-secret", secret_}, "the-next-probe-secret", false});
+  EXPECT_EQ(seen.outcome, "accepted");
+}
+
+// A reload changes the keyring a session was set up under: the prober ends
+// the sessions the keyring in force would not set up, and only those.
+TEST_F(MutualAuthTest, TheProberEndsSessionsItsKeyringNoLongerMakes) {
+  const auto now = [] { return Keyring::Clock::now(); };
+  const std::string next = "the-next-probe-secret";
+  struct Case {
+    const char* name;
+    std::shared_ptr<Keyring> keys;  // the prober's at the set-up
+    Play play;
+    std::function<void(Keyring&)> reload;
+    int ended;
+  };
+  const Case cases[] = {
+      {"rotated, in its grace period: kept",
+       std::make_shared<Keyring>(secret_),
+       {{secret_}, secret_, false},
+       [&](Keyring& k) { k.rotate(next, now() + std::chrono::hours(1)); },
+       0},
+      {"rotated, the grace period over: ended",
+       std::make_shared<Keyring>(secret_),
+       {{secret_}, secret_, false},
+       [&](Keyring& k) { k.rotate(next, now()); },
+       1},
+      {"the secret removed: ended",
+       std::make_shared<Keyring>(secret_),
+       {{secret_}, secret_, false},
+       [&](Keyring& k) { k.rotate("", now()); },
+       1},
+      {"a secret turned on: the unauthenticated session ended",
+       std::make_shared<Keyring>(),
+       {{}, "", false},
+       [&](Keyring& k) { k.rotate(secret_, now()); },
+       1},
+      {"nothing changed: kept",
+       std::make_shared<Keyring>(secret_),
+       {{secret_}, secret_, false},
+       [](Keyring&) {},
+       0},
+      {"made with the new secret, the old one retired: kept",
+       [&] {
+         auto k = std::make_shared<Keyring>(secret_);
+         k->rotate(next, now() + std::chrono::hours(1));
+         return k;
+       }(),
+       {{next}, next, false},
+       [&](Keyring& k) { k = Keyring(next); },  // the old one's grace over
+       0},
+  };
+  for (const Case& c : cases) {
+    SCOPED_TRACE(c.name);
+    auto keys = c.keys;
+    const Seen seen = run(keys, c.play, [&](ControlClient& client) {
+      c.reload(*keys);
+      client.recheck_secret();
+    });
+    ASSERT_EQ(seen.outcome, "accepted");
+    EXPECT_EQ(seen.teardowns_after, c.ended);
+    EXPECT_EQ(seen.retired_errors, c.ended);
+  }
 }
 
 }  // namespace

@@ -210,7 +210,7 @@ TEST_F(ProbeDiscoveryTest, AnOlderProbeIsAProtocolError) {
   const auto events = discover(serve(v1), 1);
   ASSERT_EQ(events.size(), 1u);
   EXPECT_EQ(events[0].reason, "protocol");
-  EXPECT_EQ(events[0].detail, "protocol version 1 not spoken (this is 3)");
+  EXPECT_EQ(events[0].detail, "protocol version 1 not spoken (this is 4)");
 }
 
 TEST_F(ProbeDiscoveryTest, AVersion2ProbeIsAProtocolError) {
@@ -220,7 +220,7 @@ TEST_F(ProbeDiscoveryTest, AVersion2ProbeIsAProtocolError) {
   const auto events = discover(serve(v2), 1);
   ASSERT_EQ(events.size(), 1u);
   EXPECT_EQ(events[0].reason, "protocol");
-  EXPECT_EQ(events[0].detail, "protocol version 2 not spoken (this is 3)");
+  EXPECT_EQ(events[0].detail, "protocol version 2 not spoken (this is 4)");
 }
 
 TEST_F(ProbeDiscoveryTest, AResponderAtCapacityRejects) {

@@ -104,11 +104,11 @@ TEST_F(ResponderTest, OtherProtocolVersionIsToldSo) {
   boost::asio::write(s, boost::asio::buffer(v1));
   const auto answer = read_message(s);
   EXPECT_EQ(reject_code(answer), wire::RejectCode::version);
-  EXPECT_EQ(reject_reason(answer), "protocol version 1 not spoken (this is 3)");
+  EXPECT_EQ(reject_reason(answer), "protocol version 1 not spoken (this is 4)");
   EXPECT_EQ(rejected("version"), 1);
 }
 
-// A hello's bytes as sent: the responder speaks version 3, and without an
+// A hello's bytes as sent: the responder speaks version 4, and without an
 // RDMA port lists none.
 TEST_F(ResponderTest, HelloWithoutPortsListsNone) {
   start({});
@@ -116,8 +116,8 @@ TEST_F(ResponderTest, HelloWithoutPortsListsNone) {
   std::array<uint8_t, wire::kHeaderSize + 18> bytes{};
   boost::asio::read(s, boost::asio::buffer(bytes));
   EXPECT_EQ((std::vector<uint8_t>(bytes.begin(), bytes.begin() + 8)),
-            (std::vector<uint8_t>{'R', 'X', 'P', 3, 1, 0, 0, 18}));
-  EXPECT_EQ(bytes[8 + 16], 0);  // no key ids: no authentication
+            (std::vector<uint8_t>{'R', 'X', 'P', 4, 1, 0, 0, 18}));
+  EXPECT_EQ(bytes[8 + 16], 0);  // no secrets: no authentication
   EXPECT_EQ(bytes[8 + 17], 0);  // no ports
   // set_ports with none changes nothing.
   boost::asio::post(io_, [this] { responder_->set_ports({}); });
@@ -159,7 +159,7 @@ TEST_F(ResponderTest, SetupWithoutDeviceIsRefusedWithResources) {
   EXPECT_EQ(rejected("resources"), 2);
 }
 
-// A version 1 setup (no device, port or rail) under a version 3 header is
+// A version 1 setup (no device, port or rail) under a version 4 header is
 // malformed.
 TEST_F(ResponderTest, SetupWithoutAPortIsAProtocolError) {
   start({});
@@ -168,7 +168,7 @@ TEST_F(ResponderTest, SetupWithoutAPortIsAProtocolError) {
   wire::Setup none = valid_setup();
   none.device = "";
   auto bytes = wire::encode(none);
-  ASSERT_EQ(bytes[7], 116);  // 47 + 3 + 16 + 18 + 32
+  ASSERT_EQ(bytes[7], 85);  // 47 + 3 + 16 + 18 + 1 (no MAC)
   boost::asio::write(s, boost::asio::buffer(bytes));
   const auto answer = read_message(s);
   EXPECT_EQ(reject_code(answer), wire::RejectCode::protocol);
@@ -197,9 +197,10 @@ TEST_F(ResponderTest, WrongSecretIsRefusedRightOneGetsThrough) {
     auto s = connect();
     auto hello = read_message(s);
     ASSERT_TRUE(hello && std::get<wire::Hello>(*hello).auth_required());
-    EXPECT_EQ(std::get<wire::Hello>(*hello).keys, std::vector<wire::KeyId>{key_id(secret)});
+    EXPECT_EQ(std::get<wire::Hello>(*hello).keys, 1);
     wire::Setup setup = valid_setup(s);
-    setup.mac = setup_mac("a-wrong-secret-of-length", std::get<wire::Hello>(*hello).nonce, setup);
+    setup.macs = {
+        setup_mac("a-wrong-secret-of-length", std::get<wire::Hello>(*hello).nonce, setup)};
     boost::asio::write(s, boost::asio::buffer(wire::encode(setup)));
     EXPECT_EQ(reject_code(read_message(s)), wire::RejectCode::auth);
   }
@@ -215,7 +216,7 @@ TEST_F(ResponderTest, WrongSecretIsRefusedRightOneGetsThrough) {
     auto s = connect();
     read_message(s);
     wire::Setup setup = valid_setup(s);
-    setup.mac = setup_mac(secret, random_nonce(), setup);
+    setup.macs = {setup_mac(secret, random_nonce(), setup)};
     boost::asio::write(s, boost::asio::buffer(wire::encode(setup)));
     EXPECT_EQ(reject_code(read_message(s)), wire::RejectCode::auth);
   }
@@ -223,7 +224,7 @@ TEST_F(ResponderTest, WrongSecretIsRefusedRightOneGetsThrough) {
   auto s = connect();
   auto hello = read_message(s);
   wire::Setup setup = valid_setup(s);
-  setup.mac = setup_mac(secret, std::get<wire::Hello>(*hello).nonce, setup);
+  setup.macs = {setup_mac(secret, std::get<wire::Hello>(*hello).nonce, setup)};
   boost::asio::write(s, boost::asio::buffer(wire::encode(setup)));
   // Authenticated: refused only for want of a device here.
   EXPECT_EQ(reject_code(read_message(s)), wire::RejectCode::resources);
@@ -255,8 +256,8 @@ TEST_F(ResponderTest, ASetUpRelayedFromAnotherAddressIsRefused) {
     // The prober signs for the address it dialled: the relay's.
     wire::Setup setup = valid_setup(prober);
     EXPECT_EQ(setup.dialled.port, relay_address.port());
-    setup.mac = setup_mac(knows_secret ? secret : std::string("a-wrong-secret-of-length"),
-                          std::get<wire::Hello>(*seen).nonce, setup);
+    setup.macs = {setup_mac(knows_secret ? secret : std::string("a-wrong-secret-of-length"),
+                            std::get<wire::Hello>(*seen).nonce, setup)};
     boost::asio::write(prober, boost::asio::buffer(wire::encode(setup)));
     auto forwarded = read_message(relayed);
     ASSERT_TRUE(forwarded);
@@ -273,7 +274,7 @@ TEST_F(ResponderTest, ASetUpRelayedFromAnotherAddressIsRefused) {
   auto s = connect();
   auto hello = read_message(s);
   wire::Setup setup = valid_setup(s);
-  setup.mac = setup_mac(secret, std::get<wire::Hello>(*hello).nonce, setup);
+  setup.macs = {setup_mac(secret, std::get<wire::Hello>(*hello).nonce, setup)};
   boost::asio::write(s, boost::asio::buffer(wire::encode(setup)));
   EXPECT_EQ(reject_code(read_message(s)), wire::RejectCode::resources);
 }

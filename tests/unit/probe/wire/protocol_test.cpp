@@ -32,7 +32,9 @@ wire::Setup sample_setup() {
   for (std::size_t i = 0; i < 16; ++i) s.nonce[i] = static_cast<uint8_t>(0xa0 + i);
   s.dialled.address = {0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0xff, 0xff, 10, 0, 0, 9};  // ::ffff:10.0.0.9
   s.dialled.port = 10911;
-  s.mac.fill(0x5a);
+  wire::Mac mac;
+  mac.fill(0x5a);
+  s.macs = {mac};
   return s;
 }
 
@@ -41,13 +43,13 @@ wire::UdSetup sample_ud_setup();
 // A MAC computed by the code under test, checked against the message's.
 template <typename S>
 bool mac_valid(const std::string& secret, const Nonce& nonce, const S& s) {
-  return mac_equal(setup_mac(secret, nonce, s), s.mac);
+  return !s.macs.empty() && mac_equal(setup_mac(secret, nonce, s), s.macs.front());
 }
 
 // Offsets in a setup's payload: op 0, size 1-4, tclass 5, sl 6, mtu 7-8,
 // the peer 9-46 (qpn 9, psn 13, lid 17, gid 19, rkey 35, addr 39), then the
 // device's length byte at 47; after the rail, the prober's nonce (16), the
-// address dialled (16 + 2) and the MAC (32).
+// address dialled (16 + 2), the MAC count (1) and the MAC (32).
 constexpr std::size_t kSetupDevice = 47;
 
 // A RoCE port with an IPv4-mapped GID (::ffff:192.168.100.7) and an
@@ -115,8 +117,12 @@ TEST(ProbeQpParams, OneSetOfDefaultsForClassSetupAndEndpoint) {
 
 TEST(ProbeProtocol, EveryMessageRoundTrips) {
   wire::Hello hello = sample_hello();
-  hello.keys = {{1, 2, 3, 4, 5, 6, 7, 8}, {9, 10, 11, 12, 13, 14, 15, 16}};
+  hello.keys = 2;
   wire::Setup by_rail = sample_setup();
+  by_rail.macs = {};  // without a secret
+  wire::Setup two = sample_setup();
+  two.macs.push_back({});
+  two.macs.back().fill(0x6b);  // during a rotation's grace period
   by_rail.device = "";
   by_rail.rail = "10.1.0.0/16";
   wire::Setup both = sample_setup();
@@ -129,6 +135,7 @@ TEST(ProbeProtocol, EveryMessageRoundTrips) {
                                                sample_setup(),
                                                by_rail,
                                                both,
+                                               two,
                                                accept,
                                                wire::Reject{wire::RejectCode::rate, "slow down"},
                                                wire::Keepalive{}};
@@ -141,13 +148,13 @@ TEST(ProbeProtocol, EveryMessageRoundTrips) {
 }
 
 TEST(ProbeProtocol, HeaderIsMagicVersionTypeAndBigEndianLength) {
-  EXPECT_EQ(wire::kVersion, 3);
+  EXPECT_EQ(wire::kVersion, 4);
   const auto bytes = wire::encode(wire::Reject{wire::RejectCode::auth, "no"});
   ASSERT_EQ(bytes.size(), wire::kHeaderSize + 3);
   EXPECT_EQ(bytes[0], 'R');
   EXPECT_EQ(bytes[1], 'X');
   EXPECT_EQ(bytes[2], 'P');
-  EXPECT_EQ(bytes[3], 3);
+  EXPECT_EQ(bytes[3], 4);
   EXPECT_EQ(bytes[4], static_cast<uint8_t>(wire::Type::reject));
   EXPECT_EQ(bytes[5], 0);
   EXPECT_EQ(bytes[6], 0);
@@ -166,7 +173,7 @@ TEST(ProbeProtocol, SetupFieldsAreBigEndian) {
 
 TEST(ProbeProtocol, SetupEncodesToTheseBytes) {
   const std::vector<uint8_t> want = {
-      'R',  'X',  'P',  3,    2,    0,    0x00, 122,  // header: v3, setup, 122 bytes
+      'R',  'X',  'P',  4,    2,    0,    0x00, 123,  // header: v4, setup, 123 bytes
       3,                                              // op: read
       0x00, 0x00, 0x10, 0x00,                         // size 4096
       106,                                            // tclass
@@ -187,6 +194,7 @@ TEST(ProbeProtocol, SetupEncodesToTheseBytes) {
       0,    0,    0,    0,    0,    0,    0,    0,    0,    0,    0xff,
       0xff, 10,   0,    0,    9,  // dialled ::ffff:10.0.0.9
       0x2a, 0x9f,                 // port 10911
+      1,                          // one MAC
       0x5a, 0x5a, 0x5a, 0x5a, 0x5a, 0x5a, 0x5a, 0x5a, 0x5a, 0x5a, 0x5a,
       0x5a, 0x5a, 0x5a, 0x5a, 0x5a, 0x5a, 0x5a, 0x5a, 0x5a, 0x5a, 0x5a,
       0x5a, 0x5a, 0x5a, 0x5a, 0x5a, 0x5a, 0x5a, 0x5a, 0x5a, 0x5a,  // mac, last
@@ -201,21 +209,21 @@ TEST(ProbeProtocol, SetupForARailEncodesAnEmptyDeviceAndTheRail) {
   s.rail = "10.1.0.0/16";
   const auto bytes = wire::encode(s);
   // 47 bytes of fields and peer, 1 (no device), 1 (port), 12 (rail),
-  // 16 + 18 (nonce, dialled), 32.
-  ASSERT_EQ(bytes.size(), wire::kHeaderSize + 127);
-  EXPECT_EQ(bytes[7], 127);
+  // 16 + 18 (nonce, dialled), 1 + 32 (one MAC).
+  ASSERT_EQ(bytes.size(), wire::kHeaderSize + 128);
+  EXPECT_EQ(bytes[7], 128);
   const std::vector<uint8_t> tail(bytes.begin() + wire::kHeaderSize + kSetupDevice,
-                                  bytes.end() - wire::kMacSize - 34);
+                                  bytes.end() - 1 - wire::kMacSize - 34);
   EXPECT_EQ(tail, (std::vector<uint8_t>{0, 1, 11, '1', '0', '.', '1', '.', '0', '.', '0', '/', '1',
                                         '6'}));
 }
 
 TEST(ProbeProtocol, HelloEncodesToTheseBytes) {
   const std::vector<uint8_t> want = {
-      'R',  'X',  'P',  3,    1,    0,    0x00, 95,  // header: v3, hello, 95 bytes
+      'R',  'X',  'P',  4,    1,    0,    0x00, 95,  // header: v4, hello, 95 bytes
       0,    1,    2,    3,    4,    5,    6,    7,   8,    9,
       10,   11,   12,   13,   14,   15,         // nonce
-      0,                                        // no key ids: no authentication
+      0,                                        // no secrets: no authentication
       2,                                        // two ports
       6,    'm',  'l',  'x',  '5',  '_',  '0',  // device
       1,                                        // port
@@ -280,7 +288,7 @@ TEST(ProbeProtocol, MalformedHellosAreRefused) {
     p.at(at) = v;
     return refusal(frame(wire::Type::hello, p));
   };
-  EXPECT_EQ(with(16, 3), "hello: more than 2 key ids");
+  EXPECT_EQ(with(16, 3), "hello: more than 2 secrets");
   EXPECT_EQ(with(17, 2), "hello: port 1: bad device name");  // ports run out
   EXPECT_EQ(with(18, 0), "hello: port 0: bad device name");  // empty
   EXPECT_EQ(with(19, 0x1f), "hello: port 0: bad device name");
@@ -365,9 +373,9 @@ TEST(ProbeProtocol, LargestHelloIsDecodable) {
 TEST(ProbeProtocol, MalformedSetupsAreRefused) {
   // sample_setup's payload: device length 47, "mlx5_1" 48-53, port 54,
   // rail length 55, the nonce 56-71, the address dialled 72-89, the MAC
-  // 90-121.
+  // count 90, the MAC 91-122.
   const auto good = payload_of(sample_setup());
-  ASSERT_EQ(good.size(), 122u);
+  ASSERT_EQ(good.size(), 123u);
   auto with = [&](std::size_t at, uint8_t v) {
     auto p = good;
     p.at(at) = v;
@@ -394,10 +402,20 @@ TEST(ProbeProtocol, MalformedSetupsAreRefused) {
   // A byte after the MAC.
   auto longer = good;
   longer.push_back(0);
-  EXPECT_EQ(refusal(frame(wire::Type::setup, longer)), "setup: bytes after the MAC");
-  // Ending inside the MAC, before the rail, before the port, inside the peer.
+  EXPECT_EQ(refusal(frame(wire::Type::setup, longer)), "setup: bytes after the MACs");
+  // A count of MACs past what any prober holds, or past the payload; none.
+  EXPECT_EQ(with(90, 3), "setup: more than 2 MACs");
+  EXPECT_EQ(with(90, 2), "setup: truncated");
+  auto none = good;
+  none.resize(91);
+  none[90] = 0;
+  EXPECT_EQ(refusal(frame(wire::Type::setup, none)), "");
+  // Ending inside the MAC, at its count, before the rail, before the port,
+  // inside the peer.
   auto cut = good;
-  cut.resize(121);
+  cut.resize(122);
+  EXPECT_EQ(refusal(frame(wire::Type::setup, cut)), "setup: truncated");
+  cut.resize(90);
   EXPECT_EQ(refusal(frame(wire::Type::setup, cut)), "setup: truncated");
   cut.resize(72);
   EXPECT_EQ(refusal(frame(wire::Type::setup, cut)), "setup: truncated");
@@ -417,7 +435,7 @@ TEST(ProbeProtocol, SetupMacCoversEverythingButTheMac) {
                                  return r;
                                }()}) {
     auto payload = payload_of(s);
-    payload.resize(payload.size() - wire::kMacSize);
+    payload.resize(payload.size() - 1 - wire::kMacSize);
     payload.insert(payload.begin(), static_cast<uint8_t>(wire::Type::setup));
     EXPECT_EQ(wire::mac_input(s), payload);
   }
@@ -438,9 +456,11 @@ void expect_rejected(std::size_t at, uint8_t value, const std::string& want) {
 
 TEST(ProbeProtocol, MalformedHeadersAreRefused) {
   expect_rejected(0, 'G', "bad magic");
-  expect_rejected(3, 1, "protocol version 1 not spoken (this is 3)");
-  expect_rejected(3, 2, "protocol version 2 not spoken (this is 3)");
-  expect_rejected(3, 4, "protocol version 4 not spoken (this is 3)");
+  expect_rejected(1, 'Y', "bad magic");
+  expect_rejected(2, 'Q', "bad magic");
+  expect_rejected(3, 1, "protocol version 1 not spoken (this is 4)");
+  expect_rejected(3, 3, "protocol version 3 not spoken (this is 4)");
+  expect_rejected(3, 5, "protocol version 5 not spoken (this is 4)");
   expect_rejected(4, 0, "unknown message type 0");
   expect_rejected(4, 99, "unknown message type 99");
   expect_rejected(5, 1, "reserved");
@@ -455,10 +475,12 @@ TEST(ProbeProtocol, MalformedHeadersAreRefused) {
 // 8192 bytes: room for the largest hello (LargestHelloIsDecodable).
 TEST(ProbeProtocol, PayloadsAreAtMost8192Bytes) {
   EXPECT_EQ(wire::kMaxPayload, 8192u);
-  const auto most = wire::decode_header(std::vector<uint8_t>{'R', 'X', 'P', 3, 1, 0, 0x20, 0x00});
+  const auto most =
+      wire::decode_header(std::vector<uint8_t>{'R', 'X', 'P', wire::kVersion, 1, 0, 0x20, 0x00});
   ASSERT_TRUE(most) << most.error().message;
   EXPECT_EQ(most->length, 8192);
-  const auto over = wire::decode_header(std::vector<uint8_t>{'R', 'X', 'P', 3, 1, 0, 0x20, 0x01});
+  const auto over =
+      wire::decode_header(std::vector<uint8_t>{'R', 'X', 'P', wire::kVersion, 1, 0, 0x20, 0x01});
   ASSERT_FALSE(over);
   EXPECT_EQ(over.error().message, "payload of 8193 bytes exceeds 8192");
 }
@@ -540,39 +562,32 @@ TEST(ProbeProtocol, RejectReasonIsAtMost200Bytes) {
   EXPECT_EQ(std::get<wire::Reject>(back.value()).reason, longest);
 
   // A peer that sends 201 bytes of reason (a 202-byte payload) is refused.
-  std::vector<uint8_t> over = {'R', 'X', 'P', 3, 4, 0, 0, 202, 3};
+  std::vector<uint8_t> over = {'R', 'X', 'P', wire::kVersion, 4, 0, 0, 202, 3};
   over.insert(over.end(), 201, 'r');
   const auto refused = wire::decode(over);
   ASSERT_FALSE(refused);
   EXPECT_EQ(refused.error().message, "reject: payload of 202 bytes");
 }
 
-TEST(ProbeProtocol, HelloKeyIdsAreChecked) {
-  // nonce (16 bytes), key count, key ids (8 each), port count
+TEST(ProbeProtocol, HelloSaysHowManySecretsAndNothingOfThem) {
+  // nonce (16 bytes), how many secrets, port count: nothing derived from a
+  // secret goes to whoever connects.
   wire::Hello h;
-  h.keys = {{0x11, 0x12, 0x13, 0x14, 0x15, 0x16, 0x17, 0x18},
-            {0x21, 0x22, 0x23, 0x24, 0x25, 0x26, 0x27, 0x28}};
+  h.keys = 2;
   auto bytes = wire::encode(h);
-  ASSERT_EQ(bytes.size(), wire::kHeaderSize + 34);
+  ASSERT_EQ(bytes.size(), wire::kHeaderSize + 18);
   EXPECT_EQ(bytes[wire::kHeaderSize + 16], 2);
-  EXPECT_EQ(bytes[wire::kHeaderSize + 17], 0x11);
-  EXPECT_EQ(bytes[wire::kHeaderSize + 25], 0x21);
-  EXPECT_EQ(bytes[wire::kHeaderSize + 32], 0x28);
-  EXPECT_EQ(bytes[wire::kHeaderSize + 33], 0);  // no ports
+  EXPECT_EQ(bytes[wire::kHeaderSize + 17], 0);  // no ports
   auto back = wire::decode(bytes);
   ASSERT_TRUE(back) << back.error().message;
   EXPECT_EQ(std::get<wire::Hello>(back.value()), h);
   EXPECT_TRUE(std::get<wire::Hello>(back.value()).auth_required());
   EXPECT_FALSE(wire::Hello{}.auth_required());
-  // Three key ids are more than a responder ever holds.
+  // Three are more than a responder ever holds.
   bytes[wire::kHeaderSize + 16] = 3;
-  EXPECT_EQ(refusal(bytes), "hello: more than 2 key ids");
-  // A count that runs past the payload.
-  auto one = wire::encode(wire::Hello{});
-  one[wire::kHeaderSize + 16] = 1;
-  EXPECT_EQ(refusal(one), "hello: truncated");
-  // The encoder sends two at most.
-  h.keys.push_back({0x31, 0x32, 0x33, 0x34, 0x35, 0x36, 0x37, 0x38});
+  EXPECT_EQ(refusal(bytes), "hello: more than 2 secrets");
+  // The encoder says two at most.
+  h.keys = 7;
   EXPECT_EQ(wire::encode(h)[wire::kHeaderSize + 16], 2);
 }
 
@@ -607,7 +622,7 @@ TEST(ProbeAuth, MacDependsOnSecretNonceAndEveryField) {
   const std::string secret = "0123456789abcdef-secret";
   Nonce nonce = random_nonce();
   wire::Setup s = sample_setup();
-  s.mac = setup_mac(secret, nonce, s);
+  s.macs = {setup_mac(secret, nonce, s)};
   EXPECT_TRUE(mac_valid(secret, nonce, s));
   EXPECT_FALSE(mac_valid(secret + "x", nonce, s));
   Nonce other = nonce;
@@ -671,8 +686,8 @@ TEST(ProbeAuth, AcceptMacDependsOnSecretSetupAndPeer) {
 }
 
 // A keyring accepts its current secret, and the previous one until the
-// grace period ends; a prober picks the first of its secrets the responder
-// lists.
+// grace period ends; a set-up carries one MAC per secret its prober holds,
+// and verifies when any of them is one of the keyring's.
 TEST(ProbeAuth, KeyringRotationKeepsThePreviousSecretForTheGracePeriod) {
   using Clock = Keyring::Clock;
   const Clock::time_point t0{};
@@ -680,61 +695,81 @@ TEST(ProbeAuth, KeyringRotationKeepsThePreviousSecretForTheGracePeriod) {
   const std::string new_secret = "the-new-secret-4567";
   Keyring ring(old_secret);
   EXPECT_FALSE(ring.empty());
-  EXPECT_EQ(ring.keys(t0), (std::vector<wire::KeyId>{key_id(old_secret)}));
+  EXPECT_EQ(ring.count(t0), 1u);
   EXPECT_TRUE(Keyring().empty());
+  EXPECT_EQ(Keyring().count(t0), 0u);
   EXPECT_FALSE(ring.rotate(old_secret, t0 + std::chrono::minutes(1)));  // the same: no change
   ASSERT_TRUE(ring.rotate(new_secret, t0 + std::chrono::minutes(10)));
   const auto during = t0 + std::chrono::minutes(9);
   const auto after = t0 + std::chrono::minutes(10);
-  EXPECT_EQ(ring.keys(during), (std::vector<wire::KeyId>{key_id(new_secret), key_id(old_secret)}));
-  EXPECT_EQ(ring.keys(after), (std::vector<wire::KeyId>{key_id(new_secret)}));
+  EXPECT_EQ(ring.count(during), 2u);
+  EXPECT_EQ(ring.count(after), 1u);
+  ASSERT_EQ(ring.secrets(during).size(), 2u);
+  EXPECT_EQ(*ring.secrets(during)[0], new_secret);  // the current one first
+  EXPECT_EQ(*ring.secrets(during)[1], old_secret);
   EXPECT_TRUE(ring.accepts(old_secret, during));
   EXPECT_FALSE(ring.accepts(old_secret, after));
   EXPECT_TRUE(ring.accepts(new_secret, after));
 
   // A set-up signed with either secret verifies during the grace period and
-  // says which; with the old one only until it ends.
+  // says which secret and which of its MACs; with the old one only until it
+  // ends.
   const Nonce nonce = random_nonce();
   wire::Setup by_old = sample_setup();
-  by_old.mac = setup_mac(old_secret, nonce, by_old);
+  by_old.macs = {setup_mac(old_secret, nonce, by_old)};
   wire::UdSetup by_new = sample_ud_setup();
-  by_new.mac = setup_mac(new_secret, nonce, by_new);
-  const std::string* v = ring.verify(nonce, by_old, during);
-  ASSERT_NE(v, nullptr);
-  EXPECT_EQ(*v, old_secret);
-  EXPECT_EQ(ring.verify(nonce, by_old, after), nullptr);
+  by_new.macs = {setup_mac(new_secret, nonce, by_new)};
+  auto v = ring.verify(nonce, by_old, during);
+  ASSERT_TRUE(v);
+  EXPECT_EQ(*v->secret, old_secret);
+  EXPECT_EQ(v->mac, by_old.macs[0]);
+  EXPECT_FALSE(ring.verify(nonce, by_old, after));
   v = ring.verify(nonce, by_new, after);
-  ASSERT_NE(v, nullptr);
-  EXPECT_EQ(*v, new_secret);
-  EXPECT_EQ(ring.verify(random_nonce(), by_new, after), nullptr);
+  ASSERT_TRUE(v);
+  EXPECT_EQ(*v->secret, new_secret);
+  EXPECT_FALSE(ring.verify(random_nonce(), by_new, after));
 
-  // A responder that has not rotated yet lists only the old key id: this
-  // prober signs with the old secret while it may; one with a third secret
-  // gets nothing.
-  const std::vector<wire::KeyId> not_rotated = {key_id(old_secret)};
-  v = ring.choose(not_rotated, during);
-  ASSERT_NE(v, nullptr);
-  EXPECT_EQ(*v, old_secret);
-  EXPECT_EQ(ring.choose(not_rotated, after), nullptr);
-  v = ring.choose({key_id(old_secret), key_id(new_secret)}, during);
-  ASSERT_NE(v, nullptr);
-  EXPECT_EQ(*v, new_secret);  // the current one first
-  EXPECT_EQ(ring.choose({key_id("a-third-secret-89ab")}, during), nullptr);
+  // A prober in its own grace period signs with both: a responder that has
+  // not rotated yet (the old secret only) verifies the second MAC, one
+  // that has verifies the first; a MAC of a third secret verifies nothing.
+  wire::Setup by_both = sample_setup();
+  by_both.macs = {setup_mac(new_secret, nonce, by_both), setup_mac(old_secret, nonce, by_both)};
+  const Keyring not_rotated(old_secret);
+  v = not_rotated.verify(nonce, by_both, during);
+  ASSERT_TRUE(v);
+  EXPECT_EQ(*v->secret, old_secret);
+  EXPECT_EQ(v->mac, by_both.macs[1]);
+  v = ring.verify(nonce, by_both, after);
+  ASSERT_TRUE(v);
+  EXPECT_EQ(*v->secret, new_secret);
+  EXPECT_EQ(v->mac, by_both.macs[0]);
+  wire::Setup by_third = sample_setup();
+  by_third.macs = {setup_mac("a-third-secret-89ab", nonce, by_third)};
+  EXPECT_FALSE(ring.verify(nonce, by_third, during));
+  wire::Setup unsigned_setup = sample_setup();
+  unsigned_setup.macs = {};
+  EXPECT_FALSE(ring.verify(nonce, unsigned_setup, during));
+
+  // Which sessions may go on: made with a secret in use, or without one
+  // while there is none.
+  EXPECT_TRUE(ring.still_accepts(old_secret, during));
+  EXPECT_FALSE(ring.still_accepts(old_secret, after));
+  EXPECT_FALSE(ring.still_accepts(std::nullopt, during));
+  EXPECT_TRUE(Keyring().still_accepts(std::nullopt, during));
+  EXPECT_FALSE(Keyring().still_accepts(new_secret, during));
 
   // An empty secret ends authentication.
   ASSERT_TRUE(ring.rotate("", during));
   EXPECT_TRUE(ring.empty());
-  EXPECT_TRUE(ring.keys(during).empty());
-  EXPECT_EQ(ring.verify(nonce, by_old, during), nullptr);
+  EXPECT_EQ(ring.count(during), 0u);
+  EXPECT_FALSE(ring.verify(nonce, by_old, during));
 }
 
 // HMAC-SHA256(secret, "setup" || nonce || type 2 || the setup's payload
 // without its MAC), with a digest computed independently of the code under
 // test (Python's hmac over the bytes of SetupEncodesToTheseBytes without the
 // MAC, and a nonce of 0x00..0x0f); then the accept's, HMAC-SHA256(secret,
-// "accept" || that MAC || type 3 || the accept's queue pair), and the
-// secret's key id, the first 8 bytes of HMAC-SHA256(secret, "rdma_exporter
-// probe key id").
+// "accept" || that MAC || type 3 || the accept's queue pair).
 TEST(ProbeAuth, MacsAreHmacSha256OfLabelNonceAndPayload) {
   const std::string secret = "0123456789abcdef-secret";
   Nonce nonce{};
@@ -751,7 +786,6 @@ TEST(ProbeAuth, MacsAreHmacSha256OfLabelNonceAndPayload) {
                            0x13, 0x97, 0x84, 0x70, 0x14, 0xb9, 0x9a, 0x16, 0x49, 0x50, 0x56,
                            0x71, 0xd0, 0xf3, 0x5e, 0x4e, 0xca, 0x7a, 0xb8, 0xa8, 0x3a};
   EXPECT_EQ(accept_mac(secret, setup, accept), want_accept);
-  EXPECT_EQ(key_id(secret), (wire::KeyId{0x5e, 0x25, 0x4a, 0x64, 0x4c, 0xac, 0x7e, 0xcf}));
 }
 
 // A UD set-up for port 1 of rxe0: 64-byte datagrams on traffic class 106.
@@ -771,14 +805,15 @@ wire::UdSetup sample_ud_setup() {
   for (std::size_t i = 0; i < 16; ++i) s.nonce[i] = static_cast<uint8_t>(0xc0 + i);
   s.dialled.address = {0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0xff, 0xff, 10, 0, 0, 3};
   s.dialled.port = 0x1234;
-  s.mac.fill(0x11);
+  s.macs = {{}};
+  s.macs[0].fill(0x11);
   return s;
 }
 
 TEST(ProbeProtocolUd, UdSetupAndAcceptEncodeToTheseBytes) {
   const auto bytes = wire::encode(sample_ud_setup());
   const std::vector<uint8_t> want = {
-      'R',  'X',  'P',  3,    6,    0,    0,    112,  // header: type 6, 112 bytes
+      'R',  'X',  'P',  4,    6,    0,    0,    113,  // header: type 6, 113 bytes
       4,                                              // op ud
       0,    0,    0,    64,                           // size
       106,  0,                                        // tclass, sl
@@ -797,6 +832,7 @@ TEST(ProbeProtocolUd, UdSetupAndAcceptEncodeToTheseBytes) {
       0,    0,    0,    0,    0,    0,    0,    0,
       0,    0,    0xff, 0xff, 10,   0,    0,    3,  // dialled
       0x12, 0x34,                                   // its port
+      1,                                            // one MAC
   };
   ASSERT_EQ(bytes.size(), want.size() + 32);
   EXPECT_TRUE(std::equal(want.begin(), want.end(), bytes.begin()));
@@ -806,7 +842,7 @@ TEST(ProbeProtocolUd, UdSetupAndAcceptEncodeToTheseBytes) {
   accept.peer = {0xabcdef, 0x7fffffff, 3, {}};
   accept.mac.fill(0x66);
   const auto a = wire::encode(accept);
-  std::vector<uint8_t> want_a = {'R',  'X',  'P',  3,    7, 0, 0, 58, 0, 0xab, 0xcd, 0xef,
+  std::vector<uint8_t> want_a = {'R',  'X',  'P',  4,    7, 0, 0, 58, 0, 0xab, 0xcd, 0xef,
                                  0x7f, 0xff, 0xff, 0xff, 0, 3, 0, 0,  0, 0,    0,    0,
                                  0,    0,    0,    0,    0, 0, 0, 0,  0, 0};
   want_a.insert(want_a.end(), 32, 0x66);  // the MAC
@@ -881,7 +917,7 @@ TEST(ProbeProtocolUd, UdSetupMacCoversItsFields) {
   const std::string secret = "0123456789abcdef-secret";
   const Nonce nonce = random_nonce();
   wire::UdSetup s = sample_ud_setup();
-  s.mac = setup_mac(secret, nonce, s);
+  s.macs = {setup_mac(secret, nonce, s)};
   EXPECT_TRUE(mac_valid(secret, nonce, s));
   wire::UdSetup changed = s;
   changed.peer.qkey ^= 1;
