@@ -392,10 +392,13 @@ probe:
         or a secret, gets none."""
         warning = "listens beyond loopback and no shared secret is set"
         secret = self.write_secret("probe.secret", b"a-shared-probe-secret-0123456789")
-        everywhere = self.config().replace(f"listen_address: 127.0.0.1:{self.probe_port}",
-                                           f"listen_address: :{self.probe_port}")
-        for config, warned in ((everywhere, True), (self.config(), False),
-                               (everywhere + f"  secret_file: {secret}\n", False)):
+        for everywhere, extra, warned in ((True, "", True), (False, "", False),
+                                          (True, f"  secret_file: {secret}\n", False)):
+            self.probe_port = free_port()  # a port of its own for each start
+            config = self.config(extra)
+            if everywhere:
+                config = config.replace(f"listen_address: 127.0.0.1:{self.probe_port}",
+                                        f"listen_address: :{self.probe_port}")
             with Exporter(config=config) as e:
                 wait_for(lambda: "probe responder listening" in e.log())
                 self.assertEqual(e.log().count(warning), 1 if warned else 0, e.log())

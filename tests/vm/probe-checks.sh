@@ -81,8 +81,10 @@ done
 # both ends of every session prove the shared secret.
 SECRET_FILE=$R/probe.secret
 (umask 077 && printf 'vm-probe-shared-secret-0123456789\n' >"$SECRET_FILE")
+# A keeps a rotated-out secret for an hour, B for 2 s (the rotation phase
+# below).
 write_config() {
-	local peer_port=$1 probe_port=$2
+	local peer_port=$1 probe_port=$2 grace=$3
 	cat <<EOF
 collection:
   max_age: 0s
@@ -91,6 +93,7 @@ probe:
   device: $RXE
   listen_address: 127.0.0.1:$probe_port
   secret_file: $SECRET_FILE
+  secret_grace: $grace
   backoff_initial: 200ms
   backoff_max: 1s
   connect_timeout: 2s
@@ -103,8 +106,8 @@ probe:
       labels: {peer: peer}
 EOF
 }
-write_config 10921 10911 >"$R/a.yml"
-write_config 10911 10921 >"$R/b.yml"
+write_config 10921 10911 1h >"$R/a.yml"
+write_config 10911 10921 2s >"$R/b.yml"
 
 start_b() {
 	"$EXPORTER" --config.file "$R/b.yml" --web.listen-address 127.0.0.1:10920 \
@@ -160,6 +163,45 @@ exec 3<&-
 sleep 0.5
 scrape 10910 a-after-garbage.prom
 note "garbage client done"
+
+# ------------------------------------------------------------ secret rotated
+# A new secret in the file both read, then SIGHUP to both: each accepts both
+# secrets and signs with both; when B's grace period ends (2 s), B closes
+# the sessions of the old secret at both of its ends: as responder, A's
+# three sessions to it, and as prober, its three sessions to A (which still
+# accepts the old secret for an hour). Both sides set them up again with
+# the new one. Driven by the counts, a deadline only for a run that stalls.
+scrape 10910 a-before-rotation.prom
+scrape 10920 b-before-rotation.prom
+(umask 077 && printf 'vm-probe-rotated-secret-9876543210\n' >"$SECRET_FILE.new" &&
+	mv "$SECRET_FILE.new" "$SECRET_FILE")
+kill -HUP "$a_pid" "$b_pid"
+note "secret rotated, both reloaded"
+rotation_deadline=$(($(date +%s) + 120))
+while :; do
+	scrape 10910 a-rotated.prom
+	scrape 10920 b-rotated.prom
+	retired_in=$(sum_samples "$R/b-rotated.prom" 'rdma_probe_responder_rejected_total{' \
+		'reason="retired_secret"')
+	retired_out=$(sum_samples "$R/b-rotated.prom" 'rdma_probe_errors_total{' \
+		'reason="retired_secret"')
+	up_a=$(sum_samples "$R/a-rotated.prom" 'rdma_probe_up{' 'target="127.0.0.1:10921"')
+	up_b=$(sum_samples "$R/b-rotated.prom" 'rdma_probe_up{' 'target="127.0.0.1:10911"')
+	if [ "$retired_in" -ge 3 ] && [ "$retired_out" -ge 3 ] && [ "$up_a" -eq 3 ] &&
+		[ "$up_b" -eq 3 ]; then
+		break
+	fi
+	if [ "$(date +%s)" -ge "$rotation_deadline" ]; then
+		note "rotation: $retired_in retired in, $retired_out out, up $up_a/$up_b after 120s"
+		break
+	fi
+	sleep 0.5
+done
+# Probes flow again on the sessions of the new secret.
+sleep 2
+scrape 10910 a-after-rotation.prom
+scrape 10920 b-after-rotation.prom
+note "rotation phase done"
 
 # ------------------------------------------------------------ churn under ASan
 # C (AddressSanitizer) and D probe each other with a 1 ms timeout that sends

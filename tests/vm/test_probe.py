@@ -130,6 +130,34 @@ class ProbeTest(VmTestCase):
         # B's discovery of its ports).
         self.assertIn(after.value("rdma_probe_responder_sessions"), (3, 4))
 
+    def test_e_a_rotated_secret_retires_at_both_ends_of_a_session(self):
+        """B keeps the old secret for 2 s, A for an hour: when B's grace ends
+        B closes the sessions of the old secret as responder (A's three to
+        it) and as prober (its three to A, which still accepts the old one),
+        and both come back with the new secret."""
+        a0, b0 = self.prom("a-before-rotation.prom"), self.prom("b-before-rotation.prom")
+        a1, b1 = self.prom("a-after-rotation.prom"), self.prom("b-after-rotation.prom")
+
+        def retired_in(prom):
+            return prom.value("rdma_probe_responder_rejected_total",
+                              reason="retired_secret") or 0
+
+        def retired_out(prom, target):
+            return sum(v for _, v in prom.series("rdma_probe_errors_total", target=target,
+                                                 reason="retired_secret"))
+
+        self.assertEqual(retired_in(b1) - retired_in(b0), 3)
+        self.assertEqual(retired_out(b1, "127.0.0.1:10911") - retired_out(b0, "127.0.0.1:10911"),
+                         3)
+        # A keeps the old secret for an hour: it retired nothing itself.
+        self.assertEqual(retired_in(a1) - retired_in(a0), 0)
+        self.assertEqual(retired_out(a1, PEER) - retired_out(a0, PEER), 0)
+        for op in OPS:
+            self.assertEqual(a1.value("rdma_probe_up", target=PEER, op=op), 1, op)
+            self.assertEqual(b1.value("rdma_probe_up", target="127.0.0.1:10911", op=op), 1, op)
+        self.assertIn("secret rotated", self.text("a.log"))
+        self.assertIn("secret rotated", self.text("b.log"))
+
     def test_e_clean_exit_and_quiet_logs(self):
         self.assertEqual(self.code("a.rc"), "0")
         self.assertEqual(self.code("b.rc"), "0")

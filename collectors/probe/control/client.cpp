@@ -166,6 +166,11 @@ void ControlClient::on_answer(Result<wire::Message> msg) {
   if (!accept_authentic(msg.value())) {
     return fail(reason::auth, "the responder's accept does not prove the shared secret");
   }
+  // A reload while the set-up was on its way: the session starts only under
+  // the keyring in force.
+  if (!keyring().still_accepts(secret_, Clock::now())) {
+    return fail(reason::retired_secret, "the secrets changed while the session was set up");
+  }
   on_accept(msg.value());
 }
 
@@ -180,10 +185,14 @@ bool ControlClient::accept_authentic(const wire::Message& answer) {
   return false;
 }
 
+const Keyring& ControlClient::keyring() const {
+  static const Keyring none;
+  return settings_.keyring ? *settings_.keyring : none;
+}
+
 void ControlClient::recheck_secret() {
   if (stopped_ || !established_) return;
-  static const Keyring none;
-  const Keyring& ring = settings_.keyring ? *settings_.keyring : none;
+  const Keyring& ring = keyring();
   if (ring.still_accepts(secret_, Clock::now())) return;
   fail(reason::retired_secret, secret_ ? "the session's secret was rotated out or removed"
                                        : "a shared secret was turned on; the session had none");

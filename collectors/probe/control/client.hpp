@@ -113,6 +113,8 @@ class ControlClient : public std::enable_shared_from_this<ControlClient> {
   void on_answer(Result<wire::Message> msg);
   template <typename S>
   void sign_and_send(S setup);
+  // The secrets in force (none when the settings have no keyring).
+  const Keyring& keyring() const;
   // With a secret: the accept's MAC proves the responder holds one of the
   // secrets signed with; that one becomes the session's.
   bool accept_authentic(const wire::Message& answer);

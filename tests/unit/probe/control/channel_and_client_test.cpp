@@ -372,6 +372,9 @@ class MutualAuthTest : public ::testing::Test {
     std::vector<std::string> responder_secrets;  // how many go in the hello
     std::string accept_secret;   // signs the accept over its own set-up MAC ("" leaves it zero)
     bool tamper_accept = false;  // the accept's queue pair changed after signing
+    // A reload of the prober's keyring on its loop, after the set-up came
+    // and before the accept goes.
+    std::function<void(Keyring&)> reload_before_accept;
   };
   struct Seen {
     std::string outcome;
@@ -423,6 +426,14 @@ class MutualAuthTest : public ::testing::Test {
         accept.mac = accept_mac(play.accept_secret, over, accept);
       }
       if (play.tamper_accept) accept.peer.qpn = 0x44;
+      if (play.reload_before_accept) {
+        std::promise<void> reloaded;
+        boost::asio::post(io, [&] {
+          play.reload_before_accept(*prober_keys);
+          reloaded.set_value();
+        });
+        reloaded.get_future().wait();
+      }
       boost::asio::write(s, boost::asio::buffer(wire::encode(accept)));
       // Hold the connection until the prober has made up its mind.
       testing::closed_by_peer(s);
@@ -510,6 +521,28 @@ TEST_F(MutualAuthTest, DuringARotationTheProberSignsWithBothSecrets) {
   // One that rotated too proves the new one.
   seen = run(keys, {{"the-next-probe-secret", secret_}, "the-next-probe-secret", false});
   EXPECT_EQ(seen.outcome, "accepted");
+}
+
+// A reload while the set-up is on its way: the session does not start
+// under a keyring that would not make it.
+TEST_F(MutualAuthTest, AReloadDuringTheSetUpIsHeldToTheNewKeyring) {
+  auto keys = std::make_shared<Keyring>(secret_);
+  Play play{{secret_}, secret_, false};
+  play.reload_before_accept = [](Keyring& k) {
+    k.rotate("the-next-probe-secret", Keyring::Clock::now());  // no grace
+  };
+  Seen seen = run(keys, play);
+  EXPECT_EQ(seen.outcome, "failed");
+  EXPECT_EQ(seen.retired_errors, 1);
+  EXPECT_EQ(seen.auth_errors, 0);
+  // A rotation with a grace period keeps it.
+  keys = std::make_shared<Keyring>(secret_);
+  play.reload_before_accept = [](Keyring& k) {
+    k.rotate("the-next-probe-secret", Keyring::Clock::now() + std::chrono::hours(1));
+  };
+  seen = run(keys, play);
+  EXPECT_EQ(seen.outcome, "accepted");
+  EXPECT_EQ(seen.retired_errors, 0);
 }
 
 // A reload changes the keyring a session was set up under: the prober ends
