@@ -192,10 +192,10 @@ class Flood(threading.Thread):
         self.closed = 0
         self.answered = threading.Event()
         self.error = None
-        self._stop = threading.Event()
+        self._halt = threading.Event()
 
     def stop(self):
-        self._stop.set()
+        self._halt.set()
         self.join(30)
 
     def run(self):
@@ -218,7 +218,7 @@ class Flood(threading.Thread):
             self._send(conn, self.depth)
             sel.register(s, selectors.EVENT_READ, conn)
         waiting = len(conns)
-        while not self._stop.is_set() and sel.get_map():
+        while not self._halt.is_set() and sel.get_map():
             for key, _ in sel.select(0.2):
                 conn = key.data
                 heard = self._read(conn)

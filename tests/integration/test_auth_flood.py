@@ -43,7 +43,7 @@ class AuthFloodTest(unittest.TestCase):
         path = os.path.join(self.dir, "web.yml")
         with open(path, "w") as f:
             f.write(f"basic_auth_users:\n  prom: {self.hash}\n")
-        exp = Exporter("--web.config.file", path, listen=listen,
+        exp = Exporter("--web.config.file", path, "--log.level", "debug", listen=listen,
                        prefix=netns.prefix if netns else (),
                        config=f"collection: {{max_age: 0s}}\nsysfs: {{root: {self.sysfs}}}\n"
                               + (f"web: {{{web}}}\n" if web else ""))
