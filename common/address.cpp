@@ -1,5 +1,6 @@
 #include "common/address.hpp"
 
+#include <algorithm>
 #include <boost/asio/ip/v6_only.hpp>
 #include <charconv>
 #include <vector>
@@ -69,6 +70,16 @@ Status open_listener(tcp::acceptor& acceptor, const std::string& address) {
     return ok_status();
   }
   return Error{ec.value(), "listen on " + listen + ": " + ec.message()};
+}
+
+std::string source_group(const boost::asio::ip::address& address) {
+  namespace ip = boost::asio::ip;
+  if (address.is_v4()) return address.to_v4().to_string();
+  const ip::address_v6 v6 = address.to_v6();
+  if (v6.is_v4_mapped()) return ip::make_address_v4(ip::v4_mapped, v6).to_string();
+  ip::address_v6::bytes_type bytes = v6.to_bytes();
+  std::fill(bytes.begin() + 8, bytes.end(), 0);
+  return ip::address_v6(bytes, v6.scope_id()).to_string() + "/64";
 }
 
 }  // namespace rdma_exporter

@@ -3,6 +3,7 @@
 #include <array>
 #include <cstddef>
 #include <deque>
+#include <functional>
 #include <map>
 #include <mutex>
 #include <optional>
@@ -32,7 +33,11 @@ bool bcrypt_matches(const std::string& password, const std::string& hash);
 // entries; the oldest goes first. Thread-safe.
 class BasicAuth {
  public:
-  explicit BasicAuth(std::map<std::string, std::string> users, std::size_t cache_size = 256);
+  // Whether a password matches a hash: bcrypt_matches, or a stand-in in tests.
+  using Matcher = std::function<bool(const std::string& password, const std::string& hash)>;
+
+  explicit BasicAuth(std::map<std::string, std::string> users, std::size_t cache_size = 256,
+                     Matcher matches = bcrypt_matches);
 
   // Answered from memory: true only for credentials verified before.
   bool known_good(const Credentials& c) const;
@@ -49,6 +54,7 @@ class BasicAuth {
 
   std::map<std::string, std::string> users_;
   std::size_t cache_size_;
+  Matcher matches_;
   mutable std::mutex mutex_;
   std::set<Key> good_;
   std::deque<Key> order_;  // insertion order, for eviction

@@ -2,6 +2,8 @@
 
 #include <utility>
 
+#include "common/address.hpp"
+
 namespace rdma_exporter {
 
 HttpConnectionSlot::HttpConnectionSlot(HttpConnectionSlot&& other) noexcept
@@ -37,7 +39,7 @@ void HttpConnectionSlot::release() {
   if (!slots_) return;
   unqueue();
   auto& per_source = slots_->per_source_;
-  if (auto it = per_source.find(entry_->source); it != per_source.end() && --it->second <= 0) {
+  if (auto it = per_source.find(entry_->group); it != per_source.end() && --it->second <= 0) {
     per_source.erase(it);
   }
   slots_->entries_.erase(entry_);
@@ -47,11 +49,12 @@ void HttpConnectionSlot::release() {
 HttpConnectionSlots::Admission HttpConnectionSlots::admit(const boost::asio::ip::address& source,
                                                           int max_connections,
                                                           int max_per_source) const {
-  if (held(source) >= max_per_source) {
-    // The address's first in the eviction order; its place is counted
+  const std::string group = source_group(source);
+  if (held(group) >= max_per_source) {
+    // The group's first in the eviction order; its place is counted
     // overall too, so the overall cap holds after the swap.
     for (const Entry* e : order_) {
-      if (e->source == source) return {Verdict::admitted, e->connection};
+      if (e->group == group) return {Verdict::admitted, e->connection};
     }
     return {Verdict::max_connections_per_source, nullptr};
   }
@@ -64,12 +67,17 @@ HttpConnectionSlots::Admission HttpConnectionSlots::admit(const boost::asio::ip:
 
 HttpConnectionSlot HttpConnectionSlots::acquire(const boost::asio::ip::address& source,
                                                 HttpSessionBase* connection) {
-  ++per_source_[source];
-  return {this, entries_.insert(entries_.end(), Entry{source, connection, std::nullopt})};
+  std::string group = source_group(source);
+  ++per_source_[group];
+  return {this, entries_.insert(entries_.end(), Entry{std::move(group), connection, std::nullopt})};
 }
 
 int HttpConnectionSlots::held(const boost::asio::ip::address& source) const {
-  const auto it = per_source_.find(source);
+  return held(source_group(source));
+}
+
+int HttpConnectionSlots::held(const std::string& group) const {
+  const auto it = per_source_.find(group);
   return it == per_source_.end() ? 0 : it->second;
 }
 

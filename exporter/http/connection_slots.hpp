@@ -4,20 +4,23 @@
 #include <list>
 #include <map>
 #include <optional>
+#include <string>
 
 namespace rdma_exporter {
 
 class HttpSessionBase;
 class HttpConnectionSlot;
 
-// The places of the server's connections, overall and per client address
-// (web.max_connections, web.max_connections_per_source), and the order in
-// which they may be evicted for a new connection: those closing after their
-// last response first, then those waiting for a request's headers or a TLS
-// handshake, the one waiting longest first. A connection serving a request
-// is not in the order. No I/O: each session holds its HttpConnectionSlot,
-// the server asks whom to evict. Event loop only; every slot is released
-// before this is destroyed (sessions hold the server's state).
+// The places of the server's connections, overall and per source group
+// (web.max_connections, web.max_connections_per_source; a group is an IPv4
+// address or an IPv6 /64: source_group(), common/address.hpp), and the order
+// in which they may be evicted for a new connection: those closing after
+// their last response first, then those waiting for a request's headers, a
+// TLS handshake or a password check, the one waiting longest first. A
+// connection serving a request is not in the order. No I/O: each session
+// holds its HttpConnectionSlot, the server asks whom to evict. Event loop
+// only; every slot is released before this is destroyed (sessions hold the
+// server's state).
 class HttpConnectionSlots {
  public:
   enum class Verdict { admitted, max_connections, max_connections_per_source };
@@ -33,9 +36,9 @@ class HttpConnectionSlots {
   HttpConnectionSlots& operator=(const HttpConnectionSlots&) = delete;
 
   // Whether a new connection from `source` may have a place. At
-  // `max_per_source` from that address, the address's connection that has
-  // waited longest for its request (or is closing) makes room for it; at
-  // `max_connections`, the first of every address's. Refused only when no
+  // `max_per_source` from its group, the group's connection that has
+  // waited longest (or is closing) makes room for it; at
+  // `max_connections`, the first of every group's. Refused only when no
   // connection may be evicted for it: all those it would replace are
   // serving a request.
   Admission admit(const boost::asio::ip::address& source, int max_connections,
@@ -44,7 +47,7 @@ class HttpConnectionSlots {
   // `connection` is what next_to_evict() names for it.
   HttpConnectionSlot acquire(const boost::asio::ip::address& source, HttpSessionBase* connection);
 
-  // Places held, overall and from one address.
+  // Places held, overall and from the group of `source`.
   int held() const { return static_cast<int>(entries_.size()); }
   int held(const boost::asio::ip::address& source) const;
   // The front of the eviction order; null when it is empty.
@@ -52,15 +55,16 @@ class HttpConnectionSlots {
 
  private:
   friend class HttpConnectionSlot;
+  int held(const std::string& group) const;
   struct Entry {
-    boost::asio::ip::address source;
+    std::string group;  // source_group() of its address
     HttpSessionBase* connection = nullptr;
     std::optional<std::list<Entry*>::iterator> queued;  // its rank in order_
   };
 
-  std::list<Entry> entries_;  // one per slot held
-  std::map<boost::asio::ip::address, int> per_source_;
-  std::list<Entry*> order_;  // the next to evict first
+  std::list<Entry> entries_;               // one per slot held
+  std::map<std::string, int> per_source_;  // by group
+  std::list<Entry*> order_;                // the next to evict first
 };
 
 // One connection's place among HttpConnectionSlots, and its rank in the
@@ -77,9 +81,10 @@ class HttpConnectionSlot {
   HttpConnectionSlot& operator=(const HttpConnectionSlot&) = delete;
   ~HttpConnectionSlot() { release(); }
 
-  // Waiting for a request's headers or a TLS handshake: joins the eviction
-  // order behind the connections already in it, unless it is in it already
-  // (a TLS connection keeps its rank from accept to its first request).
+  // Waiting for a request's headers, a TLS handshake or a password check:
+  // joins the eviction order behind the connections already in it, unless it
+  // is in it already (a TLS connection keeps its rank from accept to its
+  // first request).
   void queue();
   // Closing after its last response: goes to the front, the first to go.
   void queue_first();

@@ -7,6 +7,7 @@
 #include <set>
 
 #include "exporter/config.hpp"
+#include "exporter/http/auth_checks.hpp"
 #include "exporter/http/connection_slots.hpp"
 #include "exporter/http/rate_limiter.hpp"
 #include "exporter/http/router.hpp"
@@ -22,7 +23,9 @@ class HttpSessionBase {
   // On shutdown: close now unless a request or response is in flight.
   virtual void close_if_idle() = 0;
   // Closes now to make room for a new connection (the server is at
-  // web.max_connections); only called on the connection
+  // web.max_connections or its source at web.max_connections_per_source),
+  // and abandons its password check if it waits for one; only called on the
+  // connection
   // HttpConnectionSlots::admit named, which releases its slot here.
   virtual void evict() = 0;
 };
@@ -40,6 +43,8 @@ struct HttpServerState {
   // For bcrypt checks (exporter/http/auth.hpp). Owned by the server; null
   // once it is gone.
   boost::asio::thread_pool* verifier = nullptr;
+  // The places of the checks queued on it, per source group and in all.
+  AuthChecks auth_checks;
   std::shared_ptr<HttpStats> stats = std::make_shared<HttpStats>();
   std::set<std::weak_ptr<HttpSessionBase>, std::owner_less<std::weak_ptr<HttpSessionBase>>>
       sessions;

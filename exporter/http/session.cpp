@@ -43,9 +43,10 @@ bool is_http_parse_error(const beast::error_code& ec) {
 // close_notify after the last response. Every wait has a deadline from
 // web.*_timeout. The session holds its place among the server's connections
 // (an HttpConnectionSlot) from its start until it is evicted or torn down;
-// while it waits for a request (or a handshake), or closes, it is in the
-// eviction order and may be evicted for a new connection. Its State says
-// which, and enter() keeps the slot's rank in step with it.
+// while it waits for a request (or a handshake, or a password check), or
+// closes, it is in the eviction order and may be evicted for a new
+// connection. Its State says which, and enter() keeps the slot's rank in
+// step with it.
 template <typename Stream>
 class HttpSession : public HttpSessionBase,
                     public std::enable_shared_from_this<HttpSession<Stream>> {
@@ -59,6 +60,7 @@ class HttpSession : public HttpSessionBase,
         buffer_(server->config.max_request_bytes),
         server_(std::move(server)),
         security_(std::move(security)),
+        source_(source),
         accepted_(Clock::now()) {
     server_->stats->set_open_connections(++server_->open);
     slot_ = server_->slots.acquire(source, this);
@@ -105,6 +107,7 @@ class HttpSession : public HttpSessionBase,
 
   void evict() override {
     server_->stats->count_evicted_connection(eviction_reason());
+    if (check_) check_->abandon();
     enter(State::evicted);
     beast::error_code ignored;
     lowest().socket().close(ignored);
@@ -112,21 +115,22 @@ class HttpSession : public HttpSessionBase,
 
  private:
   enum class State {
-    handshaking,    // TLS: the handshake, which counts as part of the first request
-    reading_first,  // waiting for or reading the first request
-    reading_next,   // waiting for or reading a later request (kept alive)
-    handling,       // authenticating and serving a request
-    writing,        // writing the response
-    closing,        // after the last response: close_notify (TLS), draining a refused request
-    closed,         // the socket is closed; the session ends with its last handler
-    evicted,        // closed for a new connection, its place given back; stays so
+    handshaking,     // TLS: the handshake, which counts as part of the first request
+    reading_first,   // waiting for or reading the first request
+    reading_next,    // waiting for or reading a later request (kept alive)
+    handling,        // serving a request
+    authenticating,  // waiting for its request's password check (bcrypt)
+    writing,         // writing the response
+    closing,         // after the last response: close_notify (TLS), draining a refused request
+    closed,          // the socket is closed; the session ends with its last handler
+    evicted,         // closed for a new connection, its place given back; stays so
   };
 
   // Moves to `next` and the slot with it: waiting for a request (or a
-  // handshake) joins the eviction order behind those waiting longer (a TLS
-  // connection keeps its rank from accept to its first request); serving a
-  // request, or closed, leaves it; closing goes to its front; evicted gives
-  // the place back.
+  // handshake, or a password check) joins the eviction order behind those
+  // waiting longer (a TLS connection keeps its rank from accept to its first
+  // request); serving a request, or closed, leaves it; closing goes to its
+  // front; evicted gives the place back.
   void enter(State next) {
     if (state_ == State::evicted) return;
     state_ = next;
@@ -134,6 +138,7 @@ class HttpSession : public HttpSessionBase,
       case State::handshaking:
       case State::reading_first:
       case State::reading_next:
+      case State::authenticating:
         return slot_.queue();
       case State::handling:
       case State::writing:
@@ -159,6 +164,7 @@ class HttpSession : public HttpSessionBase,
   const char* eviction_reason() {
     if (state_ == State::handshaking) return "tls_handshake";
     if (state_ == State::closing) return "closing";
+    if (state_ == State::authenticating) return "auth_check";
     return state_ == State::reading_first || request_started() ? "headers" : "idle";
   }
 
@@ -301,13 +307,20 @@ class HttpSession : public HttpSessionBase,
       return respond(HttpResponse::text(http::status::too_many_requests, "Too Many Requests\n"));
     }
     const auto header = req[http::field::authorization];
-    authenticate(security_->auth, std::string_view(header.data(), header.size()), server_->verifier,
-                 lowest().get_executor(), [self = this->shared_from_this()](AuthOutcome outcome) {
-                   self->on_authenticated(outcome);
-                 });
+    check_ = authenticate(security_->auth, std::string_view(header.data(), header.size()), source_,
+                          {server_->verifier, &server_->auth_checks}, lowest().get_executor(),
+                          [self = this->shared_from_this()](AuthOutcome outcome) {
+                            self->on_authenticated(outcome);
+                          });
+    // Answered at once (no users, no or bad header, remembered credentials,
+    // no place for a check), or waiting for bcrypt, and evictable meanwhile.
+    if (check_) enter(State::authenticating);
   }
 
   void on_authenticated(AuthOutcome outcome) {
+    check_.reset();
+    if (state_ == State::evicted) return close_socket();
+    enter(State::handling);
     if (outcome != AuthOutcome::ok) {
       server_->stats->count_auth_failure(auth_failure_reason(outcome));
       return respond(unauthorized_response());
@@ -433,6 +446,7 @@ class HttpSession : public HttpSessionBase,
   std::size_t line_scanned_ = 0;
   std::shared_ptr<HttpServerState> server_;
   std::shared_ptr<const WebSecurity> security_;  // the one this connection was accepted with
+  const asio::ip::address source_;               // the client's address
   const Clock::time_point accepted_;
   Clock::time_point request_deadline_;  // read_timeout or idle_timeout
   Clock::time_point header_deadline_;   // header_timeout; max() until the request begins
@@ -447,6 +461,7 @@ class HttpSession : public HttpSessionBase,
   std::shared_ptr<const HttpRouter> routes_;  // the table of the request in hand
   const HttpRoute* route_ = nullptr;          // null: no route for its path
   std::string label_;                         // the handler label it is counted under
+  std::shared_ptr<PendingAuthCheck> check_;   // its password check while it waits for one
   std::shared_ptr<const std::string> body_;   // the response being written
 };
 

@@ -5,11 +5,12 @@ namespace rdma_exporter {
 namespace {
 
 // Always exported, at 0 until they happen.
-constexpr const char* kAuthReasons[] = {"missing", "invalid"};
+constexpr const char* kAuthReasons[] = {"missing", "invalid", "throttled"};
 constexpr const char* kTlsReasons[] = {"plain_http", "protocol", "client_certificate", "timeout",
                                        "other"};
 constexpr const char* kRejectReasons[] = {"max_connections", "max_connections_per_source"};
-constexpr const char* kEvictReasons[] = {"tls_handshake", "headers", "idle", "closing"};
+constexpr const char* kEvictReasons[] = {"tls_handshake", "headers", "idle", "closing",
+                                         "auth_check"};
 
 }  // namespace
 
@@ -64,14 +65,15 @@ void HttpStats::add_metrics(MetricSink& sink) const {
   }
   for (const auto& [reason, count] : evicted_) {
     sink.counter("rdma_exporter_http_evicted_connections_total",
-                 "Connections closed to make room for a new one at web.max_connections, by what "
-                 "they were doing.",
+                 "Connections closed to make room for a new one at web.max_connections or "
+                 "web.max_connections_per_source, by what they were doing.",
                  {{"reason", reason}}, static_cast<double>(count));
   }
   sink.gauge("rdma_exporter_http_open_connections", "HTTP connections currently open.", {}, open_);
   for (const auto& [reason, count] : auth_failures_) {
     sink.counter("rdma_exporter_http_auth_failures_total",
-                 "Requests refused with 401: basic auth credentials missing or invalid.",
+                 "Requests refused with 401: basic auth credentials missing or invalid, or no "
+                 "place to check them.",
                  {{"reason", reason}}, static_cast<double>(count));
   }
   for (const auto& [reason, count] : tls_failures_) {

@@ -19,10 +19,10 @@ class HttpStats {
   void count_request(const std::string& handler, unsigned code);
   // `reason`: max_connections or max_connections_per_source.
   void count_rejected_connection(const std::string& reason);
-  // `reason`: tls_handshake, headers, idle or closing.
+  // `reason`: tls_handshake, headers, idle, closing or auth_check.
   void count_evicted_connection(const std::string& reason);
   void set_open_connections(int n);
-  // `reason`: missing or invalid.
+  // `reason`: missing, invalid or throttled.
   void count_auth_failure(const std::string& reason);
   // `reason`: plain_http, protocol, client_certificate, timeout or other.
   void count_tls_handshake_failure(const std::string& reason);

@@ -118,10 +118,11 @@ class NodeApi:
 
 
 class Exporter:
-    """Starts the daemon on an ephemeral loopback port and reads its log."""
+    """Starts the daemon on an ephemeral loopback port (or LISTEN) and reads
+    its log; PREFIX goes before its command (`ip netns exec NS`)."""
 
-    def __init__(self, *args, config=None, binary=None):
-        cmd = [binary or BIN, "--web.listen-address", "127.0.0.1:0"]
+    def __init__(self, *args, config=None, binary=None, listen="127.0.0.1:0", prefix=()):
+        cmd = [*prefix, binary or BIN, "--web.listen-address", listen]
         if config is not None:
             cmd += ["--config.file", write_config(config)]
         cmd += list(args)

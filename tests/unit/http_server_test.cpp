@@ -15,6 +15,7 @@
 #include <vector>
 
 #include "exporter/http/server.hpp"
+#include "tests/support/password_gate.hpp"
 #include "tests/support/wait.hpp"
 #include "tests/unit/http_server_harness.hpp"
 
@@ -595,6 +596,107 @@ TEST(HttpServer, BasicAuthGuardsEveryPath) {
   EXPECT_NE(stats.find("rdma_exporter_http_requests_total{handler=\"other\",code=\"401\"} 1\n"),
             std::string::npos)
       << stats;
+}
+
+// prom's password, "secret pass", is checked by a stand-in for bcrypt that
+// the test holds (tests/support/password_gate.hpp).
+std::shared_ptr<const WebSecurity> with_held_checks(testing::PasswordGate& gate) {
+  auto security = std::make_shared<WebSecurity>();
+  security->auth = std::make_shared<BasicAuth>(std::map<std::string, std::string>{{"prom", kHash}},
+                                               256, gate.matcher());
+  return security;
+}
+
+const std::string kGoodPassword = "Authorization: Basic cHJvbTpzZWNyZXQgcGFzcw==\r\n";
+const std::string kWrongPassword = "Authorization: Basic cHJvbTpzZWNyZXQ=\r\n";
+const std::string kUnauthorized =
+    "HTTP/1.1 401 Unauthorized\r\nServer: rdma_exporter\r\n"
+    "Content-Type: text/plain; charset=utf-8\r\n"
+    "WWW-Authenticate: Basic realm=\"rdma_exporter\", charset=\"UTF-8\"\r\n"
+    "Content-Length: 13\r\n\r\nunauthorized\n";
+
+// A connection waiting for its password check is in the eviction order like
+// one waiting for its request: at its source's cap a newcomer with
+// remembered credentials takes its place and is answered without a check,
+// while the check thread is held. A check still queued when its connection
+// is evicted never runs.
+TEST(HttpServer, AConnectionWaitingForItsPasswordCheckIsEvictedForANewOne) {
+  testing::PasswordGate gate("secret pass");
+  Config::Web web;
+  web.max_connections_per_source = 2;
+  Server server(web, with_held_checks(gate));
+  testing::OpenAtExit opened(gate);
+  Client scraper(server.port(), "127.0.0.9");
+  scraper.send(request("GET", "/healthz", kGoodPassword));
+  ASSERT_EQ(scraper.response(), kHealthz);  // checked once, then remembered
+  gate.close();
+  Client running(server.port(), "127.0.0.2");
+  running.send(request("GET", "/healthz", kWrongPassword));
+  ASSERT_TRUE(gate.wait_for_checks(2));
+  Client queued(server.port(), "127.0.0.2");
+  queued.send(request("GET", "/healthz", kWrongPassword));
+
+  Client first(server.port(), "127.0.0.2");  // the source's third
+  first.send(request("GET", "/healthz", kGoodPassword));
+  EXPECT_EQ(first.response(), kHealthz);
+  EXPECT_EQ(running.until_closed(), "");
+  Client second(server.port(), "127.0.0.2");
+  second.send(request("GET", "/healthz", kGoodPassword));
+  EXPECT_EQ(second.response(), kHealthz);
+  EXPECT_EQ(queued.until_closed(), "");
+
+  gate.open();
+  Client later(server.port(), "127.0.0.3");  // checked after every check before it
+  later.send(request("GET", "/healthz", kWrongPassword));
+  EXPECT_EQ(later.response(), kUnauthorized);
+  EXPECT_EQ(gate.checks(), 3);  // the scraper's, `running`'s and `later`'s
+  const std::string evicted = "rdma_exporter_http_evicted_connections_total";
+  EXPECT_EQ(sample(server, evicted + "{reason=\"auth_check\"}"),
+            evicted + "{reason=\"auth_check\"} 2");
+  const std::string failures = "rdma_exporter_http_auth_failures_total";
+  EXPECT_EQ(sample(server, failures + "{reason=\"invalid\"}"), failures + "{reason=\"invalid\"} 1");
+  EXPECT_EQ(sample(server,
+                   "rdma_exporter_http_rejected_connections_total{reason=\""
+                   "max_connections_per_source\"}"),
+            "rdma_exporter_http_rejected_connections_total{reason=\"max_connections_per_source\"} "
+            "0");
+}
+
+// At most two checks per source are queued or running; a source's third
+// wrong password is answered 401 at once, while other sources still queue
+// theirs and remembered credentials need no check.
+TEST(HttpServer, ASourcesThirdPasswordCheckIsAnswered401AtOnce) {
+  testing::PasswordGate gate("secret pass");
+  Server server({}, with_held_checks(gate));
+  testing::OpenAtExit opened(gate);
+  Client scraper(server.port(), "127.0.0.9");
+  scraper.send(request("GET", "/healthz", kGoodPassword));
+  ASSERT_EQ(scraper.response(), kHealthz);
+  gate.close();
+  Client running(server.port(), "127.0.0.2");
+  running.send(request("GET", "/healthz", kWrongPassword));
+  ASSERT_TRUE(gate.wait_for_checks(2));
+  Client queued(server.port(), "127.0.0.2");
+  queued.send(request("GET", "/healthz", kWrongPassword));
+  // Answered from memory while both wait; `queued` was read before it.
+  scraper.send(request("GET", "/healthz", kGoodPassword));
+  ASSERT_EQ(scraper.response(), kHealthz);
+
+  Client third(server.port(), "127.0.0.2");
+  third.send(request("GET", "/healthz", kWrongPassword));
+  EXPECT_EQ(third.response(), kUnauthorized);
+  Client other(server.port(), "127.0.0.3");
+  other.send(request("GET", "/healthz", kWrongPassword));
+  const std::string failures = "rdma_exporter_http_auth_failures_total";
+  EXPECT_EQ(sample(server, failures + "{reason=\"throttled\"}"),
+            failures + "{reason=\"throttled\"} 1");
+  EXPECT_EQ(sample(server, failures + "{reason=\"invalid\"}"), failures + "{reason=\"invalid\"} 0");
+  gate.open();
+  for (Client* c : {&running, &queued, &other}) EXPECT_EQ(c->response(), kUnauthorized);
+  EXPECT_EQ(gate.checks(), 4);
+  EXPECT_EQ(sample(server, failures + "{reason=\"invalid\"}"), failures + "{reason=\"invalid\"} 3");
+  EXPECT_EQ(sample(server, "rdma_exporter_http_requests_total{handler=\"/healthz\",code=\"401\"}"),
+            "rdma_exporter_http_requests_total{handler=\"/healthz\",code=\"401\"} 4");
 }
 
 TEST(HttpServer, ScrapesWithinMaxAgeShareOneCollection) {

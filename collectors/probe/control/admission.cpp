@@ -4,16 +4,6 @@
 
 namespace rdma_exporter::probe {
 
-std::string source_group(const boost::asio::ip::address& address) {
-  namespace ip = boost::asio::ip;
-  if (address.is_v4()) return address.to_v4().to_string();
-  const ip::address_v6 v6 = address.to_v6();
-  if (v6.is_v4_mapped()) return ip::make_address_v4(ip::v4_mapped, v6).to_string();
-  ip::address_v6::bytes_type bytes = v6.to_bytes();
-  std::fill(bytes.begin() + 8, bytes.end(), 0);
-  return ip::address_v6(bytes, v6.scope_id()).to_string() + "/64";
-}
-
 SourceTable::SourceTable(ResponderLimits limits, std::size_t max_groups,
                          std::function<Clock::time_point()> now)
     : limits_(limits), max_groups_(max_groups), now_(std::move(now)) {}

@@ -1,6 +1,5 @@
 #pragma once
 
-#include <boost/asio/ip/address.hpp>
 #include <chrono>
 #include <cstdint>
 #include <functional>
@@ -14,15 +13,10 @@
 
 namespace rdma_exporter::probe {
 
-// The source group a control connection counts in: an IPv4 address alone
-// ("192.0.2.7"; an IPv4-mapped IPv6 address as its IPv4 address), an IPv6
-// address by its /64 ("2001:db8:1:2::/64", with its scope when it has one),
-// since one IPv6 host can use any address of its subnet.
-std::string source_group(const boost::asio::ip::address& address);
-
-// Who holds what at the responder, by source group: its handshakes (control
-// connections that have not authenticated yet), its sessions (authenticated
-// ones) and its token bucket of connections per minute. Two budgets:
+// Who holds what at the responder, by source group (source_group(),
+// common/address.hpp): its handshakes (control connections that have not
+// authenticated yet), its sessions (authenticated ones) and its token bucket
+// of connections per minute. Two budgets:
 // handshakes are few and short, and a full handshake budget makes room for
 // a newcomer by ending the oldest handshake of the group that holds the most,
 // so that a prober's hello always gets through however many connections

@@ -237,5 +237,33 @@ TEST(HttpConnectionSlots, AdmissionAtTheCaps) {
   EXPECT_EQ(slots.admit(kB, kMax, kPerSource).evict, nullptr);
 }
 
+// Places are counted per source group (common/address.hpp): an IPv6 host
+// can use any address of its /64, so the /64 is one source; an IPv4-mapped
+// address is its IPv4 address.
+TEST(HttpConnectionSlots, AnIPv6SlashSixtyFourIsOneSource) {
+  HttpConnectionSlots slots;
+  const int kMax = 100;
+  const int kPerSource = 2;
+  const auto v6a = make_address("2001:db8:1:2::1");
+  const auto v6b = make_address("2001:db8:1:2:aaaa:bbbb:cccc:dddd");
+  const auto v6c = make_address("2001:db8:1:2::3");
+  Connection c1, c2, v4;
+  c1.slot = slots.acquire(v6a, &c1);
+  c2.slot = slots.acquire(v6b, &c2);
+  EXPECT_EQ(slots.held(v6c), 2);
+  // Both serving a request: a third address of the /64 is refused.
+  EXPECT_EQ(slots.admit(v6c, kMax, kPerSource).verdict, Verdict::max_connections_per_source);
+  EXPECT_EQ(slots.admit(make_address("2001:db8:1:3::1"), kMax, kPerSource).verdict,
+            Verdict::admitted);  // the next /64
+  // One waits for its request: the /64's newcomer takes its place.
+  c2.slot.queue();
+  auto a = slots.admit(v6c, kMax, kPerSource);
+  EXPECT_EQ(a.verdict, Verdict::admitted);
+  EXPECT_EQ(a.evict, &c2);
+  // IPv4 through an IPv4-mapped IPv6 address: one source with its IPv4 form.
+  v4.slot = slots.acquire(make_address("::ffff:192.0.2.1"), &v4);
+  EXPECT_EQ(slots.held(kA), 1);
+}
+
 }  // namespace
 }  // namespace rdma_exporter
