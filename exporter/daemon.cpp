@@ -146,10 +146,10 @@ void Daemon::reload(const ReloadDone& reload_done) {
     reload_done(ok, std::move(message));
   };
   reader_.run([cli = cli_] { return read_for_reload(cli); },
-              [this, done](ReloadRead read) { apply_reload(std::move(read), done); });
+              [this, done](const ReloadRead& read) { apply_reload(read, done); });
 }
 
-void Daemon::apply_reload(ReloadRead read, const ReloadDone& done) {
+void Daemon::apply_reload(const ReloadRead& read, const ReloadDone& done) {
   if (stopping_) {
     done(false, "reload not applied: the exporter is stopping");
     return;

@@ -51,7 +51,7 @@ class Daemon {
   Status start_probe();
   // Reads the files on the reader's thread, then applies them on the loop.
   void reload(const ReloadDone& done);
-  void apply_reload(ReloadRead read, const ReloadDone& done);
+  void apply_reload(const ReloadRead& read, const ReloadDone& done);
   void reject_reload(const std::vector<std::string>& errors, const ReloadDone& done);
   // Warns about the changes that take effect at the next start.
   void warn_start_only(const Config& next) const;
