@@ -4,37 +4,75 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <algorithm>
+#include <array>
 #include <cerrno>
+#include <cstdint>
 #include <cstdio>
 #include <cstdlib>
+#include <optional>
 
 namespace rdma_exporter {
+namespace {
 
-Result<std::string> read_file(const std::string& path, std::size_t max_bytes,
-                              const std::string& what) {
-  const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
-  if (fd < 0) return Error::system(errno, what);
+// What a file that is not a regular file is, for the error.
+const char* file_kind(mode_t mode) {
+  if (S_ISFIFO(mode)) return "a FIFO";
+  if (S_ISCHR(mode)) return "a character device";
+  if (S_ISBLK(mode)) return "a block device";
+  if (S_ISDIR(mode)) return "a directory";
+  if (S_ISSOCK(mode)) return "a socket";
+  return "not a regular file";
+}
+
+// Why the file open on `fd` is not read: not a regular file, or larger than
+// `max_bytes`; empty when it is read.
+std::optional<Error> refusal(int fd, std::size_t max_bytes, const std::string& what) {
+  struct stat st {};
+  if (::fstat(fd, &st) != 0) return Error::system(errno, what);
+  if (!S_ISREG(st.st_mode)) {
+    return Error{EINVAL, what + ": is " + file_kind(st.st_mode) + ", not a regular file"};
+  }
+  if (static_cast<std::uintmax_t>(st.st_size) > max_bytes) {
+    return Error{EFBIG, what + ": is " + std::to_string(st.st_size) + " bytes, more than " +
+                            std::to_string(max_bytes) + " bytes"};
+  }
+  return std::nullopt;
+}
+
+// Up to `max_bytes` and one more of `fd`, which tells a file at the limit
+// from a larger one (a file that grew, a kernel file that says size 0).
+Result<std::string> read_bounded(int fd, std::size_t max_bytes, const std::string& what) {
   std::string text;
-  int err = 0;
-  // One byte more than allowed tells a file at the limit from a larger one.
-  char buf[65536];
+  std::array<char, 65536> buf;
   for (;;) {
-    const std::size_t want = std::min(sizeof buf, max_bytes + 1 - text.size());
-    const ssize_t n = ::read(fd, buf, want);
+    const std::size_t want = std::min(buf.size(), max_bytes + 1 - text.size());
+    const ssize_t n = ::read(fd, buf.data(), want);
     if (n < 0) {
       if (errno == EINTR) continue;
-      err = errno;
-      break;
+      return Error::system(errno, what);
     }
-    if (n == 0) break;
-    text.append(buf, static_cast<std::size_t>(n));
+    if (n == 0) return text;
+    text.append(buf.data(), static_cast<std::size_t>(n));
     if (text.size() > max_bytes) {
-      ::close(fd);
       return Error{EFBIG, what + ": more than " + std::to_string(max_bytes) + " bytes"};
     }
   }
+}
+
+}  // namespace
+
+Result<std::string> read_file(const std::string& path, std::size_t max_bytes,
+                              const std::string& what) {
+  // Never waits in open(): a FIFO without a writer, a device or a terminal
+  // is opened at once (and never becomes the controlling terminal), then
+  // refused.
+  const int fd = ::open(path.c_str(), O_RDONLY | O_NONBLOCK | O_CLOEXEC | O_NOCTTY);
+  if (fd < 0) return Error::system(errno, what);
+  std::optional<Error> refused = refusal(fd, max_bytes, what);
+  Result<std::string> text =
+      refused ? Result<std::string>(*refused) : read_bounded(fd, max_bytes, what);
   ::close(fd);
-  if (err != 0) return Error::system(err, what);
   return text;
 }
 

@@ -8,10 +8,14 @@
 
 namespace rdma_exporter {
 
-// The whole content of a file of at most `max_bytes`. A larger file is an
-// error (EFBIG) that names the limit, never a partial read or an unbounded
-// allocation; an unreadable one carries its errno. `what` prefixes every
-// message ("probe.secret_file /etc/x").
+// The whole content of a regular file of at most `max_bytes`. Opening never
+// waits (O_NONBLOCK) and never takes a controlling terminal; what is open is
+// then checked on the descriptor: a FIFO, a device, a directory or a socket
+// is refused (EINVAL: "is a FIFO, not a regular file"), and so is a file
+// larger than the limit, by its size before any read and by what a read
+// gives (EFBIG), never a partial read or an unbounded allocation. An
+// unreadable file carries its errno. `what` prefixes every message
+// ("probe.secret_file /etc/x").
 Result<std::string> read_file(const std::string& path, std::size_t max_bytes,
                               const std::string& what);
 

@@ -14,7 +14,6 @@
 #include <sstream>
 
 #include "collectors/device_filter.hpp"
-#include "common/errno_text.hpp"
 #include "common/file.hpp"
 #include "common/log.hpp"
 #include "common/yaml_text.hpp"
@@ -189,10 +188,8 @@ std::string resolve_relative(const std::string& path, const std::string& file) {
 }
 
 std::vector<std::string> load_config_file(const std::string& path, Config& out) {
-  auto text = read_file(path, kMaxConfigFileBytes, path);
-  if (!text) {
-    return {path + ": cannot read configuration file: " + errno_text(text.error().code)};
-  }
+  auto text = read_file(path, kMaxConfigFileBytes, path + ": cannot read configuration file");
+  if (!text) return {text.error().message};
   auto errors = parse_config(*text, path, out);
   out.web.config_file = resolve_relative(out.web.config_file, path);
   // Paths from the environment are absolute already.

@@ -105,7 +105,37 @@ Status Daemon::start_probe() {
   return ok_status();
 }
 
-// Reads and checks the file on the event loop; an invalid file changes
+// What a reload read, and what was wrong with it.
+struct ReloadRead {
+  Config config;
+  std::shared_ptr<const WebSecurity> security;
+  std::vector<std::string> errors;
+};
+
+namespace {
+
+// What a reload reads: the configuration file, the web configuration file
+// and its certificates (a broken one rejects the reload like a broken
+// configuration file), and the probe's secret (a file that cannot be used
+// keeps the secrets in force). On the reader's thread.
+ReloadRead read_for_reload(const CommandLine& cli) {
+  ReloadRead read;
+  read.errors = load_config(cli, read.config);
+  if (read.errors.empty()) {
+    read.errors = load_web_security(read.config.web.config_file, read.security);
+  }
+  const probe::ProbeOptions& probe = read.config.probe;
+  if (read.errors.empty() && probe.enabled && !probe.secret_file.empty()) {
+    if (auto secret = probe::read_secret_file(probe.secret_file); !secret) {
+      read.errors.push_back(secret.error().message);
+    }
+  }
+  return read;
+}
+
+}  // namespace
+
+// Reads and checks the files off the event loop; an invalid file changes
 // nothing. A valid one is applied between collections, keeping counters,
 // per-QP series and bindings.
 void Daemon::reload(const ReloadDone& reload_done) {
@@ -115,44 +145,31 @@ void Daemon::reload(const ReloadDone& reload_done) {
     if (!stopping_) systemd::notify("READY=1\nSTATUS=" + message);
     reload_done(ok, std::move(message));
   };
-  Config next;
-  std::shared_ptr<const WebSecurity> next_security;
-  auto errors = load_config(cli_, next);
-  // The web configuration file and its certificates are read again too; a
-  // broken one rejects the reload like a broken configuration file.
-  if (errors.empty()) errors = load_web_security(next.web.config_file, next_security);
-  // So is the probe's secret: a file that cannot be used keeps the secrets
-  // in force.
-  if (errors.empty() && next.probe.enabled && !next.probe.secret_file.empty()) {
-    if (auto secret = probe::read_secret_file(next.probe.secret_file); !secret) {
-      errors.push_back(secret.error().message);
-    }
-  }
-  if (!errors.empty()) {
-    for (const auto& e : errors) log::error("reload rejected", {{"err", e}});
-    reload_status_->successful = false;
-    done(false,
-         "reload rejected, configuration kept: " + errors.front() +
-             (errors.size() > 1 ? " (and " + std::to_string(errors.size() - 1) + " more)" : ""));
+  reader_.run([cli = cli_] { return read_for_reload(cli); },
+              [this, done](const ReloadRead& read) { apply_reload(read, done); });
+}
+
+void Daemon::apply_reload(const ReloadRead& read, const ReloadDone& done) {
+  if (stopping_) {
+    done(false, "reload not applied: the exporter is stopping");
     return;
   }
-  if (next.web.listen_addresses != config_.web.listen_addresses) {
-    log::warn("reload: web.listen_address changes take effect at the next start");
+  if (!read.errors.empty()) {
+    reject_reload(read.errors, done);
+    return;
   }
-  if (next.collection.netlink_timeout != config_.collection.netlink_timeout) {
-    log::warn("reload: collection.netlink_timeout changes take effect at the next start");
-  }
-  if (next.otlp != config_.otlp) log::warn("reload: otlp changes take effect at the next start");
-  if (next.probe.enabled != config_.probe.enabled) {
-    log::warn("reload: turning the probe on or off takes effect at the next start");
-  } else if (prober_ && next.probe != config_.probe) {
-    prober_->update(next.probe);
-  } else if (prober_) {
-    // The secret file's content may have changed under the same name.
-    prober_->reload_secret(next.probe.secret_file, next.probe.secret_grace);
+  const Config& next = read.config;
+  warn_start_only(next);
+  if (prober_ && next.probe.enabled == config_.probe.enabled) {
+    if (next.probe != config_.probe) {
+      prober_->update(next.probe);
+    } else {
+      // The secret file's content may have changed under the same name.
+      prober_->reload_secret(next.probe.secret_file, next.probe.secret_grace);
+    }
   }
   cache_.run_exclusive([next](Collection& c) { c.reconfigure(next); },
-                       [this, next, next_security, done] {
+                       [this, next, next_security = read.security, done] {
                          config_ = next;
                          apply_log_level(config_);
                          server_.update_config(config_.web);
@@ -171,6 +188,27 @@ void Daemon::reload(const ReloadDone& reload_done) {
                          log::info("configuration reloaded");
                          done(true, "configuration reloaded");
                        });
+}
+
+void Daemon::reject_reload(const std::vector<std::string>& errors, const ReloadDone& done) {
+  for (const auto& e : errors) log::error("reload rejected", {{"err", e}});
+  reload_status_->successful = false;
+  done(false,
+       "reload rejected, configuration kept: " + errors.front() +
+           (errors.size() > 1 ? " (and " + std::to_string(errors.size() - 1) + " more)" : ""));
+}
+
+void Daemon::warn_start_only(const Config& next) const {
+  if (next.web.listen_addresses != config_.web.listen_addresses) {
+    log::warn("reload: web.listen_address changes take effect at the next start");
+  }
+  if (next.collection.netlink_timeout != config_.collection.netlink_timeout) {
+    log::warn("reload: collection.netlink_timeout changes take effect at the next start");
+  }
+  if (next.otlp != config_.otlp) log::warn("reload: otlp changes take effect at the next start");
+  if (next.probe.enabled != config_.probe.enabled) {
+    log::warn("reload: turning the probe on or off takes effect at the next start");
+  }
 }
 
 void Daemon::wait_for_signal() {
@@ -281,6 +319,8 @@ int Daemon::run() {
   }
 
   io_.run();
+  // A reload still reading is left to the reader's thread.
+  reader_.stop();
   if (pusher_) pusher_->stop();
   if (prober_) prober_->stop();
   log::info("stopped");

@@ -6,7 +6,9 @@
 #include <functional>
 #include <memory>
 #include <string>
+#include <vector>
 
+#include "common/background_reader.hpp"
 #include "exporter/cli.hpp"
 #include "exporter/collection.hpp"
 #include "exporter/config.hpp"
@@ -20,6 +22,7 @@ namespace probe {
 class ProbeService;
 }
 struct ReloadStatus;
+struct ReloadRead;
 
 // The exporter as a long-running service. One event loop (the thread that
 // calls run()) accepts HTTP, runs timers and catches signals; collections run
@@ -46,7 +49,12 @@ class Daemon {
 
   void start_otlp();
   Status start_probe();
+  // Reads the files on the reader's thread, then applies them on the loop.
   void reload(const ReloadDone& done);
+  void apply_reload(const ReloadRead& read, const ReloadDone& done);
+  void reject_reload(const std::vector<std::string>& errors, const ReloadDone& done);
+  // Warns about the changes that take effect at the next start.
+  void warn_start_only(const Config& next) const;
   void wait_for_signal();
   void shut_down(int signal);
   // systemd's watchdog: WATCHDOG=1 every half timeout, once a round trip
@@ -70,6 +78,8 @@ class Daemon {
   // may read their metrics.
   std::shared_ptr<OtlpPusher> pusher_;
   std::shared_ptr<probe::ProbeService> prober_;
+  // Reads the files of a reload off the event loop.
+  BackgroundReader reader_{io_};
 };
 
 }  // namespace rdma_exporter

@@ -45,7 +45,7 @@ ProbeService::ProbeService(ProbeOptions options)
                   responder_->set_ports(devices_.ports());
                   apply();
                 }}),
-      files_(io_, stats_, health_, [this](bool changed) {
+      files_(io_, reader_, stats_, health_, [this](bool changed) {
         if (changed || watched_.empty()) apply();
       }) {
   files_.configure(options_.file_sd, options_.file_sd_refresh);
@@ -106,6 +106,8 @@ void ProbeService::stop_all() {
 
 void ProbeService::stop() {
   if (!thread_.joinable()) return;
+  // A file still being read is left to the reader's thread.
+  reader_.stop();
   boost::asio::post(io_, [this] {
     devices_.stop();
     grace_timer_.cancel();
@@ -132,7 +134,9 @@ void ProbeService::settle() {
   if (!loop_running_) return;
   auto done = std::make_shared<std::promise<void>>();
   auto ran = done->get_future();
-  boost::asio::post(io_, [done] { done->set_value(); });
+  // Through the reader too: the files it was asked for have been read.
+  boost::asio::post(
+      io_, [this, done] { reader_.run([] { return true; }, [done](bool) { done->set_value(); }); });
   // A loop that ends meanwhile never runs the handler.
   while (ran.wait_for(std::chrono::milliseconds(100)) != std::future_status::ready) {
     if (!loop_running_) return;
@@ -145,15 +149,22 @@ void ProbeService::reload_secret(std::string path, std::chrono::milliseconds gra
 }
 
 void ProbeService::rotate_secret(const std::string& path, std::chrono::milliseconds grace) {
-  std::string secret;
-  if (!path.empty()) {
-    auto read = read_secret_file(path);
-    if (!read) {
-      log::error("reload: probe secret kept", {{"err", read.error().message}});
-      return;
-    }
-    secret = std::move(read.value());
+  if (path.empty()) {
+    rotate_to(path, grace, "");
+    return;
   }
+  reader_.run([path] { return read_secret_file(path); },
+              [this, path, grace](Result<std::string> read) {
+                if (!read) {
+                  log::error("reload: probe secret kept", {{"err", read.error().message}});
+                  return;
+                }
+                rotate_to(path, grace, std::move(read.value()));
+              });
+}
+
+void ProbeService::rotate_to(const std::string& path, std::chrono::milliseconds grace,
+                             std::string secret) {
   const bool had = !keyring_->empty();
   if (!keyring_->rotate(std::move(secret), std::chrono::steady_clock::now() + grace)) return;
   options_.secret_file = path;

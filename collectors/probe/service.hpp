@@ -24,6 +24,7 @@
 #include "collectors/probe/ud/attach.hpp"
 #include "collectors/probe/wire/auth.hpp"
 #include "collectors/probe/wire/protocol.hpp"
+#include "common/background_reader.hpp"
 #include "common/metric_sink.hpp"
 #include "common/result.hpp"
 
@@ -65,8 +66,9 @@ class ProbeService {
   // call from any thread.
   std::vector<std::string> collect(MetricSink& sink) const;
 
-  // Returns once the probe's loop has run what was asked of it before: the
-  // first device and file_sd look-ups after start(), an update(). Returns at
+  // Returns once the probe's loop has run what was asked of it before, and
+  // taken the files its reader read for it: the first device and file_sd
+  // look-ups after start(), an update(), a secret read again. Returns at
   // once when the loop is not running. Not for the probe's own thread.
   void settle();
 
@@ -91,9 +93,12 @@ class ProbeService {
   Discovery::Handlers discovery_handlers(const WatchKey& key);
   // The probers the plan asks for: kept, made, or stopped.
   void run_probers(const std::string& self_group);
-  // On the probe's thread: reads the secret file again; a new secret
-  // rotates the keyring (the previous one is kept for `grace`).
+  // On the probe's thread: reads the secret file again, on the reader's
+  // thread; a new secret rotates the keyring (the previous one is kept for
+  // `grace`), a file that cannot be used keeps the secrets in force.
   void rotate_secret(const std::string& path, std::chrono::milliseconds grace);
+  // Rotates to `secret`, read from `path` (none: an empty path).
+  void rotate_to(const std::string& path, std::chrono::milliseconds grace, std::string secret);
   void retire_secrets();
   // Plans again: targets, pinglist, discovery and probers.
   void apply();
@@ -112,6 +117,8 @@ class ProbeService {
   ProbeHealth health_;
   std::atomic<bool> loop_running_{false};
   boost::asio::io_context io_;
+  // Reads the file_sd files and the secret file off the event loop.
+  BackgroundReader reader_{io_};
   boost::asio::steady_timer grace_timer_{io_};  // a rotation's grace period ends
   boost::asio::steady_timer epoch_timer_{io_};
   boost::asio::steady_timer heartbeat_timer_{io_};

@@ -7,7 +7,6 @@
 #include <cstring>
 #include <string_view>
 
-#include "common/errno_text.hpp"
 #include "common/file.hpp"
 #include "common/yaml_text.hpp"
 #include "common/yaml_walker.hpp"
@@ -362,10 +361,8 @@ std::vector<std::string> parse_web_config(const std::string& yaml_text, const st
 }
 
 std::vector<std::string> load_web_config_file(const std::string& path, WebConfig& out) {
-  auto text = read_file(path, kMaxConfigFileBytes, path);
-  if (!text) {
-    return {path + ": cannot read web configuration file: " + errno_text(text.error().code)};
-  }
+  auto text = read_file(path, kMaxConfigFileBytes, path + ": cannot read web configuration file");
+  if (!text) return {text.error().message};
   return parse_web_config(*text, path, out);
 }
 

@@ -14,7 +14,7 @@ import time
 import unittest
 import urllib.request
 
-from harness import BIN, Exporter, raw_request, write_config
+from harness import BIN, Exporter, raw_request, wait_log, write_config
 
 
 def free_port():
@@ -64,13 +64,13 @@ class ProbeOnHostTest(unittest.TestCase):
         self.peers = os.path.join(self.dir, "peers.json")
         self.probe_port = free_port()
 
-    def config(self, extra=""):
+    def config(self, extra="", file_sd=None):
         return f"""
 probe:
   enabled: true
   listen_address: 127.0.0.1:{self.probe_port}
   loopback: true
-  file_sd: [{self.peers}]
+  file_sd: [{", ".join(file_sd or [self.peers])}]
   file_sd_refresh: 100ms
   targets:
     - address: peer-a:10911
@@ -120,7 +120,8 @@ probe:
             os.replace(self.peers + ".tmp", self.peers)
             self.assertTrue(wait_for(lambda: value(
                 metrics(e), "rdma_probe_file_sd_failures_total") > failures))
-            self.assertIn("a target list may have", e.log())
+            self.assertIn(f"file_sd {self.peers}: is 17825792 bytes, more than 16777216 bytes",
+                          e.log())
             self.assertEqual(value(metrics(e), "rdma_probe_targets", source="file_sd"), 3)
             # A missing file too.
             os.unlink(self.peers)
@@ -128,6 +129,60 @@ probe:
                 metrics(e), "rdma_probe_file_sd_failures_total") >= 2))
             self.assertEqual(value(metrics(e), "rdma_probe_targets", source="file_sd"), 3)
             self.assertEqual(e.stop(), 0)
+
+    def test_a_fifo_in_place_of_the_file_sd_file_is_refused_and_the_probe_goes_on(self):
+        """The peers file replaced by a FIFO that no one writes to: said once,
+        its targets kept, and the probe's loop goes on: it answers a peer,
+        takes the other file's changes, and stops at SIGTERM."""
+        more = os.path.join(self.dir, "more.json")
+        with open(more, "w") as f:
+            f.write('[{"targets": ["10.0.0.9:10911"]}]')
+        self.write_peers('[{"targets": ["10.0.0.1:10911", "10.0.0.2:10911"]}]')
+        with Exporter(config=self.config(file_sd=[self.peers, more])) as e:
+            self.assertEqual(wait_for(lambda: value(metrics(e), "rdma_probe_targets",
+                                                    source="file_sd")), 3)
+            os.unlink(self.peers)
+            os.mkfifo(self.peers, 0o600)
+            self.assertTrue(wait_for(lambda: value(
+                metrics(e), "rdma_probe_file_sd_failures_total") == 1), e.log())
+            # Looked at again with the other file, whose change is taken.
+            with open(more + ".tmp", "w") as f:
+                f.write('[{"targets": ["10.0.0.9:10911", "10.0.0.10:10911"]}]')
+            os.replace(more + ".tmp", more)
+            self.assertTrue(wait_for(lambda: value(metrics(e), "rdma_probe_targets",
+                                                   source="file_sd") == 4))
+            text = metrics(e)
+            self.assertEqual(value(text, "rdma_probe_file_sd_failures_total"), 1)
+            fifo = f"file_sd {self.peers}: is a FIFO, not a regular file"
+            self.assertEqual(e.log().count(fifo), 1, e.log())
+            # The probe's loop answers a peer: a hello, then a reject of
+            # what is not the protocol, counted.
+            answer = raw_request(self.probe_port, b"GET / HTTP/1.1\r\nHost: x\r\n\r\n")
+            self.assertTrue(answer.startswith(b"RXP\x03\x01"), answer[:16])
+            self.assertIn(b"bad magic", answer)
+            self.assertTrue(wait_for(lambda: value(
+                metrics(e), "rdma_probe_responder_rejected_total", reason="protocol") == 1))
+            self.assertEqual(e.stop(timeout=15), 0)
+            self.assertIn("stopped", e.log())
+
+    def test_a_fifo_in_place_of_the_secret_file_rejects_the_reload(self):
+        """The secret file replaced by a FIFO: the reload is rejected, said
+        once, the secret in force is kept, and SIGTERM stops the daemon."""
+        secret = b"a-shared-probe-secret-0123456789"
+        path = self.write_secret("probe.secret", secret)
+        self.write_peers("[]")
+        # Every scrape collects: the reload's outcome shows at once.
+        config = self.config(f"  secret_file: {path}\ncollection: {{max_age: 0s}}\n")
+        with Exporter(config=config) as e:
+            os.unlink(path)
+            os.mkfifo(path, 0o600)
+            e.proc.send_signal(signal.SIGHUP)
+            wait_log(e, "reload rejected")
+            problem = f"probe.secret_file {path}: is a FIFO, not a regular file"
+            self.assertEqual(e.log().count(problem), 1, e.log())
+            self.assertEqual(value(metrics(e), "rdma_exporter_config_last_reload_successful"), 0)
+            self.assertEqual(self.setup_with(secret)[:2], (6, b"no RDMA device"))
+            self.assertEqual(e.stop(timeout=15), 0)
 
     def test_reload_applies_new_targets(self):
         self.write_peers("[]")

@@ -1,10 +1,14 @@
-"""Configuration reload: SIGHUP and POST /-/reload, valid and invalid files."""
+"""Configuration reload: SIGHUP and POST /-/reload, valid and invalid files,
+and files that are FIFOs (read without waiting for a writer, refused)."""
 import http.client
+import os
 import signal
+import subprocess
+import tempfile
 import time
 import unittest
 
-from harness import Exporter, make_sysfs, value, wait_log
+from harness import BIN, Exporter, make_sysfs, value, wait_log, write_config
 
 
 def get(port, path, method="GET"):
@@ -84,6 +88,48 @@ class ReloadTest(unittest.TestCase):
         self.assertEqual(status, 500)
         self.assertIn("reload rejected", body)
         self.assertEqual(get(exp.port, "/healthz")[0], 200)
+
+    def fifo_in_place_of(self, path):
+        """PATH replaced by a FIFO that no one ever writes to."""
+        os.unlink(path)
+        os.mkfifo(path, 0o600)
+
+    def assert_rejected_and_serving(self, exp, problem):
+        """A SIGHUP is rejected for PROBLEM, said once; the daemon serves the
+        configuration it ran with and stops at SIGTERM."""
+        exp.proc.send_signal(signal.SIGHUP)
+        wait_log(exp, "reload rejected")
+        self.assertIn(problem, exp.log())
+        self.assertEqual(exp.log().count("is a FIFO"), 1, exp.log())
+        status, text = get(exp.port, "/metrics")
+        self.assertEqual(status, 200)
+        self.assertIn('device="mlx5_1"', text)
+        self.assertEqual(value(text, "rdma_exporter_config_last_reload_successful"), 0)
+        self.assertEqual(exp.stop(timeout=15), 0)
+        self.assertIn("stopped", exp.log())
+
+    def test_a_fifo_in_place_of_the_configuration_file_is_rejected(self):
+        exp = self.start()
+        self.fifo_in_place_of(self.path)
+        self.assert_rejected_and_serving(
+            exp, f"{self.path}: cannot read configuration file: is a FIFO, not a regular file")
+
+    def test_a_fifo_in_place_of_the_web_configuration_file_is_rejected(self):
+        web = write_config("http_server_config:\n  headers:\n    X-Content-Type-Options: nosniff\n")
+        exp = Exporter("--web.config.file", web, config=self.base)
+        self.addCleanup(exp.stop)
+        self.fifo_in_place_of(web)
+        self.assert_rejected_and_serving(
+            exp, f"{web}: cannot read web configuration file: is a FIFO, not a regular file")
+
+    def test_a_fifo_as_the_configuration_file_at_start_is_a_configuration_error(self):
+        fifo = os.path.join(tempfile.mkdtemp(prefix="rdma_fifo_"), "rdma_exporter.yml")
+        os.mkfifo(fifo, 0o600)
+        r = subprocess.run([BIN, "--web.listen-address", "127.0.0.1:0", "--config.file", fifo],
+                           capture_output=True, text=True, timeout=30)
+        self.assertEqual(r.returncode, 2, r.stderr)
+        self.assertIn(f"{fifo}: cannot read configuration file: is a FIFO, not a regular file",
+                      r.stderr)
 
 
 if __name__ == "__main__":
