@@ -158,7 +158,7 @@ probe:
             # The probe's loop answers a peer: a hello, then a reject of
             # what is not the protocol, counted.
             answer = raw_request(self.probe_port, b"GET / HTTP/1.1\r\nHost: x\r\n\r\n")
-            self.assertTrue(answer.startswith(b"RXP\x03\x01"), answer[:16])
+            self.assertTrue(answer.startswith(b"RXP\x04\x01"), answer[:16])
             self.assertIn(b"bad magic", answer)
             self.assertTrue(wait_for(lambda: value(
                 metrics(e), "rdma_probe_responder_rejected_total", reason="protocol") == 1))
