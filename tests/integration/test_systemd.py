@@ -2,7 +2,7 @@
 passed as LISTEN_FDS from descriptor 3) and the notify protocol (READY=1,
 RELOADING=1, STOPPING=1, WATCHDOG=1 on NOTIFY_SOCKET), with the sockets made
 here as systemd makes them."""
-import http.server
+import json
 import os
 import re
 import shutil
@@ -74,44 +74,43 @@ class Daemon:
             time.sleep(0.05)
 
 
+OTLP_SINK = os.path.join(SOURCE_DIR, "tests", "vm", "otlp_sink.py")
+
+
 class OtlpSink:
-    """An OTLP/HTTP receiver on an ephemeral loopback port that answers every
-    POST with 200 and counts them."""
+    """tests/vm/otlp_sink.py on a loopback port: answers every OTLP/HTTP POST
+    with 200 and counts them in a stats file."""
 
-    def __init__(self):
-        sink = self
-        self.posts = 0
+    def __init__(self, directory):
+        with socket.socket() as s:
+            s.bind(("127.0.0.1", 0))
+            port = s.getsockname()[1]
+        self.stats = os.path.join(directory, "otlp-sink.json")
+        self.proc = subprocess.Popen([shutil.which("python3"), OTLP_SINK, "--listen",
+                                      f"127.0.0.1:{port}", "--stats", self.stats],
+                                     stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        self.url = f"http://127.0.0.1:{port}"
 
-        class Handler(http.server.BaseHTTPRequestHandler):
-            def do_POST(self):
-                self.rfile.read(int(self.headers.get("Content-Length", 0)))
-                sink.posts += 1
-                self.send_response(200)
-                self.send_header("Content-Type", "application/x-protobuf")
-                self.send_header("Content-Length", "0")
-                self.end_headers()
-
-            def log_message(self, *args):
-                pass
-
-        self.server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-        self.thread = threading.Thread(target=self.server.serve_forever, daemon=True)
-        self.thread.start()
-        self.url = f"http://127.0.0.1:{self.server.server_port}"
+    def posts(self):
+        try:
+            with open(self.stats) as f:
+                return json.load(f)["requests"]
+        except FileNotFoundError:
+            return 0
 
     def wait_for(self, posts, daemon, timeout=30):
         deadline = time.monotonic() + timeout
-        while self.posts < posts:
-            if time.monotonic() > deadline:
-                raise AssertionError(f"{self.posts} pushes arrived:\n{daemon.log()}")
+        while self.posts() < posts:
+            if time.monotonic() > deadline or self.proc.poll() is not None:
+                raise AssertionError(f"{self.posts()} pushes arrived:\n{daemon.log()}")
             time.sleep(0.05)
 
     def __enter__(self):
         return self
 
     def __exit__(self, *exc):
-        self.server.shutdown()
-        self.server.server_close()
+        self.proc.terminate()
+        self.proc.wait(10)
 
 
 class SystemdTestCase(unittest.TestCase):
@@ -254,7 +253,7 @@ class NotifyTest(SystemdTestCase):
         d.wait_log("first collection done; ready")
 
     def test_ready_with_otlp_pushing_to_a_receiver_that_answers(self):
-        with OtlpSink() as sink:
+        with OtlpSink(os.path.dirname(self.path)) as sink:
             env, args = self.otlp_config(sink.url)
             d = self.start(env, *args)
             self.assert_ready_then_serves(d)

@@ -615,6 +615,26 @@ const std::string kUnauthorized =
     "WWW-Authenticate: Basic realm=\"rdma_exporter\", charset=\"UTF-8\"\r\n"
     "Content-Length: 13\r\n\r\nunauthorized\n";
 
+// A scraper whose credentials were checked once and are remembered; then,
+// with the check thread held, two wrong passwords from 127.0.0.2: one check
+// running (the scraper's was the first) and one queued behind it.
+struct HeldChecks {
+  HeldChecks(Server& server, testing::PasswordGate& gate)
+      : scraper(server.port(), "127.0.0.9"),
+        running(server.port(), "127.0.0.2"),
+        queued(server.port(), "127.0.0.2") {
+    scraper.send(request("GET", "/healthz", kGoodPassword));
+    EXPECT_EQ(scraper.response(), kHealthz);
+    gate.close();
+    running.send(request("GET", "/healthz", kWrongPassword));
+    EXPECT_TRUE(gate.wait_for_checks(2));
+    queued.send(request("GET", "/healthz", kWrongPassword));
+  }
+  Client scraper;
+  Client running;
+  Client queued;
+};
+
 // A connection waiting for its password check is in the eviction order like
 // one waiting for its request: at its source's cap a newcomer with
 // remembered credentials takes its place and is answered without a check,
@@ -626,15 +646,9 @@ TEST(HttpServer, AConnectionWaitingForItsPasswordCheckIsEvictedForANewOne) {
   web.max_connections_per_source = 2;
   Server server(web, with_held_checks(gate));
   testing::OpenAtExit opened(gate);
-  Client scraper(server.port(), "127.0.0.9");
-  scraper.send(request("GET", "/healthz", kGoodPassword));
-  ASSERT_EQ(scraper.response(), kHealthz);  // checked once, then remembered
-  gate.close();
-  Client running(server.port(), "127.0.0.2");
-  running.send(request("GET", "/healthz", kWrongPassword));
-  ASSERT_TRUE(gate.wait_for_checks(2));
-  Client queued(server.port(), "127.0.0.2");
-  queued.send(request("GET", "/healthz", kWrongPassword));
+  HeldChecks held(server, gate);
+  Client& running = held.running;
+  Client& queued = held.queued;
 
   Client first(server.port(), "127.0.0.2");  // the source's third
   first.send(request("GET", "/healthz", kGoodPassword));
@@ -669,15 +683,10 @@ TEST(HttpServer, ASourcesThirdPasswordCheckIsAnswered401AtOnce) {
   testing::PasswordGate gate("secret pass");
   Server server({}, with_held_checks(gate));
   testing::OpenAtExit opened(gate);
-  Client scraper(server.port(), "127.0.0.9");
-  scraper.send(request("GET", "/healthz", kGoodPassword));
-  ASSERT_EQ(scraper.response(), kHealthz);
-  gate.close();
-  Client running(server.port(), "127.0.0.2");
-  running.send(request("GET", "/healthz", kWrongPassword));
-  ASSERT_TRUE(gate.wait_for_checks(2));
-  Client queued(server.port(), "127.0.0.2");
-  queued.send(request("GET", "/healthz", kWrongPassword));
+  HeldChecks held(server, gate);
+  Client& scraper = held.scraper;
+  Client& running = held.running;
+  Client& queued = held.queued;
   // Answered from memory while both wait; `queued` was read before it.
   scraper.send(request("GET", "/healthz", kGoodPassword));
   ASSERT_EQ(scraper.response(), kHealthz);
