@@ -10,6 +10,7 @@ probe's top (the service) come last.
 """
 import os
 import re
+import subprocess
 import unittest
 
 from harness import SOURCE_DIR
@@ -105,6 +106,20 @@ class LayersTest(unittest.TestCase):
                           ("collectors/probe/wire/protocol.cpp", "points up in the probe"),
                           ("collectors/probe/ud/port.cpp", "points up in the probe"),
                           ("collectors/probe/control/responder.cpp", "points up in the probe")])
+
+
+class TestNamesTest(unittest.TestCase):
+    def test_every_unit_test_name_is_stable_from_run_to_run(self):
+        """A test is selected by its name: a parameterized test named (or
+        printed) by its parameter's bytes, pointers and padding among them,
+        would have another name in the next run."""
+        binary = os.environ.get("RDMA_UNIT_TESTS_BIN",
+                                os.path.join(SOURCE_DIR, "build", "tests", "unit_tests"))
+        runs = [subprocess.run([binary, "--gtest_list_tests"], capture_output=True, text=True,
+                               check=True, timeout=120).stdout for _ in range(2)]
+        self.assertEqual(runs[0], runs[1])
+        self.assertNotRegex(runs[0], r"-byte object <")
+        self.assertGreater(runs[0].count("\n"), 500)
 
 
 if __name__ == "__main__":

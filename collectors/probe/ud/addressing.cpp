@@ -63,6 +63,10 @@ std::optional<Gid> grh_source_gid(std::span<const uint8_t, 40> grh) {
   return gid;
 }
 
+bool from_responder(const wire::UdPeer& responder, const std::optional<Gid>& gid, uint32_t qpn) {
+  return responder.qpn == qpn && (!gid || responder.gid == *gid);
+}
+
 uint32_t path_flow_label(uint8_t path) {
   // Spread over the 20 bits, never 0 (0 means "no flow label").
   return ((static_cast<uint32_t>(path) + 1u) * 0x9e37u) & 0xfffffu;

@@ -7,6 +7,7 @@
 #include <span>
 #include <string>
 
+#include "collectors/probe/wire/protocol.hpp"
 #include "common/result.hpp"
 
 // How UD probes are addressed: a port's Q_Key, the sender of a received
@@ -24,6 +25,11 @@ std::optional<Gid> grh_source_gid(std::span<const uint8_t, 40> grh);
 // The flow label of a UD class's path number: RoCE v2 devices derive the
 // UDP source port from it, so each path may take another ECMP route.
 uint32_t path_flow_label(uint8_t path);
+
+// Whether a reply that arrived from queue pair `qpn` (and GID `gid`, when
+// the datagram carried one: InfiniBand within a subnet has no GRH, the LID
+// said who) comes from the responder a session was set up with.
+bool from_responder(const wire::UdPeer& responder, const std::optional<Gid>& gid, uint32_t qpn);
 
 // "fe80::1" or "::ffff:10.0.0.1", for messages.
 std::string gid_text(const Gid& gid);

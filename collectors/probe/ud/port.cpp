@@ -351,8 +351,8 @@ void UdPort::on_receive(uint32_t slot, uint32_t byte_len, uint32_t src_qp, uint1
     return;
   }
   auto it = sessions_.find(d->session);
-  if (it == sessions_.end() || it->second.responder.qpn != src_qp ||
-      (grh && it->second.responder.gid != *from)) {
+  if (it == sessions_.end() ||
+      !from_responder(it->second.responder, grh ? from : std::nullopt, src_qp)) {
     return stats_->dropped(ud_drop::unexpected);
   }
   // The session may close from inside its handler: keep what it needs.

@@ -14,6 +14,7 @@
 
 #include "collectors/probe/stats/stats.hpp"
 #include "collectors/probe/ud/address_handles.hpp"
+#include "collectors/probe/ud/addressing.hpp"
 #include "collectors/probe/ud/admissions.hpp"
 #include "collectors/probe/ud/port.hpp"
 #include "collectors/probe/verbs/access.hpp"
@@ -498,6 +499,22 @@ TEST(ProbeUdSessionNumber, RandomNeverZeroAndNeverOneInUse) {
   g_script = std::vector<uint32_t>(64, 0x5eed);
   EXPECT_EQ(choose_session_number(scripted, taken), std::nullopt);
   g_script.clear();
+}
+
+// A reply counts only from the queue pair, and the GID where the datagram
+// has one, that the session was set up with.
+TEST(ProbeUdReplies, OnlyTheSessionsResponderIsHeard) {
+  const wire::UdPeer responder{0x1234, 0x11, 7, gid_of(20)};
+  EXPECT_TRUE(from_responder(responder, gid_of(20), 0x1234));
+  EXPECT_FALSE(from_responder(responder, gid_of(20), 0x1235));  // another queue pair
+  EXPECT_FALSE(from_responder(responder, gid_of(20), 0x0234));
+  EXPECT_FALSE(from_responder(responder, gid_of(21), 0x1234));  // another host
+  Gid last_byte = gid_of(20);
+  last_byte[0] ^= 0x80;
+  EXPECT_FALSE(from_responder(responder, last_byte, 0x1234));
+  // No GRH (InfiniBand within a subnet): the queue pair alone.
+  EXPECT_TRUE(from_responder(responder, std::nullopt, 0x1234));
+  EXPECT_FALSE(from_responder(responder, std::nullopt, 0x4321));
 }
 
 TEST(ProbeUdQkey, NoRandomBytesNoQkey) {

@@ -17,6 +17,7 @@
 #include <functional>
 #include <memory>
 #include <optional>
+#include <ostream>
 #include <string>
 #include <utility>
 #include <vector>
@@ -334,9 +335,15 @@ TEST_F(RcProberTest, WithoutDeviceTimestampsTheHostClockTimesTheProbe) {
 
 // What a failed completion counts as, and that the session is set up again.
 struct FailedCompletion {
+  const char* name;  // the test's name: stable from run to run
   ibv_wc_status status;
   const char* reason;  // nullptr: counted as a timeout
 };
+
+// What gtest prints of a parameter: its name, not its bytes.
+void PrintTo(const FailedCompletion& f, std::ostream* out) {
+  *out << f.name;
+}
 
 class RcProberFailedCompletion : public RcProberTest,
                                  public ::testing::WithParamInterface<FailedCompletion> {};
@@ -364,17 +371,19 @@ TEST_P(RcProberFailedCompletion, CountsItsKindAndSetsTheSessionUpAgain) {
   EXPECT_EQ(counter("rdma_probe_up"), 1);  // up again after the new session's probe
 }
 
-INSTANTIATE_TEST_SUITE_P(Statuses, RcProberFailedCompletion,
-                         ::testing::Values(FailedCompletion{IBV_WC_RETRY_EXC_ERR, nullptr},
-                                           FailedCompletion{IBV_WC_RNR_RETRY_EXC_ERR, nullptr},
-                                           FailedCompletion{IBV_WC_REM_ACCESS_ERR, "remote_error"},
-                                           FailedCompletion{IBV_WC_REM_INV_REQ_ERR, "remote_error"},
-                                           FailedCompletion{IBV_WC_REM_OP_ERR, "remote_error"},
-                                           FailedCompletion{IBV_WC_REM_ABORT_ERR, "remote_error"},
-                                           FailedCompletion{IBV_WC_REM_INV_RD_REQ_ERR,
-                                                            "remote_error"},
-                                           FailedCompletion{IBV_WC_LOC_PROT_ERR, "qp_error"},
-                                           FailedCompletion{IBV_WC_WR_FLUSH_ERR, "qp_error"}));
+INSTANTIATE_TEST_SUITE_P(
+    Statuses, RcProberFailedCompletion,
+    ::testing::Values(
+        FailedCompletion{"RetryExceeded", IBV_WC_RETRY_EXC_ERR, nullptr},
+        FailedCompletion{"RnrRetryExceeded", IBV_WC_RNR_RETRY_EXC_ERR, nullptr},
+        FailedCompletion{"RemoteAccess", IBV_WC_REM_ACCESS_ERR, "remote_error"},
+        FailedCompletion{"RemoteInvalidRequest", IBV_WC_REM_INV_REQ_ERR, "remote_error"},
+        FailedCompletion{"RemoteOperation", IBV_WC_REM_OP_ERR, "remote_error"},
+        FailedCompletion{"RemoteAbort", IBV_WC_REM_ABORT_ERR, "remote_error"},
+        FailedCompletion{"RemoteInvalidReadRequest", IBV_WC_REM_INV_RD_REQ_ERR, "remote_error"},
+        FailedCompletion{"LocalProtection", IBV_WC_LOC_PROT_ERR, "qp_error"},
+        FailedCompletion{"Flushed", IBV_WC_WR_FLUSH_ERR, "qp_error"}),
+    [](const ::testing::TestParamInfo<FailedCompletion>& param) { return param.param.name; });
 
 TEST_F(RcProberTest, NoCompletionWithinTheTimeoutIsATimeoutAndANewSession) {
   device_.on_post = [](FakeQp& qp, std::size_t made, uint64_t wr_id) {

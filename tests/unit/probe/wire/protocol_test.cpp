@@ -683,6 +683,12 @@ TEST(ProbeAuth, AcceptMacDependsOnSecretSetupAndPeer) {
   EXPECT_NE(accept_mac(secret, setup, ud_changed), ud_mac);
   EXPECT_TRUE(mac_equal(mac, accept_mac(secret, setup, a)));
   EXPECT_FALSE(mac_equal(mac, other));
+  // Every byte counts, the first and the last alike.
+  for (const std::size_t at : {std::size_t{0}, std::size_t{15}, mac.size() - 1}) {
+    Mac changed_at = mac;
+    changed_at[at] ^= 0x01;
+    EXPECT_FALSE(mac_equal(mac, changed_at)) << at;
+  }
 }
 
 // A keyring accepts its current secret, and the previous one until the
@@ -966,9 +972,11 @@ TEST(ProbeProtocolUd, MalformedDatagramsAreRefused) {
     b[at] = value;
     return !wire::decode_datagram(b);
   };
-  EXPECT_TRUE(bad(0, 'Q'));  // magic
-  EXPECT_TRUE(bad(3, 2));    // version
-  EXPECT_TRUE(bad(4, 0));    // kind
+  EXPECT_TRUE(bad(0, 'Q'));  // magic, each of its bytes
+  EXPECT_TRUE(bad(1, 'Y'));
+  EXPECT_TRUE(bad(2, 'V'));
+  EXPECT_TRUE(bad(3, 2));  // version
+  EXPECT_TRUE(bad(4, 0));  // kind
   EXPECT_TRUE(bad(4, 3));
   EXPECT_TRUE(bad(5, 1));     // a request with flags
   EXPECT_TRUE(bad(27, 1));    // a request with a delay
