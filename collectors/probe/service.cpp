@@ -28,6 +28,14 @@ namespace {
 
 constexpr const char* kLoopback = kLoopbackTarget;
 
+// The options a running probe keeps until its next start: what its
+// responder, its memory and its queue pairs were made with. One list, read
+// to compare and to keep.
+template <typename Options>
+auto restart_only(Options& o) {
+  return std::tie(o.listen_address, o.memory, o.gid_index, o.responder);
+}
+
 DeviceSettings device_settings(const ProbeOptions& o) {
   return {o.device, PortFilter{o.port, o.link_layer, o.rails}, o.memory, o.gid_index};
 }
@@ -195,21 +203,16 @@ void ProbeService::update(ProbeOptions options) {
   if (!thread_.joinable()) return;
   boost::asio::post(io_, [this, options = std::move(options)]() mutable {
     // What the responder and the probe memory were made with.
-    auto restart_only = [](const ProbeOptions& o) {
-      return std::tie(o.listen_address, o.memory, o.gid_index, o.responder);
-    };
     if (restart_only(options) != restart_only(options_)) {
       log::warn(
           "reload: probe listen address, memory, GID index and responder limits change "
           "at the next start");
     }
     rotate_secret(options.secret_file, options.secret_grace);
-    // Everything else takes effect now.
+    // Everything else takes effect now; the secret's file and grace once
+    // rotate_secret has read it.
+    restart_only(options) = restart_only(options_);
     options.enabled = options_.enabled;
-    options.listen_address = options_.listen_address;
-    options.memory = options_.memory;
-    options.gid_index = options_.gid_index;
-    options.responder = options_.responder;
     options.secret_file = options_.secret_file;
     options.secret_grace = options_.secret_grace;
     options_ = std::move(options);

@@ -3,6 +3,7 @@
 #include <gtest/gtest.h>
 #include <linux/ethtool.h>
 
+#include <algorithm>
 #include <bit>
 #include <cstring>
 
@@ -126,6 +127,31 @@ TEST(ModuleEeprom, Sff8472ExternallyCalibrated) {
   EXPECT_DOUBLE_EQ(*m.lanes[0].rx_power_watts, 0.000061);  // (2 x 300 + 10) x 0.1 uW
   // Thresholds go through the same calibration: 75 C -> 2 x 75 + 1.
   EXPECT_DOUBLE_EQ(*m.temperature_thresholds.high_alarm, 151);
+}
+
+// What halves_to_read asks for is what the decoders read: a module read
+// with exactly those halves decodes with nothing missing, and without any
+// one of them the decoder names it. Each standard, paged.
+TEST(ModuleEeprom, TheHalvesToReadAreThoseTheDecoderReads) {
+  for (const ModuleHalves& full :
+       {testing::sfp_module(), testing::qsfp28_module(), testing::qsfp_dd_module()}) {
+    Half lower{};
+    std::memcpy(lower.data(), full.at(kLowerPage).data(), kHalfSize);
+    const std::vector<HalfKey> wanted = halves_to_read(lower);
+    ASSERT_FALSE(wanted.empty());
+    ModuleHalves read = {{kLowerPage, full.at(kLowerPage)}};
+    for (const HalfKey& key : wanted) read[key] = full.at(key);
+    const Module m = decoded(read);
+    EXPECT_TRUE(m.missing.empty()) << m.standard << ": " << m.missing.front();
+    for (const HalfKey& key : wanted) {
+      ModuleHalves without = read;
+      without.erase(key);
+      const Module less = decoded(without);
+      EXPECT_NE(std::find(less.missing.begin(), less.missing.end(), describe(key)),
+                less.missing.end())
+          << m.standard << ": " << describe(key);
+    }
+  }
 }
 
 TEST(ModuleEeprom, Sff8472WithoutDiagnostics) {

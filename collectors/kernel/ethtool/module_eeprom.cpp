@@ -9,6 +9,16 @@
 namespace rdma_exporter::module_eeprom {
 namespace {
 
+// The halves the decoders read beyond the lower page, named once for them
+// and for halves_to_read: SFF-8472's diagnostics at A2h, and the upper
+// pages of SFF-8636 (0 and 3) and CMIS (0, 1, 2 and 11h).
+constexpr HalfKey kSff8472Diagnostics{kAddressA2, 0, 0, false};
+constexpr HalfKey kUpperPage0{kAddressA0, 0, 0, true};
+constexpr HalfKey kUpperPage1{kAddressA0, 0, 1, true};
+constexpr HalfKey kUpperPage2{kAddressA0, 0, 2, true};
+constexpr HalfKey kUpperPage3{kAddressA0, 0, 3, true};
+constexpr HalfKey kUpperPage11{kAddressA0, 0, 0x11, true};
+
 // SFF-8024 identifiers (byte 0).
 constexpr uint8_t kGbic = 0x01;
 constexpr uint8_t kSoldered = 0x02;
@@ -192,9 +202,9 @@ void decode_sff8472(Module& m, const Image& image) {
   identity(m, a0, 20, 40, 56, 4, 68);
   const uint8_t ddm = a0.byte(92);
   if ((ddm & 0x40U) == 0) return;  // no digital diagnostics
-  const Half* a2_lower = image.find(HalfKey{kAddressA2, 0, 0, false});
+  const Half* a2_lower = image.find(kSff8472Diagnostics);
   if (a2_lower == nullptr) {
-    m.missing.push_back(describe(HalfKey{kAddressA2, 0, 0, false}));
+    m.missing.push_back(describe(kSff8472Diagnostics));
     return;
   }
   const Window a2(a2_lower, nullptr);
@@ -265,7 +275,7 @@ constexpr std::size_t kQsfpLanes = 4;
 
 void decode_sff8636(Module& m, const Image& image) {
   const Half* lower = image.find(kLowerPage);
-  const Half* page0 = image.find(HalfKey{kAddressA0, 0, 0, true});
+  const Half* page0 = image.find(kUpperPage0);
   const bool flat = ((*lower)[2] & 0x04U) != 0;
   // Temperature, supply voltage, receive power and bias are always there;
   // transmit power when page 00h says so (byte 220 bit 2), and also when
@@ -276,7 +286,7 @@ void decode_sff8636(Module& m, const Image& image) {
     identity(m, w, 148, 168, 184, 2, 196);
     tx_mon = (w.byte(220) & 0x04U) != 0;
   } else {
-    m.missing.push_back(describe(HalfKey{kAddressA0, 0, 0, true}));
+    m.missing.push_back(describe(kUpperPage0));
   }
   const Window w(lower, nullptr);
   m.diagnostics = true;
@@ -308,9 +318,9 @@ void decode_sff8636(Module& m, const Image& image) {
     }
   }
   if (flat) return;  // no page 03h: no thresholds
-  const Half* page3 = image.find(HalfKey{kAddressA0, 0, 3, true});
+  const Half* page3 = image.find(kUpperPage3);
   if (page3 == nullptr) {
-    m.missing.push_back(describe(HalfKey{kAddressA0, 0, 3, true}));
+    m.missing.push_back(describe(kUpperPage3));
     return;
   }
   const Window t(lower, page3);
@@ -329,10 +339,10 @@ constexpr std::size_t kCmisBankLanes = 8;
 void decode_cmis(Module& m, const Image& image) {
   const Half* lower = image.find(kLowerPage);
   const bool flat = ((*lower)[2] & 0x80U) != 0;
-  if (const Half* page0 = image.find(HalfKey{kAddressA0, 0, 0, true})) {
+  if (const Half* page0 = image.find(kUpperPage0)) {
     identity(m, Window(lower, page0), 129, 148, 164, 2, 166);
   } else {
-    m.missing.push_back(describe(HalfKey{kAddressA0, 0, 0, true}));
+    m.missing.push_back(describe(kUpperPage0));
   }
   // A flat-memory module (a passive cable) has no monitors.
   if (flat) return;
@@ -356,9 +366,9 @@ void decode_cmis(Module& m, const Image& image) {
     }
   }
   // The lane monitors the module has: page 01h byte 160.
-  const Half* page1 = image.find(HalfKey{kAddressA0, 0, 1, true});
+  const Half* page1 = image.find(kUpperPage1);
   if (page1 == nullptr) {
-    m.missing.push_back(describe(HalfKey{kAddressA0, 0, 1, true}));
+    m.missing.push_back(describe(kUpperPage1));
   }
   const uint8_t lane_mon = page1 != nullptr ? (*page1)[160 - kHalfSize] : 0;
   const bool bias_mon = (lane_mon & 0x01U) != 0;
@@ -372,7 +382,7 @@ void decode_cmis(Module& m, const Image& image) {
   auto bias = [&](const Window& w, std::size_t o) {
     return w.u16(o) * microamperes_per_unit / kMicroamperesPerAmpere;
   };
-  if (const Half* page2 = image.find(HalfKey{kAddressA0, 0, 2, true})) {
+  if (const Half* page2 = image.find(kUpperPage2)) {
     const Window t(lower, page2);
     m.temperature_thresholds = thresholds_at(t, 128, celsius);
     m.supply_voltage_thresholds = thresholds_at(t, 136, volts);
@@ -380,12 +390,12 @@ void decode_cmis(Module& m, const Image& image) {
     if (bias_mon && bias_known) m.tx_bias_thresholds = thresholds_at(t, 184, bias);
     if (rx_mon) m.rx_power_thresholds = thresholds_at(t, 192, watts);
   } else {
-    m.missing.push_back(describe(HalfKey{kAddressA0, 0, 2, true}));
+    m.missing.push_back(describe(kUpperPage2));
   }
   if (!bias_mon && !tx_mon && !rx_mon) return;
-  const Half* page11 = image.find(HalfKey{kAddressA0, 0, 0x11, true});
+  const Half* page11 = image.find(kUpperPage11);
   if (page11 == nullptr) {
-    m.missing.push_back(describe(HalfKey{kAddressA0, 0, 0x11, true}));
+    m.missing.push_back(describe(kUpperPage11));
     return;
   }
   // The lanes the module's first application uses on the media side (byte
@@ -459,15 +469,14 @@ std::vector<HalfKey> halves_to_read(const Half& lower) {
     case Standard::sff8472:
       // Identity is all in A0h's lower half; diagnostics at A2h when the
       // module has them (byte 92 bit 6).
-      if ((lower[92] & 0x40U) != 0) return {HalfKey{kAddressA2, 0, 0, false}};
+      if ((lower[92] & 0x40U) != 0) return {kSff8472Diagnostics};
       return {};
     case Standard::sff8636:
-      if ((lower[2] & 0x04U) != 0) return {HalfKey{kAddressA0, 0, 0, true}};
-      return {HalfKey{kAddressA0, 0, 0, true}, HalfKey{kAddressA0, 0, 3, true}};
+      if ((lower[2] & 0x04U) != 0) return {kUpperPage0};
+      return {kUpperPage0, kUpperPage3};
     case Standard::cmis:
-      if ((lower[2] & 0x80U) != 0) return {HalfKey{kAddressA0, 0, 0, true}};
-      return {HalfKey{kAddressA0, 0, 0, true}, HalfKey{kAddressA0, 0, 1, true},
-              HalfKey{kAddressA0, 0, 2, true}, HalfKey{kAddressA0, 0, 0x11, true}};
+      if ((lower[2] & 0x80U) != 0) return {kUpperPage0};
+      return {kUpperPage0, kUpperPage1, kUpperPage2, kUpperPage11};
     case Standard::unknown:
       break;
   }
@@ -507,7 +516,7 @@ Result<Image> image_from_flat(uint32_t type, std::span<const uint8_t> flat) {
       break;
     case ETH_MODULE_SFF_8472:
       layout = {HalfKey{kAddressA0, 0, 0, false}, HalfKey{kAddressA0, 0, 0, true},
-                HalfKey{kAddressA2, 0, 0, false}, HalfKey{kAddressA2, 0, 0, true}};
+                kSff8472Diagnostics, HalfKey{kAddressA2, 0, 0, true}};
       break;
     case ETH_MODULE_SFF_8436:
     case ETH_MODULE_SFF_8636:

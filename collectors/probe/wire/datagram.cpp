@@ -27,7 +27,9 @@ void encode_datagram(const Datagram& d, std::span<uint8_t> out) {
 
 Result<Datagram> decode_datagram(std::span<const uint8_t> bytes) {
   if (bytes.size() < kDatagramSize) return protocol_error("datagram: truncated");
-  if (bytes.size() > 65536) return protocol_error("datagram: above 64 KiB");
+  if (bytes.size() > kMaxDatagramBytes) {
+    return protocol_error("datagram: above " + std::to_string(kMaxDatagramBytes / 1024) + " KiB");
+  }
   Reader r(bytes.first(kDatagramSize));
   if (r.u8() != 'R' || r.u8() != 'X' || r.u8() != 'U') {
     return protocol_error("datagram: bad magic");
@@ -55,7 +57,8 @@ Result<Datagram> decode_datagram(std::span<const uint8_t> bytes) {
     return protocol_error("datagram: a request carries a delay");
   }
   if (d.responder_delay_ns > kMaxResponderDelayNs) {
-    return protocol_error("datagram: responder delay above 10 s");
+    return protocol_error("datagram: responder delay above " +
+                          std::to_string(kMaxResponderDelayNs / 1'000'000'000) + " s");
   }
   return d;
 }

@@ -39,7 +39,9 @@ struct Datagram {
 
 // Writes the 32-byte header into `out` (at least kDatagramSize bytes).
 void encode_datagram(const Datagram& d, std::span<uint8_t> out);
-// Reads a received datagram (header and padding, at most 64 KiB).
+// The largest datagram read: 64 KiB.
+inline constexpr std::size_t kMaxDatagramBytes = 65536;
+// Reads a received datagram (header and padding, at most kMaxDatagramBytes).
 Result<Datagram> decode_datagram(std::span<const uint8_t> bytes);
 
 }  // namespace rdma_exporter::probe::wire

@@ -1,6 +1,9 @@
 #include "collectors/probe/wire/protocol.hpp"
 
 #include <algorithm>
+#include <string>
+#include <type_traits>
+#include <variant>
 
 #include "collectors/probe/wire/bytes.hpp"
 #include "collectors/probe/wire/datagram.hpp"
@@ -15,6 +18,7 @@ constexpr std::size_t kUdPeerSize = 4 + 4 + 2 + 16;
 constexpr std::size_t kAcceptSize = kPeerSize + kMacSize;
 constexpr std::size_t kUdAcceptSize = kUdPeerSize + kMacSize;
 constexpr uint8_t kLinkEthernet = 1;
+constexpr uint8_t kMaxServiceLevel = 15;
 constexpr uint8_t kLinkInfiniband = 2;
 
 void write_setup_fields(Writer& w, const Setup& s) {
@@ -93,6 +97,17 @@ std::vector<uint8_t> payload_of(const Message& m) {
   return w.take();
 }
 
+// A message's type is its alternative's place in Message, counted from 1:
+// the order is checked here, so a reordered variant fails to compile.
+template <Type T, typename M>
+constexpr bool is_type_of =
+    std::is_same_v<std::variant_alternative_t<static_cast<std::size_t>(T) - 1, Message>, M>;
+static_assert(is_type_of<Type::hello, Hello> && is_type_of<Type::setup, Setup> &&
+              is_type_of<Type::accept, Accept> && is_type_of<Type::reject, Reject> &&
+              is_type_of<Type::keepalive, Keepalive> && is_type_of<Type::ud_setup, UdSetup> &&
+              is_type_of<Type::ud_accept, UdAccept> &&
+              std::variant_size_v<Message> == static_cast<std::size_t>(Type::ud_accept));
+
 Type type_of(const Message& m) {
   return static_cast<Type>(m.index() + 1);
 }
@@ -139,8 +154,8 @@ bool read_class(Reader& r, QpParams& q, const char* what, std::string& why) {
   }
   q.tclass = r.u8();
   q.sl = r.u8();
-  if (q.sl > 15) {
-    why = std::string(what) + ": service level above 15";
+  if (q.sl > kMaxServiceLevel) {
+    why = std::string(what) + ": service level above " + std::to_string(kMaxServiceLevel);
     return false;
   }
   q.mtu = r.u16();
@@ -169,7 +184,9 @@ Result<Message> read_target(Reader& r, S s, const char* what) {
   s.dialled.address = r.array<16>();
   s.dialled.port = r.u16();
   const std::size_t macs = r.u8();
-  if (macs > kMaxKeys) return protocol_error(w + ": more than 2 MACs");
+  if (macs > kMaxKeys) {
+    return protocol_error(w + ": more than " + std::to_string(kMaxKeys) + " MACs");
+  }
   if (!r.has(macs * kMacSize)) return protocol_error(w + ": truncated");
   for (std::size_t i = 0; i < macs; ++i) s.macs.push_back(r.array<kMacSize>());
   if (!r.done()) return protocol_error(w + ": bytes after the MACs");
@@ -280,9 +297,13 @@ Result<Message> decode_hello(Reader& r) {
   if (!r.has(kNonceSize + 2)) return protocol_error("hello: truncated");
   h.nonce = r.array<kNonceSize>();
   h.keys = r.u8();
-  if (h.keys > kMaxKeys) return protocol_error("hello: more than 2 secrets");
+  if (h.keys > kMaxKeys) {
+    return protocol_error("hello: more than " + std::to_string(kMaxKeys) + " secrets");
+  }
   const std::size_t n = r.u8();
-  if (n > kMaxPorts) return protocol_error("hello: more than 32 ports");
+  if (n > kMaxPorts) {
+    return protocol_error("hello: more than " + std::to_string(kMaxPorts) + " ports");
+  }
   for (std::size_t i = 0; i < n; ++i) {
     PortAd p;
     const std::string where = "hello: port " + std::to_string(i) + ": ";
