@@ -59,6 +59,12 @@ def rules_of(rules_doc):
     return [r for g in rules_doc["groups"] for r in g["rules"]]
 
 
+def rule(rules_doc, record):
+    """The one rule that records `record`."""
+    (found,) = [r for r in rules_of(rules_doc) if r.get("record") == record]
+    return found
+
+
 def heading_anchors(markdown):
     """GitHub-style anchors of the headings of a markdown text."""
     anchors = set()
@@ -68,6 +74,37 @@ def heading_anchors(markdown):
             text = re.sub(r"[^\w\- ]", "", m.group(1).strip().lower())
             anchors.add(text.replace(" ", "-"))
     return anchors
+
+
+class GeneratorCopy:
+    """config/prometheus/generate.py with its thresholds, templates and the
+    files it writes, copied to a folder of its own."""
+
+    def __enter__(self):
+        self.dir = tempfile.mkdtemp(prefix="rdma_culprits_generate_")
+        source = os.path.join(SOURCE_DIR, "config/prometheus")
+        for name in ("generate.py", "culprit-thresholds.yml", "rdma-culprits-rails.yml",
+                     "rdma-culprits-across-rails.yml", "rdma-culprits.yml"):
+            shutil.copy(os.path.join(source, name), self.dir)
+        shutil.copytree(os.path.join(source, "templates"), os.path.join(self.dir, "templates"))
+        return self
+
+    def set_threshold(self, name, old, new):
+        path = os.path.join(self.dir, "culprit-thresholds.yml")
+        with open(path) as f:
+            text = f.read()
+        line = f"\n{name}: {old}\n"
+        if text.count(line) != 1:
+            raise AssertionError(f"{name}: {old} is not in {path}")
+        with open(path, "w") as f:
+            f.write(text.replace(line, f"\n{name}: {new}\n"))
+
+    def run(self, *args):
+        return subprocess.run([sys.executable, os.path.join(self.dir, "generate.py"), *args],
+                              capture_output=True, text=True, timeout=60)
+
+    def __exit__(self, *exc):
+        shutil.rmtree(self.dir)
 
 
 class AlertRulesTest(unittest.TestCase):
@@ -347,19 +384,51 @@ class AlertRulesTest(unittest.TestCase):
         r = self.promtool("check", "rules", os.path.join(SOURCE_DIR, "config/prometheus/rdma-culprits.yml"))
         self.assertEqual(r.returncode, 0, r.stdout + r.stderr)
         self.assertIn("SUCCESS: %d rules found" % len(group["rules"]), r.stdout)
-        d = tempfile.mkdtemp(prefix="rdma_culprits_generate_")
-        try:
-            for name in ("generate.py", "rdma-culprits-rails.yml", "rdma-culprits-across-rails.yml",
-                         "rdma-culprits.yml"):
-                shutil.copy(os.path.join(SOURCE_DIR, "config/prometheus", name), d)
-            with open(os.path.join(d, "rdma-culprits-across-rails.yml"), "a") as f:
+        with GeneratorCopy() as g:
+            with open(os.path.join(g.dir, "templates", "rdma-culprits-across-rails.yml"), "a") as f:
                 f.write("      - record: rdma:probe_new\n        expr: vector(1)\n")
-            r = subprocess.run([os.path.join(d, "generate.py"), "--check"], capture_output=True,
-                               text=True, timeout=60)
+            r = g.run("--check")
             self.assertEqual(r.returncode, 1, r.stdout + r.stderr)
-            self.assertIn("differs from its parts", r.stderr)
-        finally:
-            shutil.rmtree(d)
+            self.assertIn("differs from its template and thresholds", r.stderr)
+
+    def test_a_culprit_threshold_is_changed_in_one_place(self):
+        # One number in culprit-thresholds.yml, the generator run: the rules
+        # that use it read the new value in both layouts, nothing else moves.
+        with GeneratorCopy() as g:
+            g.set_threshold("suspect_loss_ratio", "0.005", "0.02")
+            g.set_threshold("culprit_lookback", "80s", "110s")
+            r = g.run()
+            self.assertEqual(r.returncode, 0, r.stdout + r.stderr)
+            for name in ("rdma-culprits-rails.yml", "rdma-culprits.yml"):
+                suspect = rule(load_yaml(os.path.join(g.dir, name)), "rdma:probe_rnic:suspect:2m")
+                self.assertIn("rdma:probe_rnic:sent:increase2m >= 0.02)", suspect["expr"])
+                shipped = rule(load_yaml(CULPRIT_RULES), "rdma:probe_rnic:suspect:2m")
+                self.assertEqual(suspect["expr"].replace("0.02", "0.005"), shipped["expr"])
+            across = load_yaml(os.path.join(g.dir, "rdma-culprits-across-rails.yml"))
+            text = "\n".join(r["expr"] for r in rules_of(across))
+            self.assertNotIn("[80s]", text)
+            self.assertEqual(text.count("[110s]"), 8)
+            r = self.promtool("check", "rules", os.path.join(g.dir, "rdma-culprits.yml"))
+            self.assertEqual(r.returncode, 0, r.stdout + r.stderr)
+
+    def test_the_culprit_generator_refuses_what_it_cannot_use(self):
+        with GeneratorCopy() as g:  # a template asks for a threshold that is not set
+            with open(os.path.join(g.dir, "templates", "rdma-culprits-rails.yml"), "a") as f:
+                f.write("      - record: rdma:probe_new\n        expr: vector(@no_such_threshold@)\n")
+            r = g.run()
+            self.assertEqual(r.returncode, 1)
+            self.assertIn("@no_such_threshold@ is not in culprit-thresholds.yml", r.stderr)
+        with GeneratorCopy() as g:  # a threshold no template uses
+            with open(os.path.join(g.dir, "culprit-thresholds.yml"), "a") as f:
+                f.write("forgotten_threshold: 7\n")
+            r = g.run()
+            self.assertEqual(r.returncode, 1)
+            self.assertIn("forgotten_threshold used by no template", r.stderr)
+        with GeneratorCopy() as g:  # a value that is not a number or a duration
+            g.set_threshold("path_share", "0.8", "most")
+            r = g.run()
+            self.assertEqual(r.returncode, 1)
+            self.assertIn("expected `name: value`", r.stderr)
 
     def test_the_culprit_rules_inside_rails_read_one_rail_at_a_time(self):
         # rdma-culprits-rails.yml runs on some rails' records: each of its

@@ -102,6 +102,13 @@ class PackageTest(unittest.TestCase):
             "/usr/share/doc/rdma-exporter/examples/prometheus-culprits-across-rails.yml": "-rw-r--r--",
             "/usr/share/doc/rdma-exporter/examples/prometheus-culprits-scrape.yml": "-rw-r--r--",
             "/usr/share/doc/rdma-exporter/examples/vmagent.yml": "-rw-r--r--",
+            "/usr/share/doc/rdma-exporter/examples/culprit-rules/generate.py": "-rw-r--r--",
+            "/usr/share/doc/rdma-exporter/examples/culprit-rules/culprit-thresholds.yml":
+            "-rw-r--r--",
+            "/usr/share/doc/rdma-exporter/examples/culprit-rules/templates/"
+            "rdma-culprits-rails.yml": "-rw-r--r--",
+            "/usr/share/doc/rdma-exporter/examples/culprit-rules/templates/"
+            "rdma-culprits-across-rails.yml": "-rw-r--r--",
             "/usr/share/doc/rdma_exporter": "lrwxrwxrwx",
             "/usr/share/rdma_exporter/prometheus/rdma-alerts.yml": "-rw-r--r--",
             "/usr/share/rdma_exporter/prometheus/rdma-culprits-hosts.yml": "-rw-r--r--",
