@@ -73,6 +73,8 @@ Running:
     kill(vm)             SIGKILL of the VM's QEMU, a crashed host (run-in-vm
                          then exits 124, as for a VM that timed out)
     cut_rail(r), heal_rail(r)  the rail's hub drops every frame / forwards again
+    hub_stats(r)         the rail's hub statistics as last written (at exit)
+    hub_stats_now(r)     the same, written on demand while the hub runs
     hostport(vm), url(vm, path), scrape(vm, path="/metrics")
     ip(vm, rail), mac(vm, rail), names, alive(vm)
     stop(timeout=60)     $BED_SHARE/stop for every guest, waits for the VMs,
@@ -597,6 +599,20 @@ class Bed:
                 return json.load(f)
         except (OSError, ValueError):
             return None
+
+    def hub_stats_now(self, rail, timeout=30):
+        """The running hub's statistics: asks it to write them (SIGQUIT) and
+        waits until it has."""
+        before = (self.hub_stats(rail) or {}).get("dumps", 0)
+        self.hubs[rail]["proc"].send_signal(signal.SIGQUIT)
+        deadline = time.monotonic() + timeout
+        while True:
+            stats = self.hub_stats(rail)
+            if stats and stats.get("dumps", 0) > before:
+                return stats
+            if time.monotonic() > deadline:
+                raise BedError(f"rail {rail}'s hub wrote no statistics in {timeout}s")
+            time.sleep(POLL)
 
     # ------------------------------------------------------------ teardown
 

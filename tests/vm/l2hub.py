@@ -21,6 +21,8 @@ Robustness:
   socket is removed and the statistics are written.
 - SIGUSR1 cuts the segment (every frame is dropped and counted), SIGUSR2
   heals it: a test can take a whole rail down and bring it back.
+- SIGQUIT writes the statistics file at once (its "dumps" counts the
+  writes), so a test can read what the segment dropped while it runs.
 
 Usage: l2hub.py --socket PATH [--mode hub|switch] [--name NAME]
                 [--stats FILE] [--cut]
@@ -60,7 +62,7 @@ class Hub:
         self.stats = {"received": 0, "forwarded": 0, "dropped_cut": 0, "dropped_full": 0,
                       "dropped_gone": 0, "dropped_other": 0, "unbound_senders": 0,
                       "runt_frames": 0, "clients_joined": 0, "clients_dropped": 0,
-                      "cuts": 0}
+                      "cuts": 0, "dumps": 0}
         self.sock = socket.socket(socket.AF_UNIX, socket.SOCK_DGRAM)
         for opt in (socket.SO_RCVBUF, socket.SO_SNDBUF):
             try:
@@ -146,9 +148,10 @@ class Hub:
             if other != addr:
                 self.send(frame, other)
 
-    def serve(self, stop, parent, wakeup=None):
+    def serve(self, stop, parent, wakeup=None, dump=None):
         """Forwards until stop() is true or the parent process is gone.
-        WAKEUP: a socket that becomes readable when a signal arrives."""
+        WAKEUP: a socket that becomes readable when a signal arrives; DUMP:
+        called on each pass of the loop (writes the statistics if asked)."""
         poller = select.poll()
         poller.register(self.sock, select.POLLIN)
         if wakeup is not None:
@@ -167,6 +170,8 @@ class Hub:
                         pass
                 except (BlockingIOError, InterruptedError):
                     pass
+            if dump is not None:
+                dump()
             if not ready:
                 continue
             # Drain what is queued before polling again.
@@ -177,6 +182,17 @@ class Hub:
                     break
                 self.handle(frame, addr)
 
+    def write_stats(self, stats_path):
+        self.stats["dumps"] += 1
+        out = dict(self.stats, name=self.name, mode=self.mode,
+                   clients={a: c["frames"] for a, c in self.clients.items()},
+                   forwarding=self.forwarding)
+        tmp = stats_path + ".tmp"
+        with open(tmp, "w") as f:
+            json.dump(out, f, indent=1, sort_keys=True)
+            f.write("\n")
+        os.replace(tmp, stats_path)
+
     def close(self, stats_path=None):
         try:
             os.unlink(self.path)
@@ -184,14 +200,7 @@ class Hub:
             pass
         self.sock.close()
         if stats_path:
-            out = dict(self.stats, name=self.name, mode=self.mode,
-                       clients={a: c["frames"] for a, c in self.clients.items()},
-                       forwarding=self.forwarding)
-            tmp = stats_path + ".tmp"
-            with open(tmp, "w") as f:
-                json.dump(out, f, indent=1, sort_keys=True)
-                f.write("\n")
-            os.replace(tmp, stats_path)
+            self.write_stats(stats_path)
 
 
 def die_with_parent():
@@ -233,10 +242,17 @@ def main(argv=None):
     signal.signal(signal.SIGHUP, on_stop)
     signal.signal(signal.SIGUSR1, lambda *_: hub.cut(True))
     signal.signal(signal.SIGUSR2, lambda *_: hub.cut(False))
+    dumps = []
+    signal.signal(signal.SIGQUIT, lambda *_: dumps.append(1))
+
+    def dump():
+        if dumps and args.stats:
+            dumps.clear()
+            hub.write_stats(args.stats)
     hub.say(f"listening on {args.socket} ({args.mode} mode"
             f"{', cut' if args.cut else ''})")
     try:
-        hub.serve(lambda: bool(stopping), parent, wake_r)
+        hub.serve(lambda: bool(stopping), parent, wake_r, dump)
     finally:
         hub.say("stopping: " + ", ".join(f"{k} {v}" for k, v in hub.stats.items()))
         hub.close(args.stats)
