@@ -12,9 +12,13 @@ as a source only to that MAC's client and floods the rest.
 No IP networking is involved: frames never leave the host's unix sockets.
 
 Robustness:
-- Sends are non-blocking. A client whose queue is full (a paused VM, a slow
-  one) loses that frame, as on a congested switch port; the others do not
-  wait for it.
+- Sends are non-blocking. A frame a client's socket cannot take now (a
+  unix datagram socket queues only net.unix.max_dgram_qlen frames, 10 by
+  default) waits in that client's port buffer, as in a switch's egress
+  queue: up to PORT_BUFFER frames for up to PORT_BUFFER_AGE seconds, in
+  order. A frame beyond either (a paused VM, a slow one) is dropped and
+  counted (dropped_full), as on a congested switch port; the other clients
+  do not wait for it.
 - A client whose socket is gone (ECONNREFUSED, ENOENT) is dropped, with the
   MACs learnt from it; it joins again with its next datagram.
 - SIGTERM, SIGINT or the death of the parent process ends the hub; its
@@ -31,6 +35,7 @@ JSON object at exit: frames received, forwarded, dropped (cut, queue full,
 client gone) and the clients seen.
 """
 import argparse
+import collections
 import ctypes
 import errno
 import json
@@ -47,6 +52,12 @@ PR_SET_PDEATHSIG = 1
 # 1514-byte frames, but a larger buffer costs nothing.
 MAX_FRAME = 65536
 SOCKET_BUFFER = 4 << 20
+# A client's port buffer: what a burst may leave waiting for its socket.
+PORT_BUFFER = 256
+PORT_BUFFER_AGE = 0.1
+# How often the waiting frames are retried (a unix datagram socket cannot
+# be polled for room at one peer).
+RETRY_INTERVAL = 0.001
 BROADCAST_BIT = 0x01
 
 
@@ -58,8 +69,10 @@ class Hub:
         self.log = log
         self.forwarding = not cut
         self.clients = {}  # address -> {"frames": n, "since": t}
+        self.waiting = {}  # address -> deque of (time queued, frame)
         self.macs = {}  # source MAC (bytes) -> address, switch mode only
-        self.stats = {"received": 0, "forwarded": 0, "dropped_cut": 0, "dropped_full": 0,
+        self.stats = {"received": 0, "forwarded": 0, "buffered": 0, "dropped_cut": 0,
+                      "dropped_full": 0,
                       "dropped_gone": 0, "dropped_other": 0, "unbound_senders": 0,
                       "runt_frames": 0, "clients_joined": 0, "clients_dropped": 0,
                       "cuts": 0, "dumps": 0}
@@ -96,15 +109,18 @@ class Hub:
         if self.clients.pop(addr, None) is not None:
             self.stats["clients_dropped"] += 1
             self.say(f"client {addr} dropped ({why}); {len(self.clients)} left")
+        self.stats["dropped_gone"] += len(self.waiting.pop(addr, ()))
         for mac in [m for m, a in self.macs.items() if a == addr]:
             del self.macs[mac]
 
-    def send(self, frame, addr):
+    def try_send(self, frame, addr):
+        """True once the frame is sent or dropped for good, False if the
+        client's socket is full."""
         try:
             self.sock.sendto(frame, addr)
             self.stats["forwarded"] += 1
         except BlockingIOError:
-            self.stats["dropped_full"] += 1
+            return False
         except (ConnectionRefusedError, FileNotFoundError) as e:
             self.stats["dropped_gone"] += 1
             self.drop_client(addr, e.strerror or type(e).__name__)
@@ -114,6 +130,37 @@ class Hub:
                 self.drop_client(addr, e.strerror)
             else:
                 self.stats["dropped_other"] += 1
+        return True
+
+    def send(self, frame, addr):
+        queue = self.waiting.get(addr)
+        if not queue and self.try_send(frame, addr):
+            return
+        if queue is None:
+            queue = self.waiting[addr] = collections.deque()
+        if len(queue) >= PORT_BUFFER:
+            self.stats["dropped_full"] += 1
+            return
+        self.stats["buffered"] += 1
+        queue.append((time.monotonic(), frame))
+
+    def flush(self):
+        """Sends what waits in the port buffers, oldest first; drops what
+        waited longer than PORT_BUFFER_AGE."""
+        now = time.monotonic()
+        for addr in list(self.waiting):
+            queue = self.waiting.get(addr)
+            while queue:
+                queued, frame = queue[0]
+                queue.popleft()
+                if now - queued > PORT_BUFFER_AGE:
+                    self.stats["dropped_full"] += 1
+                elif not self.try_send(frame, addr):
+                    queue.appendleft((queued, frame))
+                    break
+                queue = self.waiting.get(addr)
+            if not queue:
+                self.waiting.pop(addr, None)
 
     def handle(self, frame, addr):
         self.stats["received"] += 1
@@ -160,8 +207,9 @@ class Hub:
             if parent is not None and os.getppid() != parent:
                 self.say("parent process gone; exiting")
                 return
+            self.flush()
             try:
-                ready = poller.poll(1000)
+                ready = poller.poll(RETRY_INTERVAL * 1000 if self.waiting else 1000)
             except InterruptedError:
                 continue
             if wakeup is not None and any(fd == wakeup.fileno() for fd, _ in ready):

@@ -444,9 +444,9 @@ class BedUdTest(BedTestCase):
 
         after = self.wait_until("the stopped exporter's probers settled", settled, timeout=120)
         # The rails' frames the bed's hubs dropped meanwhile (a client's
-        # queue full: vm2's replies to its backlog leave in one burst); a
-        # probe whose request or reply was among them is lost however short
-        # the stop.
+        # port buffer full or too old: vm2's replies to its backlog leave in
+        # one burst); a probe whose request or reply was among them is lost
+        # however short the stop.
         hub_drops = {r: bed.hub_stats_now(r)["dropped_full"] - hubs_before[r] for r in (0, 1)}
         stall = delta("vm2", after, "rdma_probe_stall_seconds_total")
         # The probes a prober waits for longer than 4 timeouts (2 s) are lost
