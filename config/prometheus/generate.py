@@ -1,26 +1,35 @@
 #!/usr/bin/env python3
-"""Writes the culprit rules from their templates and thresholds:
+"""Writes the culprit rules and the alerting rules from their templates and
+thresholds:
 
 - rdma-culprits-rails.yml and rdma-culprits-across-rails.yml, the two parts
-  (inside each rail; hosts and RNICs), from templates/ with every
-  `@name@` replaced by its value in culprit-thresholds.yml;
-- rdma-culprits.yml, the rules for one server: the two parts' rules, in
-  that order, in one group, comments and all.
+  of the culprit rules (inside each rail; hosts and RNICs), from templates/
+  with every placeholder replaced by its value in culprit-thresholds.yml;
+- rdma-culprits.yml, the culprit rules for one server: the two parts'
+  rules, in that order, in one group, comments and all;
+- rdma-alerts.yml, the alerting rules, from templates/ with every
+  placeholder replaced by its value in alert-thresholds.yml.
+
+A placeholder is `@name@`, the value as written; `@name%@`, a fraction as a
+percentage (0.005 -> "0.5 %"); or `@name~@`, a duration in words (5m ->
+"5 minutes", 1h -> "1 hour"), for alert texts. Each thresholds file has its
+own templates: a template may only name the thresholds of its file, and
+every threshold there must be used by one of them.
 
 Edit a template or a threshold, run this script, and commit what it wrote
 (a test checks that it is current):
 
-    config/prometheus/generate.py            # rewrites the three files
+    config/prometheus/generate.py            # rewrites the four files
     config/prometheus/generate.py --check    # exit 1 if any differs
 
-Why one group: Prometheus evaluates a group's rules in order at one
-timestamp, each reading the records of those above it from the same
-evaluation. In two groups the rules across rails read the rails' records as
-of their last evaluation, up to an interval late, and name hosts and RNICs
-up to 30 s later. Split by rail (docs/deployment.md) they must be two; on
-one server they need not.
+Why the culprit rules are one group on one server: Prometheus evaluates a
+group's rules in order at one timestamp, each reading the records of those
+above it from the same evaluation. In two groups the rules across rails
+read the rails' records as of their last evaluation, up to an interval
+late, and name hosts and RNICs up to 30 s later. Split by rail
+(docs/deployment.md) they must be two; on one server they need not.
 
-Each part is a header of comments, then `groups:` with one group whose
+Each culprit part is a header of comments, then `groups:` with one group whose
 `rules:` list closes the file. Only the Python standard library is used.
 """
 import os
@@ -29,14 +38,19 @@ import sys
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 TEMPLATES = os.path.join(HERE, "templates")
-THRESHOLDS = "culprit-thresholds.yml"
 PARTS = ("rdma-culprits-rails.yml", "rdma-culprits-across-rails.yml")
+# Each thresholds file and the templates (each written to the file of its
+# name) that read it.
+SETS = (("culprit-thresholds.yml", PARTS),
+        ("alert-thresholds.yml", ("rdma-alerts.yml",)))
 OUT = "rdma-culprits.yml"
 GROUP = "rdma-probe-culprits"
 INTERVAL = "30s"
 # @name@ is the value as written; @name%@ a fraction as a percentage, for
-# comments and alert texts (0.005 -> "0.5 %").
-PLACEHOLDER = re.compile(r"@([a-z][a-z0-9_]*)(%?)@")
+# comments and alert texts (0.005 -> "0.5 %"); @name~@ a duration in words
+# (5m -> "5 minutes").
+PLACEHOLDER = re.compile(r"@([a-z][a-z0-9_]*)([%~]?)@")
+UNITS = {"ms": "millisecond", "s": "second", "m": "minute", "h": "hour"}
 HEADER = """\
 # Culprit rules for rdma_exporter's probe, for one server: from the UD probe
 # series every exporter exports, name the fabric element that explains the
@@ -84,19 +98,25 @@ def read_thresholds(path):
     return values
 
 
-def render(template, values, used):
-    """The template with each placeholder replaced; an unknown one ends the
-    run with the template's name."""
+def render(template, thresholds, values, used):
+    """The template with each placeholder replaced; one not in its
+    thresholds file, or a duration in words of a value that is no duration,
+    ends the run with the template's name."""
     with open(os.path.join(TEMPLATES, template)) as f:
         text = f.read()
 
     def value(m):
         name = m.group(1)
         if name not in values:
-            sys.exit("templates/%s: @%s@ is not in %s" % (template, name, THRESHOLDS))
+            sys.exit("templates/%s: @%s@ is not in %s" % (template, name, thresholds))
         used.add(name)
-        if m.group(2):
+        if m.group(2) == "%":
             return "%g %%" % (float(values[name]) * 100)
+        if m.group(2) == "~":
+            d = re.fullmatch(r"([0-9.]+)(ms|s|m|h)", values[name])
+            if not d:
+                sys.exit("templates/%s: @%s~@ is %s, not a duration" % (template, name, values[name]))
+            return "%s %s%s" % (d.group(1), UNITS[d.group(2)], "" if d.group(1) == "1" else "s")
         return values[name]
 
     return PLACEHOLDER.sub(value, text)
@@ -114,14 +134,16 @@ def rules_text(name, text):
 
 def generate():
     """{file name: text} of every file this script writes."""
-    values = read_thresholds(os.path.join(HERE, THRESHOLDS))
-    used = set()
-    parts = {name: render(name, values, used) for name in PARTS}
-    unused = sorted(set(values) - used)
-    if unused:
-        sys.exit("%s: %s used by no template" % (THRESHOLDS, ", ".join(unused)))
-    rules = [rules_text(name, text).rstrip("\n") + "\n" for name, text in parts.items()]
-    out = dict(parts)
+    out = {}
+    for thresholds, templates in SETS:
+        values = read_thresholds(os.path.join(HERE, thresholds))
+        used = set()
+        for name in templates:
+            out[name] = render(name, thresholds, values, used)
+        unused = sorted(set(values) - used)
+        if unused:
+            sys.exit("%s: %s used by no template" % (thresholds, ", ".join(unused)))
+    rules = [rules_text(name, out[name]).rstrip("\n") + "\n" for name in PARTS]
     out[OUT] = HEADER.format(group=GROUP, interval=INTERVAL) + "\n".join(rules)
     return out
 
