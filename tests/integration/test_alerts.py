@@ -2,7 +2,9 @@
 (config/prometheus/rdma-culprits.yml) and the scrape configuration example:
 promtool accepts them, the unit tests in tests/alerts/ pass and cover every
 alert firing and not firing, every alert has its annotations and a runbook
-section, and every metric is documented."""
+section, and every metric is documented; config/prometheus/generate.py
+writes the rules from their templates and thresholds, each threshold
+changed in one place."""
 import copy
 import os
 import re
@@ -80,17 +82,19 @@ class GeneratorCopy:
     """config/prometheus/generate.py with its thresholds, templates and the
     files it writes, copied to a folder of its own."""
 
+    WRITES = ("rdma-culprits-rails.yml", "rdma-culprits-across-rails.yml", "rdma-culprits.yml",
+              "rdma-alerts.yml")
+
     def __enter__(self):
-        self.dir = tempfile.mkdtemp(prefix="rdma_culprits_generate_")
+        self.dir = tempfile.mkdtemp(prefix="rdma_rules_generate_")
         source = os.path.join(SOURCE_DIR, "config/prometheus")
-        for name in ("generate.py", "culprit-thresholds.yml", "rdma-culprits-rails.yml",
-                     "rdma-culprits-across-rails.yml", "rdma-culprits.yml"):
+        for name in ("generate.py", "culprit-thresholds.yml", "alert-thresholds.yml", *self.WRITES):
             shutil.copy(os.path.join(source, name), self.dir)
         shutil.copytree(os.path.join(source, "templates"), os.path.join(self.dir, "templates"))
         return self
 
-    def set_threshold(self, name, old, new):
-        path = os.path.join(self.dir, "culprit-thresholds.yml")
+    def set_threshold(self, name, old, new, thresholds="culprit-thresholds.yml"):
+        path = os.path.join(self.dir, thresholds)
         with open(path) as f:
             text = f.read()
         line = f"\n{name}: {old}\n"
@@ -371,7 +375,8 @@ class AlertRulesTest(unittest.TestCase):
     def test_the_culprit_rules_for_one_server_are_their_parts_in_one_group(self):
         # rdma-culprits.yml is written by config/prometheus/generate.py: the
         # rules of the part inside rails, then across rails, unchanged, in
-        # one group of the same interval; and --check notices a difference.
+        # one group of the same interval; and --check notices a difference,
+        # in it or in rdma-alerts.yml, which it writes too.
         script = os.path.join(SOURCE_DIR, "config/prometheus/generate.py")
         r = subprocess.run([script, "--check"], capture_output=True, text=True, timeout=60)
         self.assertEqual(r.returncode, 0, r.stdout + r.stderr)
@@ -390,6 +395,12 @@ class AlertRulesTest(unittest.TestCase):
             r = g.run("--check")
             self.assertEqual(r.returncode, 1, r.stdout + r.stderr)
             self.assertIn("differs from its template and thresholds", r.stderr)
+        with GeneratorCopy() as g:
+            self.assertEqual(g.run("--check").returncode, 0)
+            g.set_threshold("probe_loss_ratio", "0.01", "0.02", "alert-thresholds.yml")
+            r = g.run("--check")
+            self.assertEqual(r.returncode, 1, r.stdout + r.stderr)
+            self.assertIn("rdma-alerts.yml differs from its template and thresholds", r.stderr)
 
     def test_a_culprit_threshold_is_changed_in_one_place(self):
         # One number in culprit-thresholds.yml, the generator run: the rules
@@ -411,24 +422,98 @@ class AlertRulesTest(unittest.TestCase):
             r = self.promtool("check", "rules", os.path.join(g.dir, "rdma-culprits.yml"))
             self.assertEqual(r.returncode, 0, r.stdout + r.stderr)
 
-    def test_the_culprit_generator_refuses_what_it_cannot_use(self):
-        with GeneratorCopy() as g:  # a template asks for a threshold that is not set
-            with open(os.path.join(g.dir, "templates", "rdma-culprits-rails.yml"), "a") as f:
-                f.write("      - record: rdma:probe_new\n        expr: vector(@no_such_threshold@)\n")
+    def test_an_alert_threshold_is_changed_in_one_place(self):
+        # Two values in alert-thresholds.yml, a threshold and a `for:`, the
+        # generator run: the alerts that use them read the new values, the
+        # text that repeats the duration too, and nothing else moves.
+        with GeneratorCopy() as g:
+            g.set_threshold("symbol_errors_per_hour", "10", "20", "alert-thresholds.yml")
+            g.set_threshold("exporter_down_for", "5m", "7m", "alert-thresholds.yml")
+            r = g.run()
+            self.assertEqual(r.returncode, 0, r.stdout + r.stderr)
+            shipped = {a["alert"]: a for a in alerts(load_yaml(RULES))}
+            generated = load_yaml(os.path.join(g.dir, "rdma-alerts.yml"))
+            changed = {a["alert"]: a for a in alerts(generated)}
+            self.assertEqual(list(changed), list(shipped))
+            symbol = changed.pop("RdmaSymbolErrors")
+            self.assertIn("> 20", symbol["expr"])
+            self.assertEqual(symbol["expr"].replace("> 20", "> 10"), shipped["RdmaSymbolErrors"]["expr"])
+            self.assertEqual({**symbol, "expr": None}, {**shipped.pop("RdmaSymbolErrors"), "expr": None})
+            down = changed.pop("RdmaExporterDown")
+            self.assertEqual(down["for"], "7m")
+            description = down["annotations"]["description"]
+            self.assertIn("(job {{ $labels.job }}) for 7 minutes: the host", description)
+            expected = copy.deepcopy(shipped.pop("RdmaExporterDown"))
+            expected["for"] = "7m"
+            expected["annotations"]["description"] = expected["annotations"]["description"].replace(
+                "for 5 minutes:", "for 7 minutes:")
+            self.assertEqual(down, expected)
+            # The correctable PCIe errors, also more than 10 an hour, are
+            # another parameter.
+            self.assertIn("[1h]) > 10", changed["RdmaPcieCorrectableErrors"]["expr"])
+            self.assertEqual(changed, shipped)
+            self.assertEqual([g["name"] for g in generated["groups"]],
+                             [g["name"] for g in load_yaml(RULES)["groups"]])
+            # The culprit rules, from the other thresholds file, do not move.
+            for name in [n for n in GeneratorCopy.WRITES if n != "rdma-alerts.yml"]:
+                with open(os.path.join(g.dir, name)) as a, \
+                        open(os.path.join(SOURCE_DIR, "config/prometheus", name)) as b:
+                    self.assertEqual(a.read(), b.read(), name)
+            r = self.promtool("check", "rules", os.path.join(g.dir, "rdma-alerts.yml"))
+            self.assertEqual(r.returncode, 0, r.stdout + r.stderr)
+
+    def test_the_generator_refuses_what_it_cannot_use(self):
+        # Each thresholds file and its own templates: a placeholder of the
+        # other file is unknown.
+        for template, thresholds, name in (
+                ("rdma-culprits-rails.yml", "culprit-thresholds.yml", "no_such_threshold"),
+                ("rdma-alerts.yml", "alert-thresholds.yml", "no_such_threshold"),
+                ("rdma-alerts.yml", "alert-thresholds.yml", "suspect_loss_ratio"),
+                ("rdma-culprits-across-rails.yml", "culprit-thresholds.yml", "exporter_down_for")):
+            with self.subTest(template=template, name=name), GeneratorCopy() as g:
+                # a template asks for a threshold that is not set
+                with open(os.path.join(g.dir, "templates", template), "a") as f:
+                    f.write(f"      # @{name}@\n")
+                r = g.run()
+                self.assertEqual(r.returncode, 1)
+                self.assertIn(f"templates/{template}: @{name}@ is not in {thresholds}", r.stderr)
+        for thresholds in ("culprit-thresholds.yml", "alert-thresholds.yml"):
+            with self.subTest(thresholds=thresholds), GeneratorCopy() as g:
+                # a threshold no template uses
+                with open(os.path.join(g.dir, thresholds), "a") as f:
+                    f.write("forgotten_threshold: 7\n")
+                r = g.run()
+                self.assertEqual(r.returncode, 1)
+                self.assertIn(f"{thresholds}: forgotten_threshold used by no template", r.stderr)
+        with GeneratorCopy() as g:  # a number shown as a duration in words
+            with open(os.path.join(g.dir, "templates", "rdma-alerts.yml"), "a") as f:
+                f.write("      # @symbol_errors_per_hour~@\n")
             r = g.run()
             self.assertEqual(r.returncode, 1)
-            self.assertIn("@no_such_threshold@ is not in culprit-thresholds.yml", r.stderr)
-        with GeneratorCopy() as g:  # a threshold no template uses
-            with open(os.path.join(g.dir, "culprit-thresholds.yml"), "a") as f:
-                f.write("forgotten_threshold: 7\n")
-            r = g.run()
-            self.assertEqual(r.returncode, 1)
-            self.assertIn("forgotten_threshold used by no template", r.stderr)
+            self.assertIn("templates/rdma-alerts.yml: @symbol_errors_per_hour~@ is 10, not a duration",
+                          r.stderr)
         with GeneratorCopy() as g:  # a value that is not a number or a duration
             g.set_threshold("path_share", "0.8", "most")
             r = g.run()
             self.assertEqual(r.returncode, 1)
             self.assertIn("expected `name: value`", r.stderr)
+        with GeneratorCopy() as g:
+            g.set_threshold("exporter_down_for", "5m", "five minutes", "alert-thresholds.yml")
+            r = g.run()
+            self.assertEqual(r.returncode, 1)
+            self.assertIn("alert-thresholds.yml:", r.stderr)
+            self.assertIn("expected `name: value`", r.stderr)
+        # Nothing is written when the generator refuses.
+        with GeneratorCopy() as g:
+            with open(os.path.join(g.dir, "alert-thresholds.yml"), "a") as f:
+                f.write("forgotten_threshold: 7\n")
+            g.set_threshold("suspect_loss_ratio", "0.005", "0.02")
+            g.set_threshold("exporter_down_for", "5m", "7m", "alert-thresholds.yml")
+            self.assertEqual(g.run().returncode, 1)
+            for name in GeneratorCopy.WRITES:
+                with open(os.path.join(g.dir, name)) as a, \
+                        open(os.path.join(SOURCE_DIR, "config/prometheus", name)) as b:
+                    self.assertEqual(a.read(), b.read(), name)
 
     def test_the_culprit_rules_inside_rails_read_one_rail_at_a_time(self):
         # rdma-culprits-rails.yml runs on some rails' records: each of its
