@@ -515,6 +515,31 @@ class AlertRulesTest(unittest.TestCase):
                         open(os.path.join(SOURCE_DIR, "config/prometheus", name)) as b:
                     self.assertEqual(a.read(), b.read(), name)
 
+    def test_the_installed_generator_writes_the_shipped_rules(self):
+        # The package installs generate.py, its thresholds and templates in
+        # one examples folder (CMakeLists.txt); run there, it writes the
+        # rule files as they are in config/prometheus.
+        with open(os.path.join(SOURCE_DIR, "CMakeLists.txt")) as f:
+            cmake = f.read()
+        installs = re.findall(r"install\(FILES\s+([^)]*?)\s+DESTINATION "
+                              r"\$\{RDMA_EXPORTER_DOCDIR\}/examples/culprit-rules(/templates)?\)", cmake)
+        self.assertEqual(len(installs), 2, installs)
+        d = tempfile.mkdtemp(prefix="rdma_rules_installed_")
+        try:
+            for files, folder in installs:
+                os.makedirs(d + folder, exist_ok=True)
+                for name in files.split():
+                    shutil.copy(os.path.join(SOURCE_DIR, name), d + folder)
+            r = subprocess.run([sys.executable, "generate.py"], cwd=d, capture_output=True,
+                               text=True, timeout=60)
+            self.assertEqual(r.returncode, 0, r.stdout + r.stderr)
+            for name in GeneratorCopy.WRITES:
+                with open(os.path.join(d, name)) as a, \
+                        open(os.path.join(SOURCE_DIR, "config/prometheus", name)) as b:
+                    self.assertEqual(a.read(), b.read(), name)
+        finally:
+            shutil.rmtree(d)
+
     def test_the_culprit_rules_inside_rails_read_one_rail_at_a_time(self):
         # rdma-culprits-rails.yml runs on some rails' records: each of its
         # aggregations must keep `rail` (or host, device and group alone, per

@@ -109,6 +109,10 @@ class PackageTest(unittest.TestCase):
             "rdma-culprits-rails.yml": "-rw-r--r--",
             "/usr/share/doc/rdma-exporter/examples/culprit-rules/templates/"
             "rdma-culprits-across-rails.yml": "-rw-r--r--",
+            "/usr/share/doc/rdma-exporter/examples/culprit-rules/alert-thresholds.yml":
+            "-rw-r--r--",
+            "/usr/share/doc/rdma-exporter/examples/culprit-rules/templates/"
+            "rdma-alerts.yml": "-rw-r--r--",
             "/usr/share/doc/rdma_exporter": "lrwxrwxrwx",
             "/usr/share/rdma_exporter/prometheus/rdma-alerts.yml": "-rw-r--r--",
             "/usr/share/rdma_exporter/prometheus/rdma-culprits-hosts.yml": "-rw-r--r--",
