@@ -515,6 +515,25 @@ class AlertRulesTest(unittest.TestCase):
                         open(os.path.join(SOURCE_DIR, "config/prometheus", name)) as b:
                     self.assertEqual(a.read(), b.read(), name)
 
+    def test_every_threshold_is_in_its_tuning_table(self):
+        # Each thresholds file's parameters, with their defaults, in the
+        # table of its "Tuning" section (a row may hold several).
+        for thresholds, doc in (("alert-thresholds.yml", "docs/alerts.md"),
+                                ("culprit-thresholds.yml", "docs/fabric.md")):
+            with open(os.path.join(SOURCE_DIR, "config/prometheus", thresholds)) as f:
+                values = dict(re.findall(r"^([a-z][a-z0-9_]*): (\S+)$", f.read(), re.M))
+            with open(os.path.join(SOURCE_DIR, doc), encoding="utf-8") as f:
+                section = re.search(r"^#+ Tuning\n(.*?)(?=^#+ )", f.read(), re.M | re.S).group(1)
+            documented = {}
+            for names, defaults in re.findall(r"^\| (`[^|]*`) \| ([^|]*) \|", section, re.M):
+                names = re.findall(r"`(\w+)`", names)
+                defaults = [d.strip() for d in defaults.split(",")]
+                self.assertEqual(len(names), len(defaults), (doc, names))
+                documented.update(zip(names, defaults))
+            with self.subTest(thresholds=thresholds):
+                self.assertGreater(len(values), 10)
+                self.assertEqual(documented, values)
+
     def test_the_installed_generator_writes_the_shipped_rules(self):
         # The package installs generate.py, its thresholds and templates in
         # one examples folder (CMakeLists.txt); run there, it writes the
