@@ -149,13 +149,24 @@ def generate():
 
 
 def main():
+    try:
+        run()
+    except OSError as e:
+        sys.exit("generate.py: %s: %s" % (e.filename or "", e.strerror or e))
+
+
+def run():
     files = generate()
     if sys.argv[1:] == ["--check"]:
         for name, text in files.items():
-            with open(os.path.join(HERE, name)) as f:
-                if f.read() != text:
-                    sys.exit("%s differs from its template and thresholds: run "
-                             "config/prometheus/generate.py" % os.path.join(HERE, name))
+            path = os.path.join(HERE, name)
+            current = None
+            if os.path.exists(path):
+                with open(path) as f:
+                    current = f.read()
+            if current != text:
+                sys.exit("%s differs from its template and thresholds: run "
+                         "config/prometheus/generate.py" % path)
         return
     if sys.argv[1:]:
         sys.exit(__doc__)

@@ -485,6 +485,18 @@ class AlertRulesTest(unittest.TestCase):
                 r = g.run()
                 self.assertEqual(r.returncode, 1)
                 self.assertIn(f"{thresholds}: forgotten_threshold used by no template", r.stderr)
+        for missing in ("alert-thresholds.yml", "templates/rdma-culprits-rails.yml"):
+            with self.subTest(missing=missing), GeneratorCopy() as g:
+                os.unlink(os.path.join(g.dir, missing))
+                r = g.run()
+                self.assertEqual(r.returncode, 1)
+                self.assertEqual(r.stderr.strip(), "generate.py: %s: No such file or directory"
+                                 % os.path.join(g.dir, missing))
+        with GeneratorCopy() as g:  # --check of a file never written
+            os.unlink(os.path.join(g.dir, "rdma-alerts.yml"))
+            r = g.run("--check")
+            self.assertEqual(r.returncode, 1)
+            self.assertIn("rdma-alerts.yml differs from its template and thresholds", r.stderr)
         with GeneratorCopy() as g:  # a number shown as a duration in words
             with open(os.path.join(g.dir, "templates", "rdma-alerts.yml"), "a") as f:
                 f.write("      # @symbol_errors_per_hour~@\n")
