@@ -41,11 +41,12 @@ fi
 
 # What the overlay holds before the package: files only (directories are
 # copied up by any change below them), without the paths that change on
-# their own or with every dpkg run.
+# their own or with every dpkg run (/var/backups: the daily
+# dpkg-db-backup timer may fire while the guest runs).
 upper=/run/rdma-vm-overlay/upper
 changed_files() {
 	(cd "$upper" && find . \( -path ./var/log -o -path ./var/cache -o -path ./var/lib/dpkg \
-		-o -path ./tmp -o -path ./root \) -prune -o ! -type d -print) | LC_ALL=C sort
+		-o -path ./var/backups -o -path ./tmp -o -path ./root \) -prune -o ! -type d -print) | LC_ALL=C sort
 }
 changed_files >"$R/upper-before.txt"
 accounts="passwd group shadow gshadow subuid subgid"
