@@ -389,8 +389,9 @@ class BedUdTest(BedTestCase):
         # probes a loaded machine let them send. The guest stops and resumes
         # the exporter itself, told through the shared directory, so the stop
         # lasts the scrapes and the half second, not the round trips of the
-        # bed's command channel: about 1 s idle, well inside the 4 timeouts
-        # (2 s) a prober waits for a late reply; may_lose below allows for
+        # bed's command channel (vm2's heartbeat measured 1.5 s beside a CPU
+        # hog, 2.1-2.2 s before), inside the 4 timeouts (2 s) a prober
+        # waits for a late reply; may_lose below allows for
         # what outlasts them. The kernel's Soft-RoCE keeps taking the
         # requests into the stopped exporter's receive queue.
         def scrape_probers():
