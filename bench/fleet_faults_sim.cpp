@@ -37,11 +37,11 @@
 #include <string>
 #include <vector>
 
-#include "collectors/probe/plan/pinglist.hpp"
-#include "collectors/probe/plan/probers.hpp"
-#include "collectors/probe/stats/stats.hpp"
 #include "common/metric_sink.hpp"
 #include "exporter/formats/prometheus_values.hpp"
+#include "exporter/probe/plan/pinglist.hpp"
+#include "exporter/probe/plan/probers.hpp"
+#include "exporter/probe/stats/stats.hpp"
 
 namespace rdma_exporter::probe {
 namespace {

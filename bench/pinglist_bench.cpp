@@ -24,9 +24,9 @@
 #include <tuple>
 #include <vector>
 
-#include "collectors/probe/plan/pinglist.hpp"
-#include "collectors/probe/stats/stats.hpp"
 #include "common/metric_sink.hpp"
+#include "exporter/probe/plan/pinglist.hpp"
+#include "exporter/probe/stats/stats.hpp"
 #include "tests/support/fleet_probe_host.hpp"
 
 namespace rdma_exporter::probe {

@@ -15,7 +15,7 @@
 #include <cstring>
 #include <string>
 
-#include "collectors/probe/ud/admissions.hpp"
+#include "exporter/probe/ud/admissions.hpp"
 
 using namespace rdma_exporter::probe;
 

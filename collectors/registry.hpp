@@ -16,7 +16,7 @@
 #include <vector>
 
 #include "collectors/collector.hpp"
-#include "collectors/kernel/interfaces.hpp"
+#include "common/kernel/interfaces.hpp"
 #include "common/yaml_walker.hpp"
 
 namespace rdma_exporter {

@@ -5,7 +5,7 @@
 #include <vector>
 
 #include "collectors/device_filter.hpp"
-#include "collectors/kernel/nldev/client.hpp"
+#include "common/kernel/nldev/client.hpp"
 #include "common/metric_sink.hpp"
 #include "common/result.hpp"
 

@@ -2,7 +2,7 @@
 
 #include <algorithm>
 
-#include "collectors/kubernetes/pod_directory.hpp"
+#include "common/kubernetes/pod_directory.hpp"
 #include "common/log.hpp"
 #include "exporter/build_info.hpp"
 #include "exporter/formats/gzip.hpp"

@@ -11,9 +11,9 @@
 
 #include "collectors/collector.hpp"
 #include "collectors/device_filter.hpp"
-#include "collectors/kernel/interfaces.hpp"
-#include "collectors/kernel/nldev/client.hpp"
 #include "collectors/registry.hpp"
+#include "common/kernel/interfaces.hpp"
+#include "common/kernel/nldev/client.hpp"
 #include "exporter/config.hpp"
 #include "exporter/snapshot.hpp"
 

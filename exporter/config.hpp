@@ -5,13 +5,13 @@
 #include <string>
 #include <vector>
 
-#include "collectors/kubernetes/options.hpp"
-#include "collectors/probe/plan/options.hpp"
 #include "collectors/registry.hpp"
 #include "common/address.hpp"
 #include "common/duration.hpp"
+#include "common/kubernetes/options.hpp"
 #include "common/result.hpp"
 #include "exporter/otlp/options.hpp"
+#include "exporter/probe/plan/options.hpp"
 
 namespace rdma_exporter {
 

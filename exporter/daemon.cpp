@@ -5,11 +5,11 @@
 #include <csignal>
 #include <future>
 
-#include "collectors/probe/probe.hpp"
 #include "collectors/sysfs/sysfs_collector.hpp"
 #include "common/log.hpp"
 #include "exporter/build_info.hpp"
 #include "exporter/otlp/pusher.hpp"
+#include "exporter/probe/probe.hpp"
 #include "exporter/probe_collector.hpp"
 #include "exporter/process_metrics.hpp"
 #include "exporter/systemd.hpp"

@@ -4,9 +4,9 @@
 #include <cstdio>
 #include <iostream>
 
-#include "collectors/kernel/netlink/socket_transport.hpp"
-#include "collectors/kernel/sysfs/reader.hpp"
 #include "common/file.hpp"
+#include "common/kernel/netlink/socket_transport.hpp"
+#include "common/kernel/sys/reader.hpp"
 #include "common/log.hpp"
 #include "exporter/build_info.hpp"
 #include "exporter/cli.hpp"

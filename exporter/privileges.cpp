@@ -7,7 +7,7 @@
 #include <filesystem>
 #include <sstream>
 
-#include "collectors/kernel/sysfs/reader.hpp"
+#include "common/kernel/sys/reader.hpp"
 
 namespace rdma_exporter {
 namespace {

@@ -3,7 +3,7 @@
 #include <memory>
 
 #include "collectors/collector.hpp"
-#include "collectors/probe/probe.hpp"
+#include "exporter/probe/probe.hpp"
 
 namespace rdma_exporter {
 

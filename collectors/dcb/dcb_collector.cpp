@@ -5,8 +5,8 @@
 #include <map>
 #include <optional>
 
-#include "collectors/kernel/rtnetlink/dcb_codec.hpp"
 #include "collectors/registry.hpp"
+#include "common/kernel/rtnetlink/dcb_codec.hpp"
 
 namespace rdma_exporter {
 namespace {

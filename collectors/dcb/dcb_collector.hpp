@@ -2,7 +2,7 @@
 
 #include "collectors/collector.hpp"
 #include "collectors/dcb/options.hpp"
-#include "collectors/kernel/netlink/transport.hpp"
+#include "common/kernel/netlink/transport.hpp"
 
 namespace rdma_exporter {
 

@@ -4,8 +4,8 @@
 #include <optional>
 #include <set>
 
-#include "collectors/kernel/ethtool/reader.hpp"
 #include "collectors/registry.hpp"
+#include "common/kernel/netdev/reader.hpp"
 
 namespace rdma_exporter {
 

@@ -7,7 +7,7 @@
 #include "collectors/collector.hpp"
 #include "collectors/ethtool/mapping.hpp"
 #include "collectors/ethtool/options.hpp"
-#include "collectors/kernel/ethtool/ioctl.hpp"
+#include "common/kernel/netdev/ioctl.hpp"
 #include "common/pattern.hpp"
 
 namespace rdma_exporter {

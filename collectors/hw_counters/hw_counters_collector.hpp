@@ -7,7 +7,7 @@
 
 #include "collectors/collector.hpp"
 #include "collectors/hw_counters/options.hpp"
-#include "collectors/kernel/sysfs/reader.hpp"
+#include "common/kernel/sys/reader.hpp"
 
 namespace rdma_exporter {
 

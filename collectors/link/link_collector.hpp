@@ -3,8 +3,8 @@
 #include <filesystem>
 
 #include "collectors/collector.hpp"
-#include "collectors/kernel/ethtool/netlink_client.hpp"
-#include "collectors/kernel/sysfs/net_reader.hpp"
+#include "common/kernel/netdev/net_reader.hpp"
+#include "common/kernel/netdev/netlink_client.hpp"
 
 namespace rdma_exporter {
 

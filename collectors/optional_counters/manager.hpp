@@ -7,9 +7,9 @@
 #include <vector>
 
 #include "collectors/collector.hpp"
-#include "collectors/kernel/nldev/model.hpp"
 #include "collectors/optional_counters/options.hpp"
 #include "collectors/scrape.hpp"
+#include "common/kernel/nldev/model.hpp"
 #include "common/metric_sink.hpp"
 #include "common/pattern.hpp"
 

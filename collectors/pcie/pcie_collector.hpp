@@ -3,7 +3,7 @@
 #include <filesystem>
 
 #include "collectors/collector.hpp"
-#include "collectors/kernel/sysfs/reader.hpp"
+#include "common/kernel/sys/reader.hpp"
 
 namespace rdma_exporter {
 

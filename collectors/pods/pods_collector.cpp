@@ -5,8 +5,8 @@
 #include <set>
 #include <tuple>
 
-#include "collectors/kubernetes/pod_directory.hpp"
 #include "collectors/registry.hpp"
+#include "common/kubernetes/pod_directory.hpp"
 
 namespace rdma_exporter {
 

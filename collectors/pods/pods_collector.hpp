@@ -7,7 +7,7 @@
 namespace rdma_exporter {
 
 // Which pod's container was allocated which RDMA device, from the kubelet's
-// pod-resources answer (collectors/kubernetes): rdma_device_pod_info, and
+// pod-resources answer (common/kubernetes): rdma_device_pod_info, and
 // which devices the node can allocate at all: rdma_device_allocatable_info. An
 // allocated device ID names an RDMA device when it is the device's name or
 // the bus ID of the function behind it (<sysfs>/class/infiniband/<dev>/device:

@@ -5,8 +5,8 @@
 #include <algorithm>
 #include <set>
 
-#include "collectors/kernel/nldev/counter_codec.hpp"
 #include "collectors/port_rules.hpp"
+#include "common/kernel/nldev/counter_codec.hpp"
 #include "common/log.hpp"
 
 namespace rdma_exporter {

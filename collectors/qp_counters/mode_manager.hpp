@@ -9,10 +9,10 @@
 #include <vector>
 
 #include "collectors/collector.hpp"
-#include "collectors/kernel/nldev/model.hpp"
 #include "collectors/qp_counters/options.hpp"
 #include "collectors/qp_counters/process_info.hpp"
 #include "collectors/scrape.hpp"
+#include "common/kernel/nldev/model.hpp"
 #include "common/metric_sink.hpp"
 #include "common/pattern.hpp"
 

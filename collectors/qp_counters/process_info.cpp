@@ -2,7 +2,7 @@
 
 #include <string_view>
 
-#include "collectors/kernel/sysfs/reader.hpp"
+#include "common/kernel/sys/reader.hpp"
 
 namespace rdma_exporter {
 

@@ -6,10 +6,10 @@
 #include <optional>
 #include <unordered_map>
 
-#include "collectors/kernel/nldev/counter_codec.hpp"
-#include "collectors/kubernetes/pod_directory.hpp"
 #include "collectors/qp_counters/mode_manager.hpp"
 #include "collectors/registry.hpp"
+#include "common/kernel/nldev/counter_codec.hpp"
+#include "common/kubernetes/pod_directory.hpp"
 
 namespace rdma_exporter {
 namespace {

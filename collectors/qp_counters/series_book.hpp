@@ -11,7 +11,7 @@
 #include <utility>
 #include <vector>
 
-#include "collectors/kernel/nldev/model.hpp"
+#include "common/kernel/nldev/model.hpp"
 
 namespace rdma_exporter {
 

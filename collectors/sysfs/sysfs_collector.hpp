@@ -6,7 +6,7 @@
 #include <unordered_map>
 
 #include "collectors/collector.hpp"
-#include "collectors/kernel/sysfs/reader.hpp"
+#include "common/kernel/sys/reader.hpp"
 
 namespace rdma_exporter {
 

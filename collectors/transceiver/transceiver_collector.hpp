@@ -10,8 +10,8 @@
 #include <thread>
 
 #include "collectors/collector.hpp"
-#include "collectors/kernel/ethtool/module_reader.hpp"
 #include "common/duration.hpp"
+#include "common/kernel/netdev/module_reader.hpp"
 
 namespace rdma_exporter {
 

@@ -6,7 +6,7 @@
 
 #include <cstring>
 
-#include "collectors/kernel/ethtool/netlink_codec.hpp"
+#include "common/kernel/netdev/netlink_codec.hpp"
 
 namespace rdma_exporter::testing {
 namespace {

@@ -12,8 +12,8 @@
 #include <string>
 #include <vector>
 
-#include "collectors/kernel/ethtool/module_eeprom.hpp"
-#include "collectors/kernel/netlink/transport.hpp"
+#include "common/kernel/netdev/module_eeprom.hpp"
+#include "common/kernel/netlink/transport.hpp"
 #include "tests/fake_kernel/nl_message.hpp"
 
 namespace rdma_exporter::testing {

@@ -12,7 +12,7 @@
 #include <utility>
 #include <vector>
 
-#include "collectors/kernel/ethtool/ioctl.hpp"
+#include "common/kernel/netdev/ioctl.hpp"
 
 namespace rdma_exporter::testing {
 

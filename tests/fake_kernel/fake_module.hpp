@@ -10,7 +10,7 @@
 #include <map>
 #include <vector>
 
-#include "collectors/kernel/ethtool/module_eeprom.hpp"
+#include "common/kernel/netdev/module_eeprom.hpp"
 
 namespace rdma_exporter::testing {
 

@@ -12,7 +12,7 @@
 #include <utility>
 #include <vector>
 
-#include "collectors/kernel/netlink/transport.hpp"
+#include "common/kernel/netlink/transport.hpp"
 #include "tests/fake_kernel/nl_message.hpp"
 
 namespace rdma_exporter::testing {

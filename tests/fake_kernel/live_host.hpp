@@ -7,7 +7,7 @@
 
 #include <cstdint>
 
-#include "collectors/kernel/interfaces.hpp"
+#include "common/kernel/interfaces.hpp"
 
 namespace rdma_exporter::testing {
 

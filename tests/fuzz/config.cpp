@@ -9,8 +9,8 @@
 #include <cstdint>
 #include <string>
 
-#include "collectors/probe/plan/targets.hpp"
 #include "exporter/http/web_config.hpp"
+#include "exporter/probe/plan/targets.hpp"
 #include "tests/fuzz/fuzz_input.hpp"
 
 using namespace rdma_exporter;

@@ -8,9 +8,9 @@
 #include <cstddef>
 #include <cstdint>
 
-#include "collectors/kernel/ethtool/codec.hpp"
-#include "collectors/kernel/ethtool/netlink_codec.hpp"
-#include "collectors/kernel/rtnetlink/dcb_codec.hpp"
+#include "common/kernel/netdev/codec.hpp"
+#include "common/kernel/netdev/netlink_codec.hpp"
+#include "common/kernel/rtnetlink/dcb_codec.hpp"
 #include "tests/fuzz/fuzz_input.hpp"
 
 using namespace rdma_exporter;

@@ -15,14 +15,14 @@
 #include <string>
 #include <vector>
 
-#include "collectors/kernel/ethtool/codec.hpp"
-#include "collectors/kernel/ethtool/netlink_codec.hpp"
-#include "collectors/kernel/nldev/codec.hpp"
-#include "collectors/kernel/nldev/counter_codec.hpp"
-#include "collectors/kernel/nldev/optional_counter_codec.hpp"
-#include "collectors/kernel/rtnetlink/dcb_codec.hpp"
-#include "collectors/probe/wire/datagram.hpp"
-#include "collectors/probe/wire/protocol.hpp"
+#include "common/kernel/netdev/codec.hpp"
+#include "common/kernel/netdev/netlink_codec.hpp"
+#include "common/kernel/nldev/codec.hpp"
+#include "common/kernel/nldev/counter_codec.hpp"
+#include "common/kernel/nldev/optional_counter_codec.hpp"
+#include "common/kernel/rtnetlink/dcb_codec.hpp"
+#include "exporter/probe/wire/datagram.hpp"
+#include "exporter/probe/wire/protocol.hpp"
 #include "tests/fake_kernel/fake_dcb.hpp"
 #include "tests/fake_kernel/fake_ethnl.hpp"
 #include "tests/fake_kernel/fake_ethtool.hpp"

@@ -4,7 +4,7 @@
 // halves would be (and the lower half's halves_to_read). Odd: the legacy
 // ioctl's module type (a byte) and a flat image of any length.
 
-#include "collectors/kernel/ethtool/module_eeprom.hpp"
+#include "common/kernel/netdev/module_eeprom.hpp"
 
 #include <cstddef>
 #include <cstdint>

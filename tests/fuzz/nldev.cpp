@@ -6,10 +6,10 @@
 #include <cstddef>
 #include <cstdint>
 
-#include "collectors/kernel/netlink/messages.hpp"
-#include "collectors/kernel/nldev/codec.hpp"
-#include "collectors/kernel/nldev/counter_codec.hpp"
-#include "collectors/kernel/nldev/optional_counter_codec.hpp"
+#include "common/kernel/netlink/messages.hpp"
+#include "common/kernel/nldev/codec.hpp"
+#include "common/kernel/nldev/counter_codec.hpp"
+#include "common/kernel/nldev/optional_counter_codec.hpp"
 #include "tests/fuzz/fuzz_input.hpp"
 
 using namespace rdma_exporter;

@@ -1,4 +1,4 @@
-// Fuzz harness: a cgroup path read as a pod's (collectors/kubernetes). The
+// Fuzz harness: a cgroup path read as a pod's (common/kubernetes). The
 // input is a path; whatever it names, a pod found in it has a UID of 32
 // hex digits or 8-4-4-4-12, and a container ID, when there is one, of 12
 // to 64 lower-case hex digits that appears in the path.
@@ -8,7 +8,7 @@
 #include <cstdlib>
 #include <string_view>
 
-#include "collectors/kubernetes/cgroup_path.hpp"
+#include "common/kubernetes/cgroup_path.hpp"
 
 using namespace rdma_exporter::kubernetes;
 

@@ -9,9 +9,9 @@
 #include <span>
 #include <vector>
 
-#include "collectors/probe/ud/port.hpp"
-#include "collectors/probe/wire/datagram.hpp"
-#include "collectors/probe/wire/protocol.hpp"
+#include "exporter/probe/ud/port.hpp"
+#include "exporter/probe/wire/datagram.hpp"
+#include "exporter/probe/wire/protocol.hpp"
 #include "tests/fuzz/fuzz_input.hpp"
 
 using namespace rdma_exporter::probe;

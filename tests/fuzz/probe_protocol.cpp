@@ -9,7 +9,7 @@
 #include <cstdlib>
 #include <variant>
 
-#include "collectors/probe/wire/protocol.hpp"
+#include "exporter/probe/wire/protocol.hpp"
 #include "tests/fuzz/fuzz_input.hpp"
 
 using namespace rdma_exporter::probe;

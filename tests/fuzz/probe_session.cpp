@@ -26,11 +26,11 @@
 #include <string>
 #include <vector>
 
-#include "collectors/probe/control/channel.hpp"
-#include "collectors/probe/control/client.hpp"
-#include "collectors/probe/control/responder.hpp"
-#include "collectors/probe/wire/auth.hpp"
 #include "common/log.hpp"
+#include "exporter/probe/control/channel.hpp"
+#include "exporter/probe/control/client.hpp"
+#include "exporter/probe/control/responder.hpp"
+#include "exporter/probe/wire/auth.hpp"
 
 using namespace rdma_exporter::probe;
 using boost::asio::ip::tcp;

@@ -14,9 +14,9 @@
 #include <fstream>
 #include <string>
 
-#include "collectors/kernel/sysfs/reader.hpp"
 #include "common/address.hpp"
 #include "common/duration.hpp"
+#include "common/kernel/sys/reader.hpp"
 #include "common/pattern.hpp"
 #include "tests/fuzz/fuzz_input.hpp"
 

@@ -13,9 +13,9 @@
 #include <utility>
 
 #include "collectors/device_filter.hpp"
-#include "collectors/kernel/interfaces.hpp"
-#include "collectors/kernel/nldev/client.hpp"
 #include "collectors/registry.hpp"
+#include "common/kernel/interfaces.hpp"
+#include "common/kernel/nldev/client.hpp"
 #include "exporter/formats/text.hpp"
 #include "exporter/snapshot.hpp"
 

@@ -9,8 +9,8 @@
 #include <cstring>
 #include <stdexcept>
 
-#include "collectors/kubernetes/proto/cri.grpc.pb.h"
-#include "collectors/kubernetes/proto/podresources.grpc.pb.h"
+#include "common/kubernetes/proto/cri.grpc.pb.h"
+#include "common/kubernetes/proto/podresources.grpc.pb.h"
 
 namespace rdma_exporter::testing {
 namespace {

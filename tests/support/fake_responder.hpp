@@ -18,7 +18,7 @@
 #include <string>
 #include <vector>
 
-#include "collectors/probe/wire/protocol.hpp"
+#include "exporter/probe/wire/protocol.hpp"
 
 namespace rdma_exporter::testing {
 

@@ -9,7 +9,7 @@
 #include <string>
 #include <vector>
 
-#include "collectors/probe/stats/stats.hpp"
+#include "exporter/probe/stats/stats.hpp"
 
 namespace rdma_exporter::testing {
 

@@ -14,8 +14,8 @@
 #include <string>
 #include <thread>
 
-#include "collectors/probe/control/responder.hpp"
-#include "collectors/probe/stats/stats.hpp"
+#include "exporter/probe/control/responder.hpp"
+#include "exporter/probe/stats/stats.hpp"
 #include "tests/support/snapshot_query.hpp"
 
 namespace rdma_exporter::testing {

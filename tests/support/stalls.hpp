@@ -6,7 +6,7 @@
 #include <chrono>
 #include <memory>
 
-#include "collectors/probe/stats/stalls.hpp"
+#include "exporter/probe/stats/stalls.hpp"
 
 namespace rdma_exporter::testing {
 

@@ -1,5 +1,5 @@
 """The probe's control protocol (version 4) and UD datagram in Python, written
-from docs/probe.md and collectors/probe/wire/protocol.cpp, for the VM suites'
+from docs/probe.md and exporter/probe/wire/protocol.cpp, for the VM suites'
 peers written apart from the exporter (ud_peer.py, probe_attacker.py).
 
 Every control message: 'R' 'X' 'P', version, type, 0, payload length (16 bits,
