@@ -115,54 +115,28 @@ std::string version_problem(const std::string& v, WebConfig::TlsVersion& out) {
   return {};
 }
 
-}  // namespace
-
-bool is_bcrypt_hash(const std::string& h) {
-  // $2b$10$ + 22 characters of salt + 31 of digest
-  if (h.size() != 60 || h[0] != '$' || h[1] != '2' || h[3] != '$' || h[6] != '$') return false;
-  if (h[2] != 'a' && h[2] != 'b' && h[2] != 'y') return false;
-  if (!std::isdigit(static_cast<unsigned char>(h[4])) ||
-      !std::isdigit(static_cast<unsigned char>(h[5]))) {
-    return false;
-  }
-  const int cost = (h[4] - '0') * 10 + (h[5] - '0');
-  if (cost < 4 || cost > 31) return false;
-  return std::all_of(h.begin() + 7, h.end(), [](char c) {
-    return std::isalnum(static_cast<unsigned char>(c)) || c == '.' || c == '/';
-  });
+// A file name, resolved against the web configuration file's directory.
+Walker::Field file_field(Walker& w, const std::string& source, std::string& dst) {
+  return [&w, &source, &dst](const YAML::Node& n, const std::string& key) {
+    if (!n.IsScalar() || n.Scalar().empty()) return w.error_at(n, key, "expected a file name");
+    dst = resolve_relative(n.Scalar(), source);
+  };
 }
 
-std::vector<std::string> parse_web_config(const std::string& yaml_text, const std::string& source,
-                                          WebConfig& out) {
-  Walker w(source);
-  YAML::Node root;
-  try {
-    root = load_yaml(yaml_text);
-  } catch (const YAML::Exception& e) {
-    w.error(e.mark, "(syntax)", e.msg);
-    return w.take();
-  }
+// An inline PEM text; a parse error never quotes it (it may be a key).
+Walker::Field pem_field(Walker& w, std::string& dst) {
+  return [&w, &dst](const YAML::Node& n, const std::string& key) {
+    if (!n.IsScalar() || n.Scalar().empty()) {
+      return w.error_at(n, key, "expected PEM text (the value is not shown)");
+    }
+    dst = n.Scalar();
+  };
+}
 
-  WebConfig::Tls tls;
-  YAML::Node tls_node;
-  bool tls_failed = false;  // a problem was found inside tls_server_config
-  // A file name, resolved against the web configuration file's directory.
-  auto file = [&w, &source](std::string& dst) -> Walker::Field {
-    return [&w, &source, &dst](const YAML::Node& n, const std::string& key) {
-      if (!n.IsScalar() || n.Scalar().empty()) return w.error_at(n, key, "expected a file name");
-      dst = resolve_relative(n.Scalar(), source);
-    };
-  };
-  // An inline PEM text; a parse error never quotes it (it may be a key).
-  auto pem = [&w](std::string& dst) -> Walker::Field {
-    return [&w, &dst](const YAML::Node& n, const std::string& key) {
-      if (!n.IsScalar() || n.Scalar().empty()) {
-        return w.error_at(n, key, "expected PEM text (the value is not shown)");
-      }
-      dst = n.Scalar();
-    };
-  };
-  auto cipher_list = [&w, &tls](const YAML::Node& n, const std::string& key) {
+// cipher_suites: Go crypto/tls names into the OpenSSL lists of `tls`
+// (TLS 1.2 and TLS 1.3 apart); broken and unknown suites are named.
+Walker::Field cipher_suites_field(Walker& w, WebConfig::Tls& tls) {
+  return [&w, &tls](const YAML::Node& n, const std::string& key) {
     if (n.IsNull()) return;
     if (!n.IsSequence()) return w.error_at(n, key, "expected a list of cipher suite names");
     for (const auto& item : n) {
@@ -182,7 +156,11 @@ std::vector<std::string> parse_web_config(const std::string& yaml_text, const st
       }
     }
   };
-  auto curve_list = [&w, &tls](const YAML::Node& n, const std::string& key) {
+}
+
+// curve_preferences: Go curve names into OpenSSL's.
+Walker::Field curves_field(Walker& w, WebConfig::Tls& tls) {
+  return [&w, &tls](const YAML::Node& n, const std::string& key) {
     if (n.IsNull()) return;
     if (!n.IsSequence()) return w.error_at(n, key, "expected a list of curve names");
     for (const auto& item : n) {
@@ -196,7 +174,12 @@ std::vector<std::string> parse_web_config(const std::string& yaml_text, const st
       }
     }
   };
-  auto headers = [&w, &out](const YAML::Node& n, const std::string& key) {
+}
+
+// http_server_config.headers: only the headers exporter-toolkit allows,
+// with the values it allows, and no control characters.
+Walker::Field headers_field(Walker& w, WebConfig& out) {
+  return [&w, &out](const YAML::Node& n, const std::string& key) {
     if (n.IsNull()) return;
     if (!n.IsMap()) return w.error_at(n, key, "expected a mapping of header names to values");
     for (const auto& kv : n) {
@@ -240,7 +223,12 @@ std::vector<std::string> parse_web_config(const std::string& yaml_text, const st
       out.headers.emplace_back(rule->name, value);
     }
   };
-  auto users = [&w, &out](const YAML::Node& n, const std::string& key) {
+}
+
+// basic_auth_users: user names without ':' to bcrypt hashes; a bad hash is
+// never quoted.
+Walker::Field users_field(Walker& w, WebConfig& out) {
+  return [&w, &out](const YAML::Node& n, const std::string& key) {
     if (n.IsNull()) return;
     if (!n.IsMap()) return w.error_at(n, key, "expected a mapping of user names to bcrypt hashes");
     for (const auto& kv : n) {
@@ -259,102 +247,146 @@ std::vector<std::string> parse_web_config(const std::string& yaml_text, const st
       out.users[user] = kv.second.Scalar();
     }
   };
+}
 
+// tls_server_config's keys, each checked alone. True when one was wrong.
+bool parse_tls_keys(Walker& w, const YAML::Node& n, const std::string& p, const std::string& source,
+                    WebConfig::Tls& tls) {
+  const Walker::Section section = w.section();
+  std::string choice;
+  w.mapping(
+      n, p,
+      {{"cert_file", file_field(w, source, tls.cert_file)},
+       {"key_file", file_field(w, source, tls.key_file)},
+       {"client_ca_file", file_field(w, source, tls.client_ca_file)},
+       {"cert", pem_field(w, tls.cert)},
+       {"key", pem_field(w, tls.key)},
+       {"client_ca", pem_field(w, tls.client_ca)},
+       {"client_auth_type", w.optional_string_into(choice,
+                                                   [&tls](const std::string& v) {
+                                                     return client_auth_problem(v, tls.client_auth);
+                                                   })},
+       {"min_version",
+        w.optional_string_into(
+            choice, [&tls](const std::string& v) { return version_problem(v, tls.min_version); })},
+       {"max_version",
+        w.optional_string_into(
+            choice, [&tls](const std::string& v) { return version_problem(v, tls.max_version); })},
+       {"cipher_suites", cipher_suites_field(w, tls)},
+       {"curve_preferences", curves_field(w, tls)},
+       {"prefer_server_cipher_suites", w.boolean(tls.prefer_server_cipher_suites)},
+       {"client_allowed_sans", w.string_list(tls.client_allowed_sans, [](const std::string& san) {
+          return san.empty() ? std::string("an empty name") : std::string();
+        })}});
+  return section.failed();
+}
+
+// rate_limit: an interval and a burst of at least 1 when it is set.
+void parse_rate_limit(Walker& w, const YAML::Node& n, const std::string& p, WebConfig& out) {
+  const Walker::Section section = w.section();
+  w.mapping(n, p,
+            {{"interval", w.duration(out.rate_limit.interval)},
+             {"burst", w.integer(out.rate_limit.burst, 0, 1000000)}});
+  if (!section.failed() && out.rate_limit.interval.count() > 0 && out.rate_limit.burst < 1) {
+    w.error_at(n, p + ".burst",
+               "must be at least 1 when rate_limit.interval is set (a burst of 0 "
+               "would refuse every request)");
+  }
+}
+
+// How tls_server_config's keys go together, checked once each is valid:
+// a certificate and a key, each from a file or inline, not both; a client
+// CA exactly when client certificates are verified; SANs only with client
+// certificates; versions in order.
+void check_tls_keys_together(Walker& w, const YAML::Node& tls_node, const WebConfig::Tls& tls) {
+  const std::string p = "tls_server_config";
+  auto need_one = [&](const std::string& from_file, const std::string& inline_text,
+                      const char* file_key, const char* inline_key) {
+    if (!from_file.empty() && !inline_text.empty()) {
+      w.error_at(tls_node, p, std::string("give ") + file_key + " or " + inline_key + ", not both");
+    } else if (from_file.empty() && inline_text.empty()) {
+      w.error_at(tls_node, p, std::string("missing ") + file_key + " (or " + inline_key + ")");
+    }
+  };
+  need_one(tls.cert_file, tls.cert, "cert_file", "cert");
+  need_one(tls.key_file, tls.key, "key_file", "key");
+  const bool has_ca = !tls.client_ca_file.empty() || !tls.client_ca.empty();
+  if (!tls.client_ca_file.empty() && !tls.client_ca.empty()) {
+    w.error_at(tls_node, p, "give client_ca_file or client_ca, not both");
+  }
+  using CA = WebConfig::ClientAuth;
+  if (has_ca && tls.client_auth == CA::none) {
+    w.error_at(tls_node, p,
+               "a client CA is configured but client_auth_type does not check client "
+               "certificates (use RequireAndVerifyClientCert)");
+  }
+  if (!has_ca &&
+      (tls.client_auth == CA::verify_if_given || tls.client_auth == CA::require_and_verify)) {
+    w.error_at(tls_node, p,
+               "client_auth_type verifies client certificates: it needs "
+               "client_ca_file (or client_ca)");
+  }
+  if (!tls.client_allowed_sans.empty() && tls.client_auth != CA::require_and_verify &&
+      tls.client_auth != CA::require_any) {
+    w.error_at(tls_node, p,
+               "client_allowed_sans needs client certificates: set client_auth_type to "
+               "RequireAndVerifyClientCert (or RequireAnyClientCert)");
+  }
+  if (tls.min_version > tls.max_version) {
+    w.error_at(tls_node, p, "min_version is newer than max_version");
+  }
+}
+
+}  // namespace
+
+bool is_bcrypt_hash(const std::string& h) {
+  // $2b$10$ + 22 characters of salt + 31 of digest
+  if (h.size() != 60 || h[0] != '$' || h[1] != '2' || h[3] != '$' || h[6] != '$') return false;
+  if (h[2] != 'a' && h[2] != 'b' && h[2] != 'y') return false;
+  if (!std::isdigit(static_cast<unsigned char>(h[4])) ||
+      !std::isdigit(static_cast<unsigned char>(h[5]))) {
+    return false;
+  }
+  const int cost = (h[4] - '0') * 10 + (h[5] - '0');
+  if (cost < 4 || cost > 31) return false;
+  return std::all_of(h.begin() + 7, h.end(), [](char c) {
+    return std::isalnum(static_cast<unsigned char>(c)) || c == '.' || c == '/';
+  });
+}
+
+std::vector<std::string> parse_web_config(const std::string& yaml_text, const std::string& source,
+                                          WebConfig& out) {
+  Walker w(source);
+  YAML::Node root;
+  try {
+    root = load_yaml(yaml_text);
+  } catch (const YAML::Exception& e) {
+    w.error(e.mark, "(syntax)", e.msg);
+    return w.take();
+  }
+
+  WebConfig::Tls tls;
+  YAML::Node tls_node;
+  bool tls_failed = false;  // a problem was found inside tls_server_config
   w.mapping(
       root, "",
       {{"tls_server_config",
         [&](const YAML::Node& n, const std::string& p) {
           tls_node = n;
-          const Walker::Section section = w.section();
-          std::string choice;
-          w.mapping(
-              n, p,
-              {{"cert_file", file(tls.cert_file)},
-               {"key_file", file(tls.key_file)},
-               {"client_ca_file", file(tls.client_ca_file)},
-               {"cert", pem(tls.cert)},
-               {"key", pem(tls.key)},
-               {"client_ca", pem(tls.client_ca)},
-               {"client_auth_type", w.optional_string_into(choice,
-                                                           [&tls](const std::string& v) {
-                                                             return client_auth_problem(
-                                                                 v, tls.client_auth);
-                                                           })},
-               {"min_version", w.optional_string_into(choice,
-                                                      [&tls](const std::string& v) {
-                                                        return version_problem(v, tls.min_version);
-                                                      })},
-               {"max_version", w.optional_string_into(choice,
-                                                      [&tls](const std::string& v) {
-                                                        return version_problem(v, tls.max_version);
-                                                      })},
-               {"cipher_suites", cipher_list},
-               {"curve_preferences", curve_list},
-               {"prefer_server_cipher_suites", w.boolean(tls.prefer_server_cipher_suites)},
-               {"client_allowed_sans",
-                w.string_list(tls.client_allowed_sans, [](const std::string& san) {
-                  return san.empty() ? std::string("an empty name") : std::string();
-                })}});
-          tls_failed = section.failed();
+          tls_failed = parse_tls_keys(w, n, p, source, tls);
         }},
        {"http_server_config",
         [&](const YAML::Node& n, const std::string& p) {
-          w.mapping(n, p, {{"http2", w.boolean(out.http2)}, {"headers", headers}});
+          w.mapping(n, p, {{"http2", w.boolean(out.http2)}, {"headers", headers_field(w, out)}});
         }},
-       {"basic_auth_users", users},
-       {"rate_limit", [&](const YAML::Node& n, const std::string& p) {
-          const Walker::Section section = w.section();
-          w.mapping(n, p,
-                    {{"interval", w.duration(out.rate_limit.interval)},
-                     {"burst", w.integer(out.rate_limit.burst, 0, 1000000)}});
-          if (!section.failed() && out.rate_limit.interval.count() > 0 &&
-              out.rate_limit.burst < 1) {
-            w.error_at(n, p + ".burst",
-                       "must be at least 1 when rate_limit.interval is set (a burst of 0 "
-                       "would refuse every request)");
-          }
-        }}});
+       {"basic_auth_users", users_field(w, out)},
+       {"rate_limit",
+        [&](const YAML::Node& n, const std::string& p) { parse_rate_limit(w, n, p, out); }}});
 
   // tls_server_config with no key at all means plain HTTP, as in
-  // exporter-toolkit. How the keys go together is checked once each is valid.
+  // exporter-toolkit.
   if (tls_node && tls_node.IsMap() && tls_node.size() > 0 && !tls_failed) {
-    const std::string p = "tls_server_config";
-    auto need_one = [&](const std::string& from_file, const std::string& inline_text,
-                        const char* file_key, const char* inline_key) {
-      if (!from_file.empty() && !inline_text.empty()) {
-        w.error_at(tls_node, p,
-                   std::string("give ") + file_key + " or " + inline_key + ", not both");
-      } else if (from_file.empty() && inline_text.empty()) {
-        w.error_at(tls_node, p, std::string("missing ") + file_key + " (or " + inline_key + ")");
-      }
-    };
-    need_one(tls.cert_file, tls.cert, "cert_file", "cert");
-    need_one(tls.key_file, tls.key, "key_file", "key");
-    const bool has_ca = !tls.client_ca_file.empty() || !tls.client_ca.empty();
-    if (!tls.client_ca_file.empty() && !tls.client_ca.empty()) {
-      w.error_at(tls_node, p, "give client_ca_file or client_ca, not both");
-    }
-    using CA = WebConfig::ClientAuth;
-    if (has_ca && tls.client_auth == CA::none) {
-      w.error_at(tls_node, p,
-                 "a client CA is configured but client_auth_type does not check client "
-                 "certificates (use RequireAndVerifyClientCert)");
-    }
-    if (!has_ca &&
-        (tls.client_auth == CA::verify_if_given || tls.client_auth == CA::require_and_verify)) {
-      w.error_at(tls_node, p,
-                 "client_auth_type verifies client certificates: it needs "
-                 "client_ca_file (or client_ca)");
-    }
-    if (!tls.client_allowed_sans.empty() && tls.client_auth != CA::require_and_verify &&
-        tls.client_auth != CA::require_any) {
-      w.error_at(tls_node, p,
-                 "client_allowed_sans needs client certificates: set client_auth_type to "
-                 "RequireAndVerifyClientCert (or RequireAnyClientCert)");
-    }
-    if (tls.min_version > tls.max_version) {
-      w.error_at(tls_node, p, "min_version is newer than max_version");
-    }
+    check_tls_keys_together(w, tls_node, tls);
     out.tls = std::move(tls);
   }
   return w.take();
