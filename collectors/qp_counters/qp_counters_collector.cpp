@@ -164,25 +164,23 @@ SeriesBook::Key QpCountersCollector::key_of(const nldev::CounterSet& set,
   return key;
 }
 
-std::vector<std::string> QpCountersCollector::collect(Scrape& scrape, MetricSink& sink) {
-  std::vector<std::string> errors;
-  const Topology* topology = scrape.topology_for(errors);
-  if (topology == nullptr) return errors;
-  processes_.next_collection(ProcessInfo::Clock::now());
+void QpCountersCollector::follow_pod_directory(const kubernetes::PodDirectory* pods) {
   // The pod labels come and go with the directory (a reload of the
   // kubernetes section): the series start afresh with the other labels.
-  if (const bool present = scrape.pods() != nullptr; present != pods_present_) {
+  if (const bool present = pods != nullptr; present != pods_present_) {
     pods_present_ = present;
     const auto old_labels = label_names_;
     choose_labels();
     if (label_names_ != old_labels) book_ = SeriesBook(options_.max_series, options_.retired_ttl);
   }
-  std::vector<nldev::CounterSet> all_sets;
-  std::vector<nldev::Qp> all_qps;
-  std::vector<SeriesBook::Observation> observations;
-  std::map<std::pair<std::string, uint32_t>, std::size_t> live_sets;
+}
 
-  for (const auto& entry : topology->devices) {
+QpCountersCollector::KernelView QpCountersCollector::read_kernel(Scrape& scrape,
+                                                                 const Topology& topology,
+                                                                 MetricSink& sink,
+                                                                 std::vector<std::string>& errors) {
+  KernelView view;
+  for (const auto& entry : topology.devices) {
     const auto& dev = entry.device;
     if (!entry.ports) continue;
     for (const auto& port : *entry.ports) {
@@ -203,14 +201,14 @@ std::vector<std::string> QpCountersCollector::collect(Scrape& scrape, MetricSink
            {"mode", nldev::counter_mode_name(mode->mode)},
            {"auto_by",
             mode->mode == RDMA_COUNTER_MODE_AUTO ? nldev::auto_mask_name(mode->auto_mask) : ""}});
-      live_sets[{dev.name, port.index}] = 0;
+      view.live_sets[{dev.name, port.index}] = 0;
     }
 
     auto qps = scrape.netlink().qps(dev.index);
     if (!qps) {
       if (!unsupported(qps.error())) errors.push_back(dev.name + " QPs: " + qps.error().message);
     } else {
-      append(all_qps, std::move(*qps));
+      append(view.qps, std::move(*qps));
     }
     auto sets = scrape.netlink().counter_sets(dev.index);
     if (!sets) {
@@ -219,16 +217,22 @@ std::vector<std::string> QpCountersCollector::collect(Scrape& scrape, MetricSink
       }
       continue;
     }
-    append(all_sets, std::move(*sets));
+    append(view.sets, std::move(*sets));
   }
 
+  return view;
+}
+
+void QpCountersCollector::export_counter_sets(KernelView& view, kubernetes::PodDirectory* pods,
+                                              MetricSink& sink) {
+  std::vector<SeriesBook::Observation> observations;
   // QPs by device and number, sorted (one allocation, where a hash map
   // makes one per QP); a number listed twice is the last one's.
   using QpRef = std::pair<uint64_t, const nldev::Qp*>;
   auto dev_qpn = [](uint32_t dev, uint32_t lqpn) { return (uint64_t{dev} << 32) | lqpn; };
   std::vector<QpRef> by_dev_qpn;
-  by_dev_qpn.reserve(all_qps.size());
-  for (const auto& q : all_qps) by_dev_qpn.emplace_back(dev_qpn(q.dev_index, q.lqpn), &q);
+  by_dev_qpn.reserve(view.qps.size());
+  for (const auto& q : view.qps) by_dev_qpn.emplace_back(dev_qpn(q.dev_index, q.lqpn), &q);
   std::stable_sort(by_dev_qpn.begin(), by_dev_qpn.end(),
                    [](const QpRef& a, const QpRef& b) { return a.first < b.first; });
   auto find_qp = [&](uint64_t key) -> const nldev::Qp* {
@@ -238,18 +242,18 @@ std::vector<std::string> QpCountersCollector::collect(Scrape& scrape, MetricSink
     return std::prev(it)->second;
   };
   std::vector<SeriesBook::Key> keys;
-  keys.reserve(all_sets.size());
+  keys.reserve(view.sets.size());
   std::vector<const nldev::Qp*> qps_of_set;
-  for (const auto& s : all_sets) {
+  for (const auto& s : view.sets) {
     qps_of_set.clear();
     for (uint32_t lqpn : s.lqpns) {
       if (const nldev::Qp* q = find_qp(dev_qpn(s.dev_index, lqpn))) qps_of_set.push_back(q);
     }
-    keys.push_back(key_of(s, qps_of_set, scrape.pods()));
-    ++live_sets[{s.dev_name, s.port}];
+    keys.push_back(key_of(s, qps_of_set, pods));
+    ++view.live_sets[{s.dev_name, s.port}];
   }
-  for (std::size_t i = 0; i < all_sets.size(); ++i) {
-    const auto& s = all_sets[i];
+  for (std::size_t i = 0; i < view.sets.size(); ++i) {
+    const auto& s = view.sets[i];
     observations.push_back({{s.dev_name, s.port, s.id}, keys[i], &s.counters});
   }
 
@@ -263,7 +267,7 @@ std::vector<std::string> QpCountersCollector::collect(Scrape& scrape, MetricSink
       sink.counter(metric, help, labels, value);
     }
   }
-  for (const auto& [port, count] : live_sets) {
+  for (const auto& [port, count] : view.live_sets) {
     const Labels labels{{"device", port.first}, {"port", std::to_string(port.second)}};
     sink.gauge("rdma_qp_stat_sets", "Per-QP counter sets bound on the port.", labels,
                static_cast<double>(count));
@@ -273,10 +277,13 @@ std::vector<std::string> QpCountersCollector::collect(Scrape& scrape, MetricSink
                "qp_counters.max_series distinct series exist.",
                labels, folded == book_.folded().end() ? 0.0 : static_cast<double>(folded->second));
   }
+}
 
+void QpCountersCollector::export_inventory(const std::vector<nldev::Qp>& qps,
+                                           kubernetes::PodDirectory* pods, MetricSink& sink) {
   // QP inventory: counted by device, port, type, state (and comm, and the
   // pod) first, then labelled once per group.
-  const bool by_pod = options_.inventory_by_pod && scrape.pods() != nullptr;
+  const bool by_pod = options_.inventory_by_pod && pods != nullptr;
   struct Group {
     uint32_t dev_index;
     std::optional<uint32_t> port;
@@ -300,14 +307,14 @@ std::vector<std::string> QpCountersCollector::collect(Scrape& scrape, MetricSink
     }
   };
   std::unordered_map<Group, std::pair<const nldev::Qp*, std::size_t>, GroupHash> groups;
-  for (const auto& q : all_qps) {
+  for (const auto& q : qps) {
     Group g{q.dev_index, q.port, q.type, q.state, {}, {}};
     if (options_.inventory_by_comm) {
       g.comm = q.kern_name ? *q.kern_name : (q.pid ? processes_.comm(*q.pid).value_or("") : "");
     }
     if (by_pod && q.pid) {
       if (const auto cgroup = processes_.cgroup(*q.pid)) {
-        if (auto pod = scrape.pods()->lookup(*cgroup)) g.pod = std::move(*pod);
+        if (auto pod = pods->lookup(*cgroup)) g.pod = std::move(*pod);
       }
     }
     auto [it, inserted] = groups.try_emplace(std::move(g), &q, 0);
@@ -338,7 +345,17 @@ std::vector<std::string> QpCountersCollector::collect(Scrape& scrape, MetricSink
     sink.gauge("rdma_qps", "QPs in the device's resource tracker, by port, type and state.",
                std::move(labels), static_cast<double>(count));
   }
+}
 
+std::vector<std::string> QpCountersCollector::collect(Scrape& scrape, MetricSink& sink) {
+  std::vector<std::string> errors;
+  const Topology* topology = scrape.topology_for(errors);
+  if (topology == nullptr) return errors;
+  processes_.next_collection(ProcessInfo::Clock::now());
+  follow_pod_directory(scrape.pods());
+  KernelView view = read_kernel(scrape, *topology, sink, errors);
+  export_counter_sets(view, scrape.pods(), sink);
+  export_inventory(view.qps, scrape.pods(), sink);
   manager_.add_metrics(sink);
   return errors;
 }

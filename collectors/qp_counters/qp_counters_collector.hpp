@@ -1,5 +1,6 @@
 #pragma once
 
+#include <map>
 #include <string>
 #include <unordered_map>
 #include <utility>
@@ -35,7 +36,26 @@ class QpCountersCollector final : public Collector {
   std::vector<std::string> collect(Scrape& scrape, MetricSink& sink) override;
 
  private:
+  // What one collection read of the kernel: every counter set and QP, and
+  // the ports whose counter mode was read (with their sets, counted later).
+  struct KernelView {
+    std::vector<nldev::CounterSet> sets;
+    std::vector<nldev::Qp> qps;
+    std::map<std::pair<std::string, uint32_t>, std::size_t> live_sets;
+  };
+
   void choose_labels();
+  // Chooses the labels again when the pod directory came or went.
+  void follow_pod_directory(const kubernetes::PodDirectory* pods);
+  // Reads each port's counter mode (rdma_qp_stat_mode_info), and each
+  // device's QPs and counter sets.
+  KernelView read_kernel(Scrape& scrape, const Topology& topology, MetricSink& sink,
+                         std::vector<std::string>& errors);
+  // rdma_qp_stat_* per series of the book, and the sets per port.
+  void export_counter_sets(KernelView& view, kubernetes::PodDirectory* pods, MetricSink& sink);
+  // rdma_qps: the QPs counted by device, port, type, state (comm, pod).
+  void export_inventory(const std::vector<nldev::Qp>& qps, kubernetes::PodDirectory* pods,
+                        MetricSink& sink);
   // `qps`: the set's QPs found in the QP dump.
   SeriesBook::Key key_of(const nldev::CounterSet& set, const std::vector<const nldev::Qp*>& qps,
                          kubernetes::PodDirectory* pods);
