@@ -65,149 +65,134 @@ void SeriesBook::retire(const SetState& s) {
   for (const Counter& c : s.counters) add(s.series->second.retired, c.name, c.total);
 }
 
-std::vector<SeriesBook::Series> SeriesBook::update(const std::vector<Observation>& observations,
-                                                   Key (*overflow_key)(const Key&),
-                                                   Clock::time_point now) {
-  folded_.clear();
-  const uint64_t generation = ++generation_;
-  // `order_` holds every series here: it was rebuilt at the end of the last
-  // update, and series are only added or dropped within one.
-  for (SeriesEntry* e : order_) {
-    e->second.live_values.clear();
-    e->second.live_sets = 0;
+void SeriesBook::count_folded(const SetId& id) {
+  if (fold_ == folded_.end() || fold_->first.second != id.port || fold_->first.first != id.device) {
+    fold_ = folded_.try_emplace({id.device, id.port}, 0).first;
   }
+  ++fold_->second;
+}
 
-  if (overflow_key != overflow_key_) {
-    overflow_key_ = overflow_key;
-    ++series_epoch_;
+SeriesBook::SetEntry* SeriesBook::find_set(std::size_t pos,
+                                           const std::vector<SetEntry*>& last_positions,
+                                           const SetId& id, bool& new_set) {
+  // Collections list the sets in the same order: try the set at the same
+  // place last time before hashing.
+  new_set = false;
+  if (pos < last_positions.size() && last_positions[pos]->first == id) return last_positions[pos];
+  auto [it, inserted] = sets_.try_emplace(id);
+  new_set = inserted;
+  return &*it;
+}
+
+SeriesBook::SeriesEntry* SeriesBook::series_for(const SetState& state, const Observation& o,
+                                                Key (*overflow_key)(const Key&), bool& folded) {
+  // Which series this set feeds: its own, or the overflow one when the
+  // book is full and its series is new. Most sets feed the same series
+  // as last time: that one is tried first.
+  folded = false;
+  const bool full = series_.size() >= max_series_ && overflow_key != nullptr;
+  if (state.series != nullptr && state.series->first == o.key) return state.series;
+  if (state.series != nullptr && full && state.folded_epoch == series_epoch_ &&
+      state.folded_from == o.key) {
+    // Folded last time, and no series was added since: the key still has
+    // no series of its own, and folds into the same overflow series.
+    folded = true;
+    count_folded(o.set);
+    return state.series;
   }
-  std::size_t seen_sets = 0;
-  auto fold = folded_.end();  // the port of the last folded set
-  auto count_folded = [&](const SetId& id) {
-    if (fold == folded_.end() || fold->first.second != id.port || fold->first.first != id.device) {
-      fold = folded_.try_emplace({id.device, id.port}, 0).first;
-    }
-    ++fold->second;
-  };
-  std::vector<SetEntry*> positions;
-  positions.swap(set_positions_);
-  set_positions_.clear();
-  set_positions_.reserve(observations.size());
-  for (std::size_t pos = 0; pos < observations.size(); ++pos) {
-    const Observation& o = observations[pos];
-    // Collections list the sets in the same order: try the set at the same
-    // place last time before hashing.
-    SetEntry* set = nullptr;
-    bool new_set = false;
-    if (pos < positions.size() && positions[pos]->first == o.set) {
-      set = positions[pos];
-    } else {
-      auto [it, inserted] = sets_.try_emplace(o.set);
-      set = &*it;
-      new_set = inserted;
-    }
-    set_positions_.push_back(set);
-    SetState& state = set->second;
-
-    // Which series this set feeds: its own, or the overflow one when the
-    // book is full and its series is new. Most sets feed the same series
-    // as last time: that one is tried first.
-    SeriesEntry* series = nullptr;
-    bool folded = false;
-    const bool full = series_.size() >= max_series_ && overflow_key != nullptr;
-    if (state.series != nullptr && state.series->first == o.key) {
-      series = state.series;
-    } else if (state.series != nullptr && full && state.folded_epoch == series_epoch_ &&
-               state.folded_from == o.key) {
-      // Folded last time, and no series was added since: the key still has
-      // no series of its own, and folds into the same overflow series.
-      series = state.series;
-      folded = true;
-      count_folded(o.set);
-    } else if (auto found = series_.find(o.key); found != series_.end()) {
-      series = &*found;
-    } else if (full) {
-      count_folded(o.set);
-      auto [it, inserted] = series_.try_emplace(overflow_key(o.key));
-      if (inserted) {
-        it->second.overflow = it->first != o.key;
-        order_stale_ = true;
-        ++series_epoch_;
-      }
-      series = &*it;
-      folded = true;
-    } else {
-      series = &*series_.try_emplace(o.key).first;
+  if (auto found = series_.find(o.key); found != series_.end()) return &*found;
+  if (full) {
+    count_folded(o.set);
+    auto [it, inserted] = series_.try_emplace(overflow_key(o.key));
+    if (inserted) {
+      it->second.overflow = it->first != o.key;
       order_stale_ = true;
       ++series_epoch_;
     }
-    SeriesState& series_state = series->second;
-    series_state.last_live = now;
-
-    if (state.seen == generation) continue;  // the same set twice: the first one counts
-    if (!new_set && state.series != series) {
-      // The id now names another group (ids are reused): the old set is gone.
-      retire(state);
-      state.counters.clear();
-    }
-    state.series = series;
-    state.seen = generation;
-    if (!folded) {
-      state.folded_epoch = 0;
-    } else if (state.folded_epoch != series_epoch_ || state.folded_from != o.key) {
-      state.folded_from = o.key;
-      state.folded_epoch = series_epoch_;
-    }
-    ++seen_sets;
-
-    const auto& counters = *o.counters;
-    for (std::size_t i = 0; i < counters.size(); ++i) {
-      const nldev::HwCounter& c = counters[i];
-      // Sets list their counters in the same order each time: try the same
-      // place first.
-      Counter* counter = nullptr;
-      if (i < state.counters.size() && *names_[state.counters[i].name] == c.name) {
-        counter = &state.counters[i];
-      } else {
-        const NameId name = intern(c.name);
-        for (Counter& k : state.counters) {
-          if (k.name == name) {
-            counter = &k;
-            break;
-          }
-        }
-        if (counter == nullptr) {
-          state.counters.push_back({name, c.value, static_cast<double>(c.value)});
-          continue;
-        }
-      }
-      double& total = counter->total;
-      if (c.value >= counter->last) {
-        total += static_cast<double>(c.value - counter->last);
-      } else if (counter->last < k32 && c.value < k32) {
-        total += static_cast<double>(c.value + k32 - counter->last);  // 32-bit wrap
-      } else {
-        total += static_cast<double>(c.value);  // cannot fall: count from zero
-      }
-      counter->last = c.value;
-    }
-
-    // A set seen is final for this update: sum it into its series.
-    ++series_state.live_sets;
-    for (const Counter& k : state.counters) add(series_state.live_values, k.name, k.total);
+    folded = true;
+    return &*it;
   }
+  order_stale_ = true;
+  ++series_epoch_;
+  return &*series_.try_emplace(o.key).first;
+}
+
+void SeriesBook::accumulate(SetState& state, const std::vector<nldev::HwCounter>& counters) {
+  for (std::size_t i = 0; i < counters.size(); ++i) {
+    const nldev::HwCounter& c = counters[i];
+    // Sets list their counters in the same order each time: try the same
+    // place first.
+    Counter* counter = nullptr;
+    if (i < state.counters.size() && *names_[state.counters[i].name] == c.name) {
+      counter = &state.counters[i];
+    } else {
+      const NameId name = intern(c.name);
+      for (Counter& k : state.counters) {
+        if (k.name == name) {
+          counter = &k;
+          break;
+        }
+      }
+      if (counter == nullptr) {
+        state.counters.push_back({name, c.value, static_cast<double>(c.value)});
+        continue;
+      }
+    }
+    double& total = counter->total;
+    if (c.value >= counter->last) {
+      total += static_cast<double>(c.value - counter->last);
+    } else if (counter->last < k32 && c.value < k32) {
+      total += static_cast<double>(c.value + k32 - counter->last);  // 32-bit wrap
+    } else {
+      total += static_cast<double>(c.value);  // cannot fall: count from zero
+    }
+    counter->last = c.value;
+  }
+}
+
+bool SeriesBook::observe(const Observation& o, SetEntry* set, bool new_set,
+                         Key (*overflow_key)(const Key&), Clock::time_point now) {
+  SetState& state = set->second;
+  bool folded = false;
+  SeriesEntry* series = series_for(state, o, overflow_key, folded);
+  SeriesState& series_state = series->second;
+  series_state.last_live = now;
+
+  if (state.seen == generation_) return false;  // the same set twice: the first one counts
+  if (!new_set && state.series != series) {
+    // The id now names another group (ids are reused): the old set is gone.
+    retire(state);
+    state.counters.clear();
+  }
+  state.series = series;
+  state.seen = generation_;
+  if (!folded) {
+    state.folded_epoch = 0;
+  } else if (state.folded_epoch != series_epoch_ || state.folded_from != o.key) {
+    state.folded_from = o.key;
+    state.folded_epoch = series_epoch_;
+  }
+  accumulate(state, *o.counters);
+
+  // A set seen is final for this update: sum it into its series.
+  ++series_state.live_sets;
+  for (const Counter& k : state.counters) add(series_state.live_values, k.name, k.total);
+  return true;
+}
+
+void SeriesBook::forget_unseen_sets() {
   // Sets not seen this time are gone: their values stay in their series.
-  if (seen_sets != sets_.size()) {
-    for (auto it = sets_.begin(); it != sets_.end();) {
-      if (it->second.seen != generation) {
-        retire(it->second);
-        it = sets_.erase(it);
-      } else {
-        ++it;
-      }
+  for (auto it = sets_.begin(); it != sets_.end();) {
+    if (it->second.seen != generation_) {
+      retire(it->second);
+      it = sets_.erase(it);
+    } else {
+      ++it;
     }
   }
+}
 
+std::vector<SeriesBook::Series> SeriesBook::render(Clock::time_point now) {
   if (order_stale_) {
     order_.clear();
     order_.reserve(series_.size());
@@ -243,6 +228,38 @@ std::vector<SeriesBook::Series> SeriesBook::update(const std::vector<Observation
   }
   order_.resize(kept);
   return result;
+}
+
+std::vector<SeriesBook::Series> SeriesBook::update(const std::vector<Observation>& observations,
+                                                   Key (*overflow_key)(const Key&),
+                                                   Clock::time_point now) {
+  folded_.clear();
+  fold_ = folded_.end();
+  ++generation_;
+  // `order_` holds every series here: it was rebuilt at the end of the last
+  // update, and series are only added or dropped within one.
+  for (SeriesEntry* e : order_) {
+    e->second.live_values.clear();
+    e->second.live_sets = 0;
+  }
+  if (overflow_key != overflow_key_) {
+    overflow_key_ = overflow_key;
+    ++series_epoch_;
+  }
+
+  std::size_t seen_sets = 0;
+  std::vector<SetEntry*> last_positions;
+  last_positions.swap(set_positions_);
+  set_positions_.reserve(observations.size());
+  for (std::size_t pos = 0; pos < observations.size(); ++pos) {
+    const Observation& o = observations[pos];
+    bool new_set = false;
+    SetEntry* set = find_set(pos, last_positions, o.set, new_set);
+    set_positions_.push_back(set);
+    if (observe(o, set, new_set, overflow_key, now)) ++seen_sets;
+  }
+  if (seen_sets != sets_.size()) forget_unseen_sets();
+  return render(now);
 }
 
 }  // namespace rdma_exporter

@@ -154,8 +154,31 @@ class SeriesBook {
     uint64_t folded_epoch = 0;
   };
 
+  using SetMap = std::unordered_map<SetId, SetState, SetIdHash>;
+  using SetEntry = SetMap::value_type;
+
   NameId intern(const std::string& name);
   void retire(const SetState& s);
+  // The steps of update(), in order.
+  // The set of an observation: the one at the same place last time, or
+  // found (or made: `new_set`) by its id.
+  SetEntry* find_set(std::size_t pos, const std::vector<SetEntry*>& last_positions, const SetId& id,
+                     bool& new_set);
+  // Takes one observation into its set and the set's series; false when
+  // the set was already seen in this update.
+  bool observe(const Observation& o, SetEntry* set, bool new_set, Key (*overflow_key)(const Key&),
+               Clock::time_point now);
+  // The series a set feeds: its own, or an overflow series (`folded`).
+  SeriesEntry* series_for(const SetState& state, const Observation& o,
+                          Key (*overflow_key)(const Key&), bool& folded);
+  void count_folded(const SetId& id);
+  // The set's counters, unwrapped (32-bit wraps, resets) into totals.
+  void accumulate(SetState& state, const std::vector<nldev::HwCounter>& counters);
+  // Sets not seen in this update are gone: retired into their series.
+  void forget_unseen_sets();
+  // Orders the series, drops those retired longer than the TTL, and gives
+  // each its values.
+  std::vector<Series> render(Clock::time_point now);
 
   std::size_t max_series_;
   Clock::duration retired_ttl_;
@@ -164,8 +187,6 @@ class SeriesBook {
   // a key that had no series has none while it stays the same.
   uint64_t series_epoch_ = 1;
   Key (*overflow_key_)(const Key&) = nullptr;
-  using SetMap = std::unordered_map<SetId, SetState, SetIdHash>;
-  using SetEntry = SetMap::value_type;
   SetMap sets_;
   // The sets in the order of the last update's observations.
   std::vector<SetEntry*> set_positions_;
@@ -180,6 +201,8 @@ class SeriesBook {
   std::vector<uint32_t> name_rank_;
   NamedValues scratch_;  // one series' values while they are put in order
   std::map<std::pair<std::string, uint32_t>, std::size_t> folded_;
+  // The port of the last folded set, within one update.
+  std::map<std::pair<std::string, uint32_t>, std::size_t>::iterator fold_ = folded_.end();
 };
 
 }  // namespace rdma_exporter
