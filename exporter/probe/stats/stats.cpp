@@ -407,6 +407,103 @@ void ProbeStats::responder_rejected(const std::string& why) {
   ++rejected_[why];
 }
 
+void ProbeStats::add_device_metrics(MetricSink& sink) const {
+  static constexpr const char* kDeviceStates[] = {device_state::in_use, device_state::excluded,
+                                                  device_state::failed, device_state::gone};
+  for (const auto& d : devices_) {
+    if (d.state == device_state::in_use) {
+      sink.info("rdma_probe_device_info",
+                "A device the probe uses, whether its queue pairs live in a thread domain, "
+                "where latencies are timed, and the probe memory.",
+                {{"device", d.device},
+                 {"domain", d.thread_domain ? "thread_domain" : "pd"},
+                 {"clock", d.timestamps ? "completion_timestamp" : "host"},
+                 {"memory", memory_}});
+    }
+    for (const char* state : kDeviceStates) {
+      sink.gauge("rdma_probe_device_state",
+                 "1 for the state each RDMA device of the host is in for the probe: in_use, "
+                 "excluded (by probe.device), failed (cannot be opened) or gone (left while in "
+                 "use; probing resumes when it returns).",
+                 {{"device", d.device}, {"state", state}}, d.state == state ? 1.0 : 0.0);
+    }
+  }
+  for (const auto& [key, n] : released_) {
+    sink.counter("rdma_probe_device_releases_total",
+                 "Times the probe let go of a device because it left (removed from the "
+                 "device list, a fatal event), by reason.",
+                 {{"device", key.first}, {"reason", key.second}}, static_cast<double>(n));
+  }
+}
+
+void ProbeStats::add_port_metrics(MetricSink& sink) const {
+  static constexpr const char* kPortStates[] = {port_state::probing, port_state::down,
+                                                port_state::excluded, port_state::inactive,
+                                                port_state::no_gid};
+  for (const auto& p : ports_) {
+    const std::string port = std::to_string(p.port);
+    for (const char* state : kPortStates) {
+      sink.gauge("rdma_probe_port_state",
+                 "1 for the state each port of a device in use is in for the probe: probing, "
+                 "down (in use, link not active), excluded (by probe.port or "
+                 "probe.link_layer), inactive (never active yet) or no_gid.",
+                 {{"device", p.device}, {"port", port}, {"state", state}},
+                 p.state == state ? 1.0 : 0.0);
+    }
+    if (!p.rail.empty()) {
+      sink.info("rdma_probe_port_rail_info", "The rail of each port the probe uses.",
+                {{"device", p.device}, {"port", port}, {"rail", p.rail}});
+    }
+  }
+}
+
+void ProbeStats::add_target_metrics(MetricSink& sink) const {
+  for (const auto& [source, n] : targets_) {
+    sink.gauge("rdma_probe_targets", "Targets being probed, by where they were configured.",
+               {{"source", source}}, n);
+  }
+  sink.gauge("rdma_probe_file_sd_last_read_successful",
+             "0 when the last read of a file_sd file failed (its previous targets are kept).", {},
+             file_sd_ok_ ? 1.0 : 0.0);
+  sink.counter("rdma_probe_file_sd_failures_total", "Failed reads of file_sd files.", {},
+               static_cast<double>(file_sd_failures_));
+}
+
+void ProbeStats::add_responder_metrics(MetricSink& sink) const {
+  sink.gauge("rdma_probe_responder_sessions", "Probe sessions the responder is serving.", {},
+             sessions_);
+  sink.counter("rdma_probe_responder_idle_closed_total",
+               "Responder sessions closed because the prober stayed silent too long.", {},
+               static_cast<double>(idle_closed_));
+  for (const auto& [why, n] : rejected_) {
+    sink.counter("rdma_probe_responder_rejected_total",
+                 "Control connections the responder refused or closed, by reason.",
+                 {{"reason", why}}, static_cast<double>(n));
+  }
+}
+
+void ProbeStats::add_pinglist_metrics(MetricSink& sink) const {
+  if (!pinglist_) return;
+  const PinglistReport& p = *pinglist_;
+  sink.gauge("rdma_probe_pinglist_hosts",
+             "Target hosts probed in the current epoch: every host of this host's group, and "
+             "the hosts of other groups the pinglist picked.",
+             {{"scope", "group"}}, static_cast<double>(p.group_hosts));
+  sink.gauge("rdma_probe_pinglist_hosts", "", {{"scope", "remote"}},
+             static_cast<double>(p.remote_hosts));
+  sink.gauge("rdma_probe_pinglist_fleet_hosts", "Hosts in the target list.", {},
+             static_cast<double>(p.fleet_hosts));
+  sink.gauge("rdma_probe_pinglist_epoch",
+             "The pinglist's epoch: Unix time divided by probe.pinglist.epoch.", {},
+             static_cast<double>(p.epoch));
+  sink.info(
+      "rdma_probe_pinglist_info",
+      "This host's group in the pinglist, its address as other hosts' probe series name "
+      "it (their target label), and whether it found itself in the target list "
+      "(listed=\"false\": the group is probe.pinglist.group).",
+      {{"group", p.group}, {"address", p.address}, {"listed", p.self_listed ? "true" : "false"}});
+}
+
 void ProbeStats::add_metrics(MetricSink& sink, ProbeClock::time_point now) const {
   stalls_->add_metrics(sink);
   std::vector<std::shared_ptr<SeriesStats>> series;
@@ -415,91 +512,14 @@ void ProbeStats::add_metrics(MetricSink& sink, ProbeClock::time_point now) const
   std::vector<std::shared_ptr<UdPortStats>> ud_ports;
   std::vector<std::shared_ptr<ScopeStats>> scopes;
   {
+    // The probe's own state under the lock; the per-series objects (each
+    // with a lock of its own) after it.
     const std::lock_guard lock(mutex_);
-    static constexpr const char* kDeviceStates[] = {device_state::in_use, device_state::excluded,
-                                                    device_state::failed, device_state::gone};
-    static constexpr const char* kPortStates[] = {port_state::probing, port_state::down,
-                                                  port_state::excluded, port_state::inactive,
-                                                  port_state::no_gid};
-    for (const auto& d : devices_) {
-      if (d.state == device_state::in_use) {
-        sink.info("rdma_probe_device_info",
-                  "A device the probe uses, whether its queue pairs live in a thread domain, "
-                  "where latencies are timed, and the probe memory.",
-                  {{"device", d.device},
-                   {"domain", d.thread_domain ? "thread_domain" : "pd"},
-                   {"clock", d.timestamps ? "completion_timestamp" : "host"},
-                   {"memory", memory_}});
-      }
-      for (const char* state : kDeviceStates) {
-        sink.gauge("rdma_probe_device_state",
-                   "1 for the state each RDMA device of the host is in for the probe: in_use, "
-                   "excluded (by probe.device), failed (cannot be opened) or gone (left while in "
-                   "use; probing resumes when it returns).",
-                   {{"device", d.device}, {"state", state}}, d.state == state ? 1.0 : 0.0);
-      }
-    }
-    for (const auto& p : ports_) {
-      const std::string port = std::to_string(p.port);
-      for (const char* state : kPortStates) {
-        sink.gauge("rdma_probe_port_state",
-                   "1 for the state each port of a device in use is in for the probe: probing, "
-                   "down (in use, link not active), excluded (by probe.port or "
-                   "probe.link_layer), inactive (never active yet) or no_gid.",
-                   {{"device", p.device}, {"port", port}, {"state", state}},
-                   p.state == state ? 1.0 : 0.0);
-      }
-      if (!p.rail.empty()) {
-        sink.info("rdma_probe_port_rail_info", "The rail of each port the probe uses.",
-                  {{"device", p.device}, {"port", port}, {"rail", p.rail}});
-      }
-    }
-    for (const auto& [key, n] : released_) {
-      sink.counter("rdma_probe_device_releases_total",
-                   "Times the probe let go of a device because it left (removed from the "
-                   "device list, a fatal event), by reason.",
-                   {{"device", key.first}, {"reason", key.second}}, static_cast<double>(n));
-    }
-    for (const auto& [source, n] : targets_) {
-      sink.gauge("rdma_probe_targets", "Targets being probed, by where they were configured.",
-                 {{"source", source}}, n);
-    }
-    sink.gauge("rdma_probe_file_sd_last_read_successful",
-               "0 when the last read of a file_sd file failed (its previous targets are kept).", {},
-               file_sd_ok_ ? 1.0 : 0.0);
-    sink.counter("rdma_probe_file_sd_failures_total", "Failed reads of file_sd files.", {},
-                 static_cast<double>(file_sd_failures_));
-    sink.gauge("rdma_probe_responder_sessions", "Probe sessions the responder is serving.", {},
-               sessions_);
-    sink.counter("rdma_probe_responder_idle_closed_total",
-                 "Responder sessions closed because the prober stayed silent too long.", {},
-                 static_cast<double>(idle_closed_));
-    for (const auto& [why, n] : rejected_) {
-      sink.counter("rdma_probe_responder_rejected_total",
-                   "Control connections the responder refused or closed, by reason.",
-                   {{"reason", why}}, static_cast<double>(n));
-    }
-    if (pinglist_) {
-      const PinglistReport& p = *pinglist_;
-      sink.gauge("rdma_probe_pinglist_hosts",
-                 "Target hosts probed in the current epoch: every host of this host's group, and "
-                 "the hosts of other groups the pinglist picked.",
-                 {{"scope", "group"}}, static_cast<double>(p.group_hosts));
-      sink.gauge("rdma_probe_pinglist_hosts", "", {{"scope", "remote"}},
-                 static_cast<double>(p.remote_hosts));
-      sink.gauge("rdma_probe_pinglist_fleet_hosts", "Hosts in the target list.", {},
-                 static_cast<double>(p.fleet_hosts));
-      sink.gauge("rdma_probe_pinglist_epoch",
-                 "The pinglist's epoch: Unix time divided by probe.pinglist.epoch.", {},
-                 static_cast<double>(p.epoch));
-      sink.info("rdma_probe_pinglist_info",
-                "This host's group in the pinglist, its address as other hosts' probe series name "
-                "it (their target label), and whether it found itself in the target list "
-                "(listed=\"false\": the group is probe.pinglist.group).",
-                {{"group", p.group},
-                 {"address", p.address},
-                 {"listed", p.self_listed ? "true" : "false"}});
-    }
+    add_device_metrics(sink);
+    add_port_metrics(sink);
+    add_target_metrics(sink);
+    add_responder_metrics(sink);
+    add_pinglist_metrics(sink);
     for (const auto& [labels, s] : series_) series.push_back(s);
     for (const auto& [labels, t] : targets_by_labels_) targets.push_back(t);
     for (const auto& [key, h] : histograms_) histograms.push_back(h);

@@ -295,6 +295,15 @@ class ProbeStats {
   void add_metrics(MetricSink& sink, ProbeClock::time_point now) const;
 
  private:
+  // The parts of add_metrics() that read this object's own state, each
+  // called with mutex_ held: the devices (and their releases), the ports,
+  // the targets and file_sd, the responder, the pinglist.
+  void add_device_metrics(MetricSink& sink) const;
+  void add_port_metrics(MetricSink& sink) const;
+  void add_target_metrics(MetricSink& sink) const;
+  void add_responder_metrics(MetricSink& sink) const;
+  void add_pinglist_metrics(MetricSink& sink) const;
+
   const std::shared_ptr<StallWatch> stalls_ = std::make_shared<StallWatch>();
   mutable std::mutex mutex_;
   std::map<std::pair<Labels, SeriesShape>, std::shared_ptr<SeriesStats>> series_;
