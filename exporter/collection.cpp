@@ -170,18 +170,12 @@ void Collection::log_changes(const CollectorOutcome& o) {
   last = o.errors;
 }
 
-std::shared_ptr<const Snapshot> Collection::collect() {
+void Collection::run_collectors(Scrape& scrape, MetricSink& sink, Snapshot& snap) {
   using clock = std::chrono::steady_clock;
-  auto snap = std::make_shared<Snapshot>();
-  const auto start = clock::now();
-  MetricSink sink;
-  Scrape scrape = this->scrape();
-  ++collections_;
-
   // Samples are tagged with their collector (Snapshot::tags): i + 1 for the
   // i-th, 0 for the exporter's own.
   for (const auto& r : running_) {
-    sink.set_tag(static_cast<uint16_t>(snap->outcomes.size() + 1));
+    sink.set_tag(static_cast<uint16_t>(snap.outcomes.size() + 1));
     Collector* collector = r.collector.get();
     CollectorOutcome outcome;
     outcome.name = std::string(collector->name());
@@ -194,53 +188,56 @@ std::shared_ptr<const Snapshot> Collection::collect() {
     outcome.duration_seconds = std::chrono::duration<double>(clock::now() - t0).count();
     if (!outcome.errors.empty()) ++failures_[outcome.name];
     log_changes(outcome);
-    snap->outcomes.push_back(std::move(outcome));
+    snap.outcomes.push_back(std::move(outcome));
   }
   sink.set_tag(0);
+}
 
-  if (uses_netlink()) {
-    const int present = scrape.netlink_absent() ? 0 : 1;
-    // The first state is reported at start-up; changes are logged here.
-    if (last_netlink_present_ != -1 && present != last_netlink_present_) {
-      if (present == 0) {
-        log::warn("rdma netlink went away", {{"err", scrape.topology().error().message}});
-      } else {
-        log::info("rdma netlink is available");
-      }
+void Collection::add_netlink_metrics(Scrape& scrape, MetricSink& sink) {
+  if (!uses_netlink()) return;
+  const int present = scrape.netlink_absent() ? 0 : 1;
+  // The first state is reported at start-up; changes are logged here.
+  if (last_netlink_present_ != -1 && present != last_netlink_present_) {
+    if (present == 0) {
+      log::warn("rdma netlink went away", {{"err", scrape.topology().error().message}});
+    } else {
+      log::info("rdma netlink is available");
     }
-    last_netlink_present_ = present;
-    sink.gauge("rdma_exporter_netlink_available",
-               "1 when the kernel answers on rdma netlink (NETLINK_RDMA), 0 when it has no RDMA "
-               "support loaded.",
-               {}, present);
   }
+  last_netlink_present_ = present;
+  sink.gauge("rdma_exporter_netlink_available",
+             "1 when the kernel answers on rdma netlink (NETLINK_RDMA), 0 when it has no RDMA "
+             "support loaded.",
+             {}, present);
+}
 
-  if (pods_) {
-    const auto api = [&](const char* name, const std::string& socket,
-                         const kubernetes::ApiHealth& h) {
-      if (socket.empty()) return;
-      sink.gauge("rdma_exporter_kubernetes_api_up",
-                 "1 when the node's Kubernetes API (cri: the container runtime's, pod_resources: "
-                 "the kubelet's) answered the last call.",
-                 {{"api", name}}, h.up ? 1 : 0);
-      sink.counter("rdma_exporter_kubernetes_api_calls_total",
-                   "Calls to the node's Kubernetes API.", {{"api", name}},
-                   static_cast<double>(h.calls));
-      sink.counter("rdma_exporter_kubernetes_api_failures_total",
-                   "Calls to the node's Kubernetes API that failed (no socket, refused, no answer "
-                   "within kubernetes.timeout, an error).",
-                   {{"api", name}}, static_cast<double>(h.failures));
-    };
-    api("cri", pods_->options().cri_socket, pods_->cri_health());
-    api("pod_resources", pods_->options().pod_resources_socket, pods_->pod_resources_health());
-  }
+void Collection::add_kubernetes_metrics(MetricSink& sink) const {
+  if (!pods_) return;
+  const auto api = [&](const char* name, const std::string& socket,
+                       const kubernetes::ApiHealth& h) {
+    if (socket.empty()) return;
+    sink.gauge("rdma_exporter_kubernetes_api_up",
+               "1 when the node's Kubernetes API (cri: the container runtime's, pod_resources: "
+               "the kubelet's) answered the last call.",
+               {{"api", name}}, h.up ? 1 : 0);
+    sink.counter("rdma_exporter_kubernetes_api_calls_total", "Calls to the node's Kubernetes API.",
+                 {{"api", name}}, static_cast<double>(h.calls));
+    sink.counter("rdma_exporter_kubernetes_api_failures_total",
+                 "Calls to the node's Kubernetes API that failed (no socket, refused, no answer "
+                 "within kubernetes.timeout, an error).",
+                 {{"api", name}}, static_cast<double>(h.failures));
+  };
+  api("cri", pods_->options().cri_socket, pods_->cri_health());
+  api("pod_resources", pods_->options().pod_resources_socket, pods_->pod_resources_health());
+}
 
+void Collection::add_collector_health(const Snapshot& snap, MetricSink& sink) {
   // Each collector's own health goes with its metrics (a scrape that
   // selects collectors gets theirs only).
   auto for_each_outcome = [&](const auto& fn) {
-    for (std::size_t i = 0; i < snap->outcomes.size(); ++i) {
+    for (std::size_t i = 0; i < snap.outcomes.size(); ++i) {
       sink.set_tag(static_cast<uint16_t>(i + 1));
-      fn(snap->outcomes[i]);
+      fn(snap.outcomes[i]);
     }
     sink.set_tag(0);
   };
@@ -259,6 +256,20 @@ std::shared_ptr<const Snapshot> Collection::collect() {
                  "Collections in which the collector met errors, since the exporter started.",
                  {{"collector", o.name}}, static_cast<double>(failures_[o.name]));
   });
+}
+
+std::shared_ptr<const Snapshot> Collection::collect() {
+  using clock = std::chrono::steady_clock;
+  auto snap = std::make_shared<Snapshot>();
+  const auto start = clock::now();
+  MetricSink sink;
+  Scrape scrape = this->scrape();
+  ++collections_;
+
+  run_collectors(scrape, sink, *snap);
+  add_netlink_metrics(scrape, sink);
+  add_kubernetes_metrics(sink);
+  add_collector_health(*snap, sink);
   sink.counter("rdma_exporter_collections_total",
                "Collections run since the exporter started (cached results served again are "
                "not counted).",

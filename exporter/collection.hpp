@@ -79,6 +79,14 @@ class Collection {
   std::vector<KernelStateManager*> managers() const;
   void retire(Running& running);
   void log_changes(const CollectorOutcome& outcome);
+  // The steps of collect(): every collector in order, each timed and its
+  // errors kept as its outcome; then the exporter's own metrics: rdma
+  // netlink's presence, the node's Kubernetes APIs, each collector's health
+  // (tagged with the collector).
+  void run_collectors(Scrape& scrape, MetricSink& sink, Snapshot& snap);
+  void add_netlink_metrics(Scrape& scrape, MetricSink& sink);
+  void add_kubernetes_metrics(MetricSink& sink) const;
+  void add_collector_health(const Snapshot& snap, MetricSink& sink);
   bool uses_netlink() const;
 
   Config config_;
