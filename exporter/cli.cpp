@@ -56,9 +56,8 @@ std::optional<std::string> unknown_collector(std::string option) {
   return std::nullopt;
 }
 
-}  // namespace
-
-std::vector<std::string> parse_command_line(int argc, const char* const* argv, CommandLine& out) {
+// The flags that are not the collectors'.
+po::options_description general_options() {
   po::options_description desc(
       "Usage: rdma_exporter [options]\n\n"
       "Exports the Linux RDMA stack's counters (rdma netlink and sysfs) for Prometheus.\n"
@@ -98,38 +97,27 @@ std::vector<std::string> parse_command_line(int argc, const char* const* argv, C
       ("web.disable-exporter-metrics", "leave out the exporter's process_* and "
                                        "rdma_exporter_http_* metrics");
   // clang-format on
-  desc.add(collector_options());
-  std::ostringstream help;
-  help << desc << "\nExit codes: 0 success, 1 runtime failure, 2 usage or configuration error.\n";
-  out.help_text = help.str();
+  return desc;
+}
 
-  po::variables_map vm;
-  try {
-    const po::positional_options_description no_positionals;
-    const po::parsed_options parsed =
-        po::command_line_parser(argc, argv).options(desc).positional(no_positionals).run();
-    po::store(parsed, vm);
-    po::notify(vm);
-    // In command-line order, so that the last flag for a collector wins.
-    for (const po::option& o : parsed.options) {
-      const std::string_view key = o.string_key;
-      if (key == kDisableDefaults) {
-        out.collectors_disable_defaults = true;
-      } else if (key.starts_with(kCollectorFlag)) {
-        out.collectors[std::string(key.substr(kCollectorFlag.size()))] = true;
-      } else if (key.starts_with(kNoCollectorFlag)) {
-        out.collectors[std::string(key.substr(kNoCollectorFlag.size()))] = false;
-      }
+// --collector.<name>, --no-collector.<name> and --collector.disable-defaults,
+// in command-line order, so that the last flag for a collector wins.
+void take_collector_flags(const po::parsed_options& parsed, CommandLine& out) {
+  for (const po::option& o : parsed.options) {
+    const std::string_view key = o.string_key;
+    if (key == kDisableDefaults) {
+      out.collectors_disable_defaults = true;
+    } else if (key.starts_with(kCollectorFlag)) {
+      out.collectors[std::string(key.substr(kCollectorFlag.size()))] = true;
+    } else if (key.starts_with(kNoCollectorFlag)) {
+      out.collectors[std::string(key.substr(kNoCollectorFlag.size()))] = false;
     }
-  } catch (const po::unknown_option& e) {
-    if (auto name = unknown_collector(e.get_option_name())) {
-      return {"unknown collector \"" + *name + "\" in " + e.get_option_name() +
-              " (collectors: " + collector_names() + ")"};
-    }
-    return {e.what()};
-  } catch (const po::error& e) {
-    return {e.what()};
   }
+}
+
+// The values of the other flags into `out`, and how they go together: a
+// problem, or empty.
+std::string take_values(const po::variables_map& vm, CommandLine& out) {
   out.help = vm.count("help") > 0;
   out.version = vm.count("version") > 0;
   out.once = vm.count("once") > 0;
@@ -151,15 +139,14 @@ std::vector<std::string> parse_command_line(int argc, const char* const* argv, C
   get("output", out.output);
   if (vm.count("format") != 0U) out.format = vm["format"].as<std::string>();
   if (find_output_format(out.format) == nullptr) {
-    return {"--format: expected " + output_format_list(false) + ", got \"" + out.format + "\""};
+    return "--format: expected " + output_format_list(false) + ", got \"" + out.format + "\"";
   }
   if (!out.once && (vm.count("format") != 0U || out.output)) {
-    return {"--format and --output go with --once"};
+    return "--format and --output go with --once";
   }
   if (out.systemd_socket && !out.listen_addresses.empty()) {
-    return {
-        "--web.systemd-socket and --web.listen-address exclude each other: with socket "
-        "activation the .socket unit says where to listen"};
+    return "--web.systemd-socket and --web.listen-address exclude each other: with socket "
+           "activation the .socket unit says where to listen";
   }
   if (vm.count("devices.include") != 0U) {
     out.devices_include = vm["devices.include"].as<std::vector<std::string>>();
@@ -167,6 +154,36 @@ std::vector<std::string> parse_command_line(int argc, const char* const* argv, C
   if (vm.count("devices.exclude") != 0U) {
     out.devices_exclude = vm["devices.exclude"].as<std::vector<std::string>>();
   }
+  return {};
+}
+
+}  // namespace
+
+std::vector<std::string> parse_command_line(int argc, const char* const* argv, CommandLine& out) {
+  po::options_description desc = general_options();
+  desc.add(collector_options());
+  std::ostringstream help;
+  help << desc << "\nExit codes: 0 success, 1 runtime failure, 2 usage or configuration error.\n";
+  out.help_text = help.str();
+
+  po::variables_map vm;
+  try {
+    const po::positional_options_description no_positionals;
+    const po::parsed_options parsed =
+        po::command_line_parser(argc, argv).options(desc).positional(no_positionals).run();
+    po::store(parsed, vm);
+    po::notify(vm);
+    take_collector_flags(parsed, out);
+  } catch (const po::unknown_option& e) {
+    if (auto name = unknown_collector(e.get_option_name())) {
+      return {"unknown collector \"" + *name + "\" in " + e.get_option_name() +
+              " (collectors: " + collector_names() + ")"};
+    }
+    return {e.what()};
+  } catch (const po::error& e) {
+    return {e.what()};
+  }
+  if (std::string problem = take_values(vm, out); !problem.empty()) return {problem};
   return {};
 }
 
