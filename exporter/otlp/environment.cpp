@@ -115,21 +115,9 @@ void report(std::vector<std::string>& errors, const std::string& name, const std
   errors.push_back("environment: " + name + ": " + what);
 }
 
-}  // namespace
-
-EnvLookup process_environment() {
-  return [](const std::string& name) -> std::optional<std::string> {
-    // The program never changes its environment.
-    const char* v = std::getenv(name.c_str());  // NOLINT(concurrency-mt-unsafe)
-    if (v == nullptr) return std::nullopt;
-    return std::string(v);
-  };
-}
-
-std::vector<std::string> apply_otlp_environment(const EnvLookup& env, OtlpOptions& o) {
-  std::vector<std::string> errors;
-
-  // Where to, and whether to push at all.
+// Where to push, and whether to push at all: the metrics endpoint, or the
+// generic one with v1/metrics appended.
+void apply_endpoint(const EnvLookup& env, OtlpOptions& o, std::vector<std::string>& errors) {
   std::optional<std::string> endpoint;
   if (auto specific = get(env, std::string(kMetrics) + "ENDPOINT")) {
     if (std::string p = otlp_endpoint_problem(specific->value); !p.empty()) {
@@ -148,7 +136,10 @@ std::vector<std::string> apply_otlp_environment(const EnvLookup& env, OtlpOption
     o.endpoint = *endpoint;
     o.enabled = true;
   }
+}
 
+// The headers of every request.
+void apply_headers(const EnvLookup& env, OtlpOptions& o, std::vector<std::string>& errors) {
   if (auto s = pick(env, "HEADERS")) {
     OtlpOptions::Pairs headers;
     std::string problem = parse_list(s->value, false, headers);
@@ -162,7 +153,10 @@ std::vector<std::string> apply_otlp_environment(const EnvLookup& env, OtlpOption
       for (const auto& [k, v] : headers) set_pair(o.headers, k, v, header_names_equal);
     }
   }
+}
 
+// A request's time limit (0: none).
+void apply_timeout(const EnvLookup& env, OtlpOptions& o, std::vector<std::string>& errors) {
   if (auto s = pick(env, "TIMEOUT")) {
     long long ms = 0;
     if (!milliseconds_of(s->value, 0, ms)) {
@@ -173,7 +167,10 @@ std::vector<std::string> apply_otlp_environment(const EnvLookup& env, OtlpOption
       o.timeout = std::chrono::milliseconds(ms == 0 ? kNoLimitMs : ms);
     }
   }
+}
 
+// gzip or none.
+void apply_compression(const EnvLookup& env, OtlpOptions& o, std::vector<std::string>& errors) {
   if (auto s = pick(env, "COMPRESSION")) {
     const std::string v = lower(s->value);
     if (v == "gzip") {
@@ -184,7 +181,10 @@ std::vector<std::string> apply_otlp_environment(const EnvLookup& env, OtlpOption
       report(errors, s->name, "expected gzip or none, got \"" + s->value + "\"");
     }
   }
+}
 
+// http/protobuf or http/json; grpc is named and refused.
+void apply_protocol(const EnvLookup& env, OtlpOptions& o, std::vector<std::string>& errors) {
   if (auto s = pick(env, "PROTOCOL")) {
     const std::string v = lower(s->value);
     if (v == "http/protobuf") {
@@ -199,18 +199,10 @@ std::vector<std::string> apply_otlp_environment(const EnvLookup& env, OtlpOption
       report(errors, s->name, "expected http/protobuf or http/json, got \"" + s->value + "\"");
     }
   }
+}
 
-  auto path = [&](const char* suffix, std::string& out) {
-    if (auto s = pick(env, suffix)) {
-      std::error_code ec;
-      const auto absolute = std::filesystem::absolute(s->value, ec);
-      out = ec ? s->value : absolute.lexically_normal().string();
-    }
-  };
-  path("CERTIFICATE", o.ca_file);
-  path("CLIENT_CERTIFICATE", o.cert_file);
-  path("CLIENT_KEY", o.key_file);
-
+// The resource's attributes and the service's name.
+void apply_resource(const EnvLookup& env, OtlpOptions& o, std::vector<std::string>& errors) {
   if (auto s = get(env, "OTEL_RESOURCE_ATTRIBUTES")) {
     OtlpOptions::Pairs attributes;
     std::string problem = parse_list(s->value, true, attributes);
@@ -232,7 +224,10 @@ std::vector<std::string> apply_otlp_environment(const EnvLookup& env, OtlpOption
     }
   }
   if (auto s = get(env, "OTEL_SERVICE_NAME")) o.service_name = s->value;
+}
 
+// The push interval.
+void apply_interval(const EnvLookup& env, OtlpOptions& o, std::vector<std::string>& errors) {
   if (auto s = get(env, "OTEL_METRIC_EXPORT_INTERVAL")) {
     long long ms = 0;
     if (!milliseconds_of(s->value, 1, ms)) {
@@ -243,6 +238,43 @@ std::vector<std::string> apply_otlp_environment(const EnvLookup& env, OtlpOption
       o.interval = std::chrono::milliseconds(ms);
     }
   }
+}
+
+// The CA, the client's certificate and key, made absolute.
+void apply_certificates(const EnvLookup& env, OtlpOptions& o) {
+  auto path = [&](const char* suffix, std::string& out) {
+    if (auto s = pick(env, suffix)) {
+      std::error_code ec;
+      const auto absolute = std::filesystem::absolute(s->value, ec);
+      out = ec ? s->value : absolute.lexically_normal().string();
+    }
+  };
+  path("CERTIFICATE", o.ca_file);
+  path("CLIENT_CERTIFICATE", o.cert_file);
+  path("CLIENT_KEY", o.key_file);
+}
+
+}  // namespace
+
+EnvLookup process_environment() {
+  return [](const std::string& name) -> std::optional<std::string> {
+    // The program never changes its environment.
+    const char* v = std::getenv(name.c_str());  // NOLINT(concurrency-mt-unsafe)
+    if (v == nullptr) return std::nullopt;
+    return std::string(v);
+  };
+}
+
+std::vector<std::string> apply_otlp_environment(const EnvLookup& env, OtlpOptions& o) {
+  std::vector<std::string> errors;
+  apply_endpoint(env, o, errors);
+  apply_headers(env, o, errors);
+  apply_timeout(env, o, errors);
+  apply_compression(env, o, errors);
+  apply_protocol(env, o, errors);
+  apply_certificates(env, o);
+  apply_resource(env, o, errors);
+  apply_interval(env, o, errors);
   return errors;
 }
 
