@@ -114,13 +114,15 @@ bool has_allowed_san(X509* cert, const std::vector<std::string>& allowed) {
   return found;
 }
 
-Result<std::shared_ptr<ssl::context>> make_tls_context(const WebConfig::Tls& tls) {
-  ERR_clear_error();
-  auto ctx = std::make_shared<ssl::context>(ssl::context::tls_server);
-  SSL_CTX* h = ctx->native_handle();
-  ctx->set_options(ssl::context::default_workarounds | ssl::context::no_sslv2 |
-                   ssl::context::no_sslv3 | ssl::context::no_tlsv1 | ssl::context::no_tlsv1_1 |
-                   ssl::context::single_dh_use | ssl::context::no_compression);
+namespace {
+
+// The protocol: versions, cipher suites, curves, no renegotiation or
+// compression, and the session context resumption needs.
+Status set_protocol(ssl::context& ctx, const WebConfig::Tls& tls) {
+  SSL_CTX* h = ctx.native_handle();
+  ctx.set_options(ssl::context::default_workarounds | ssl::context::no_sslv2 |
+                  ssl::context::no_sslv3 | ssl::context::no_tlsv1 | ssl::context::no_tlsv1_1 |
+                  ssl::context::single_dh_use | ssl::context::no_compression);
   SSL_CTX_set_options(h, SSL_OP_NO_RENEGOTIATION);
   if (tls.prefer_server_cipher_suites) SSL_CTX_set_options(h, SSL_OP_CIPHER_SERVER_PREFERENCE);
   auto proto = [](WebConfig::TlsVersion v) {
@@ -147,19 +149,24 @@ Result<std::shared_ptr<ssl::context>> make_tls_context(const WebConfig::Tls& tls
   // Needed for session resumption when client certificates are checked.
   static constexpr unsigned char kSessionContext[] = "rdma_exporter";
   SSL_CTX_set_session_id_context(h, kSessionContext, sizeof kSessionContext - 1);
+  return ok_status();
+}
 
+// The server's certificate chain and its private key, from files or inline.
+Status use_identity(ssl::context& ctx, const WebConfig::Tls& tls) {
+  SSL_CTX* h = ctx.native_handle();
   std::string what;
   SecretText cert;
   if (Status s = pem_text(tls.cert_file, tls.cert, cert.text, what, "cert"); !s) return s.error();
   boost::system::error_code ec;
-  ctx->use_certificate_chain(boost::asio::buffer(cert.text), ec);
+  ctx.use_certificate_chain(boost::asio::buffer(cert.text), ec);
   if (ec) {
     return Error{EINVAL, what + ": not a usable PEM certificate chain (" +
                              openssl_reason(ec.message()) + ")"};
   }
   SecretText key;
   if (Status s = pem_text(tls.key_file, tls.key, key.text, what, "key"); !s) return s.error();
-  ctx->use_private_key(boost::asio::buffer(key.text), ssl::context::pem, ec);
+  ctx.use_private_key(boost::asio::buffer(key.text), ssl::context::pem, ec);
   if (ec) {
     return Error{EINVAL, what + ": not a usable PEM private key, or not the certificate's (" +
                              openssl_reason(ec.message()) + ")"};
@@ -167,30 +174,38 @@ Result<std::shared_ptr<ssl::context>> make_tls_context(const WebConfig::Tls& tls
   if (SSL_CTX_check_private_key(h) != 1) {
     return Error{EINVAL, what + ": the private key does not match the certificate"};
   }
+  return ok_status();
+}
 
+// Which client certificates are asked for and how they are checked: the
+// client CA, the mode, and the names a client's own certificate must hold.
+Status verify_clients(ssl::context& ctx, const WebConfig::Tls& tls) {
+  std::string what;
   using CA = WebConfig::ClientAuth;
   if (!tls.client_ca_file.empty() || !tls.client_ca.empty()) {
     std::string ca;
     if (Status s = pem_text(tls.client_ca_file, tls.client_ca, ca, what, "client_ca"); !s) {
       return s.error();
     }
-    if (Status s = add_pem_certificates(h, ca, what, CaUse::trust_and_name_to_peer); !s)
+    if (Status s =
+            add_pem_certificates(ctx.native_handle(), ca, what, CaUse::trust_and_name_to_peer);
+        !s)
       return s.error();
   }
   switch (tls.client_auth) {
     case CA::none:
-      ctx->set_verify_mode(ssl::verify_none);
+      ctx.set_verify_mode(ssl::verify_none);
       break;
     case CA::require_any:
       // Any certificate will do, as in Go: the chain is not checked.
-      ctx->set_verify_mode(ssl::verify_peer | ssl::verify_fail_if_no_peer_cert);
-      ctx->set_verify_callback([](bool, ssl::verify_context&) { return true; });
+      ctx.set_verify_mode(ssl::verify_peer | ssl::verify_fail_if_no_peer_cert);
+      ctx.set_verify_callback([](bool, ssl::verify_context&) { return true; });
       break;
     case CA::verify_if_given:
-      ctx->set_verify_mode(ssl::verify_peer);
+      ctx.set_verify_mode(ssl::verify_peer);
       break;
     case CA::require_and_verify:
-      ctx->set_verify_mode(ssl::verify_peer | ssl::verify_fail_if_no_peer_cert);
+      ctx.set_verify_mode(ssl::verify_peer | ssl::verify_fail_if_no_peer_cert);
       break;
   }
   // The client's own certificate (depth 0) must name an allowed client; the
@@ -198,7 +213,7 @@ Result<std::shared_ptr<ssl::context>> make_tls_context(const WebConfig::Tls& tls
   // chain stays unchecked, as above.
   if (!tls.client_allowed_sans.empty()) {
     const bool any = tls.client_auth == CA::require_any;
-    ctx->set_verify_callback(
+    ctx.set_verify_callback(
         [allowed = tls.client_allowed_sans, any](bool preverified, ssl::verify_context& vc) {
           X509_STORE_CTX* store = vc.native_handle();
           if (!preverified && !any) return false;
@@ -208,6 +223,17 @@ Result<std::shared_ptr<ssl::context>> make_tls_context(const WebConfig::Tls& tls
           return false;
         });
   }
+  return ok_status();
+}
+
+}  // namespace
+
+Result<std::shared_ptr<ssl::context>> make_tls_context(const WebConfig::Tls& tls) {
+  ERR_clear_error();
+  auto ctx = std::make_shared<ssl::context>(ssl::context::tls_server);
+  if (Status s = set_protocol(*ctx, tls); !s) return s.error();
+  if (Status s = use_identity(*ctx, tls); !s) return s.error();
+  if (Status s = verify_clients(*ctx, tls); !s) return s.error();
   ERR_clear_error();
   return ctx;
 }
