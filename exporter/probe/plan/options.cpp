@@ -27,36 +27,50 @@ std::vector<ProbeClass> effective_classes(const ProbeOptions& options) {
   return {c};
 }
 
-std::vector<std::string> validate_probe_options(const ProbeOptions& o) {
-  std::vector<std::string> errors;
-  auto positive = [&](std::chrono::milliseconds d, const std::string& key) {
-    if (d.count() <= 0) errors.push_back(key + ": must be positive");
-  };
+namespace {
+
+void positive(std::vector<std::string>& errors, std::chrono::milliseconds d,
+              const std::string& key) {
+  if (d.count() <= 0) errors.push_back(key + ": must be positive");
+}
+
+void rail_problem(std::vector<std::string>& errors, const std::string& rail,
+                  const std::string& key) {
+  if (rail.empty() || rail.size() > wire::kMaxNameSize ||
+      !std::all_of(rail.begin(), rail.end(), [](char c) { return c >= 0x20 && c < 0x7f; })) {
+    errors.push_back(key + ": a rail is 1 to " + std::to_string(wire::kMaxNameSize) +
+                     " printable ASCII characters");
+  }
+}
+
+// The listen address, the time limits and the backoff.
+void validate_general(const ProbeOptions& o, std::vector<std::string>& errors) {
   ListenAddress listen;
   if (!parse_listen_address(o.listen_address, listen)) {
     errors.push_back("probe.listen_address: expected host:port, :port or [v6]:port, got \"" +
                      o.listen_address + "\"");
   }
-  positive(o.connect_timeout, "probe.connect_timeout");
-  positive(o.backoff_initial, "probe.backoff_initial");
-  positive(o.file_sd_refresh, "probe.file_sd_refresh");
-  positive(o.responder.idle_timeout, "probe.idle_timeout");
-  positive(o.responder.handshake_timeout, "probe.handshake_timeout");
-  positive(o.responder.ud_min_interval, "probe.ud_min_interval");
-  positive(o.discovery_interval, "probe.discovery_interval");
+  positive(errors, o.connect_timeout, "probe.connect_timeout");
+  positive(errors, o.backoff_initial, "probe.backoff_initial");
+  positive(errors, o.file_sd_refresh, "probe.file_sd_refresh");
+  positive(errors, o.responder.idle_timeout, "probe.idle_timeout");
+  positive(errors, o.responder.handshake_timeout, "probe.handshake_timeout");
+  positive(errors, o.responder.ud_min_interval, "probe.ud_min_interval");
+  positive(errors, o.discovery_interval, "probe.discovery_interval");
+  if (o.backoff_max < o.backoff_initial) {
+    errors.emplace_back("probe.backoff_max: must not be below probe.backoff_initial");
+  }
+}
+
+// probe.device, and probe.rails' ports and names.
+void validate_devices(const ProbeOptions& o, std::vector<std::string>& errors) {
   if (std::string problem = pattern_limit_problem(o.device); !problem.empty()) {
     errors.push_back("probe.device: " + problem);
   } else if (auto device = Pattern::compile(o.device); !device) {
     errors.push_back("probe.device: not a regular expression: " + device.error().message);
   }
-  auto rail_problem = [&](const std::string& rail, const std::string& key) {
-    if (rail.empty() || rail.size() > wire::kMaxNameSize ||
-        !std::all_of(rail.begin(), rail.end(), [](char c) { return c >= 0x20 && c < 0x7f; })) {
-      errors.push_back(key + ": a rail is 1 to 64 printable ASCII characters");
-    }
-  };
   for (const auto& [port, rail] : o.rails) {
-    rail_problem(rail, "probe.rails." + port);
+    rail_problem(errors, rail, "probe.rails." + port);
     // "device" or "device/port", port 1 to 255.
     const auto slash = port.find('/');
     int number = 0;
@@ -68,9 +82,10 @@ std::vector<std::string> validate_probe_options(const ProbeOptions& o) {
       errors.push_back("probe.rails." + port + ": expected a device name or device/port");
     }
   }
-  if (o.backoff_max < o.backoff_initial) {
-    errors.emplace_back("probe.backoff_max: must not be below probe.backoff_initial");
-  }
+}
+
+// The classes; returns their names.
+std::set<std::string> validate_classes(const ProbeOptions& o, std::vector<std::string>& errors) {
   std::set<std::string> names;
   std::set<std::tuple<Op, uint32_t, uint8_t>> kinds;
   for (std::size_t i = 0; i < o.classes.size(); ++i) {
@@ -92,21 +107,20 @@ std::vector<std::string> validate_probe_options(const ProbeOptions& o) {
       errors.push_back(key + ".size: above probe.max_message_size (" +
                        std::to_string(o.responder.max_message_size) + ")");
     }
-    positive(c.interval, key + ".interval");
-    positive(c.timeout, key + ".timeout");
+    positive(errors, c.interval, key + ".interval");
+    positive(errors, c.timeout, key + ".timeout");
     if (is_ud(c.op) && (c.size < wire::kDatagramSize || c.size > c.mtu)) {
       errors.push_back(key + ".size: a ud probe is " + std::to_string(wire::kDatagramSize) +
                        " bytes up to its mtu (" + std::to_string(c.mtu) + ")");
     }
     if (c.flows < 1 || c.flows > 16) errors.push_back(key + ".flows: expected 1 to 16");
   }
-  positive(o.pinglist.epoch, "probe.pinglist.epoch");
-  if (std::string p = target_label_problem(o.pinglist.group_label); !p.empty()) {
-    errors.push_back("probe.pinglist.group_label: " + p);
-  }
-  if (o.histograms != "group" && o.histograms != "target") {
-    errors.emplace_back("probe.histograms: expected group or target");
-  }
+  return names;
+}
+
+// The targets, each naming classes among `names`, and the file_sd files.
+void validate_targets(const ProbeOptions& o, const std::set<std::string>& names,
+                      std::vector<std::string>& errors) {
   for (std::size_t i = 0; i < o.targets.size(); ++i) {
     const Target& t = o.targets[i];
     const std::string key = "probe.targets[" + std::to_string(i) + "]";
@@ -116,11 +130,28 @@ std::vector<std::string> validate_probe_options(const ProbeOptions& o) {
     for (const auto& c : t.classes) {
       if (!names.contains(c)) errors.push_back(key + ".classes: no class named \"" + c + "\"");
     }
-    if (!t.rail.empty()) rail_problem(t.rail, key + ".rail");
+    if (!t.rail.empty()) rail_problem(errors, t.rail, key + ".rail");
   }
   for (const auto& f : o.file_sd) {
     if (f.empty()) errors.emplace_back("probe.file_sd: a path is empty");
   }
+}
+
+}  // namespace
+
+std::vector<std::string> validate_probe_options(const ProbeOptions& o) {
+  std::vector<std::string> errors;
+  validate_general(o, errors);
+  validate_devices(o, errors);
+  const std::set<std::string> names = validate_classes(o, errors);
+  positive(errors, o.pinglist.epoch, "probe.pinglist.epoch");
+  if (std::string p = target_label_problem(o.pinglist.group_label); !p.empty()) {
+    errors.push_back("probe.pinglist.group_label: " + p);
+  }
+  if (o.histograms != "group" && o.histograms != "target") {
+    errors.emplace_back("probe.histograms: expected group or target");
+  }
+  validate_targets(o, names, errors);
   return errors;
 }
 
