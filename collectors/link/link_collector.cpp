@@ -21,6 +21,74 @@ void add_fec_counter(MetricSink& sink, const Labels& labels, const std::string& 
   }
 }
 
+// rdma_netdev_carrier and its up and down counts (/sys/class/net).
+void add_carrier(MetricSink& sink, const Labels& labels, const sysfs::Carrier& c) {
+  if (c.up) {
+    sink.gauge("rdma_netdev_carrier",
+               "Whether the network device behind the RDMA port has a carrier: 1 up, 0 down "
+               "(absent while the device is administratively down).",
+               labels, *c.up ? 1 : 0);
+  }
+  if (c.up_changes) {
+    sink.counter("rdma_netdev_carrier_up_changes_total",
+                 "Times the carrier of the network device behind the RDMA port came up "
+                 "(carrier_up_count).",
+                 labels, static_cast<double>(*c.up_changes));
+  }
+  if (c.down_changes) {
+    sink.counter("rdma_netdev_carrier_down_changes_total",
+                 "Times the carrier of the network device behind the RDMA port went down "
+                 "(carrier_down_count): link flaps, counted even between two scrapes.",
+                 labels, static_cast<double>(*c.down_changes));
+  }
+}
+
+// Why the link is down and how often it went down (ethtool netlink).
+void add_link_state(MetricSink& sink, const Labels& labels, const ethnl::LinkState& s) {
+  if (s.ext_state) {
+    Labels info = labels;
+    info.emplace_back("ext_state", ethnl::ext_state_name(*s.ext_state));
+    info.emplace_back("ext_substate", s.ext_substate
+                                          ? ethnl::ext_substate_name(*s.ext_state, *s.ext_substate)
+                                          : "");
+    sink.info("rdma_netdev_link_ext_state_info",
+              "Why the link of the network device behind the RDMA port is down, as its "
+              "driver says (ethtool netlink's extended link state and substate, as the "
+              "kernel's uapi names them); the value is always 1.",
+              std::move(info));
+  }
+  if (s.down_events) {
+    sink.counter("rdma_netdev_link_down_events_total",
+                 "Times the link of the network device behind the RDMA port went down, as "
+                 "its driver counts them (ethtool netlink, Linux 6.4 and later).",
+                 labels, static_cast<double>(*s.down_events));
+  }
+}
+
+// The FEC mode and its counters, in total and per lane (ethtool netlink).
+void add_fec(MetricSink& sink, const Labels& labels, const ethnl::Fec& f) {
+  if (f.active) {
+    Labels info = labels;
+    info.emplace_back("mode", ethnl::fec_mode_name(*f.active));
+    sink.info("rdma_netdev_fec_mode_info",
+              "The forward error correction mode the link of the network device behind the "
+              "RDMA port uses (off, rs, baser, llrs); the value is always 1.",
+              std::move(info));
+  }
+  add_fec_counter(sink, labels, "corrected_blocks",
+                  "FEC blocks the receiver corrected on the link of the network device "
+                  "behind the RDMA port.",
+                  f.corrected_blocks);
+  add_fec_counter(sink, labels, "uncorrectable_blocks",
+                  "FEC blocks the receiver could not correct (the frames in them were "
+                  "lost) on the link of the network device behind the RDMA port.",
+                  f.uncorrectable_blocks);
+  add_fec_counter(sink, labels, "corrected_bits",
+                  "Bits the FEC decoder corrected on the link of the network device behind "
+                  "the RDMA port.",
+                  f.corrected_bits);
+}
+
 }  // namespace
 
 LinkCollector::Read LinkCollector::read(const std::string& netdev,
@@ -60,71 +128,9 @@ std::vector<std::string> LinkCollector::collect(Scrape& scrape, MetricSink& sink
     const Read& r = it->second;
     Labels labels = p.labels();
     labels.emplace_back("netdev", *netdev);
-    if (r.carrier) {
-      const sysfs::Carrier& c = *r.carrier;
-      if (c.up) {
-        sink.gauge("rdma_netdev_carrier",
-                   "Whether the network device behind the RDMA port has a carrier: 1 up, 0 down "
-                   "(absent while the device is administratively down).",
-                   labels, *c.up ? 1 : 0);
-      }
-      if (c.up_changes) {
-        sink.counter("rdma_netdev_carrier_up_changes_total",
-                     "Times the carrier of the network device behind the RDMA port came up "
-                     "(carrier_up_count).",
-                     labels, static_cast<double>(*c.up_changes));
-      }
-      if (c.down_changes) {
-        sink.counter("rdma_netdev_carrier_down_changes_total",
-                     "Times the carrier of the network device behind the RDMA port went down "
-                     "(carrier_down_count): link flaps, counted even between two scrapes.",
-                     labels, static_cast<double>(*c.down_changes));
-      }
-    }
-    if (r.state) {
-      const ethnl::LinkState& s = *r.state;
-      if (s.ext_state) {
-        Labels info = labels;
-        info.emplace_back("ext_state", ethnl::ext_state_name(*s.ext_state));
-        info.emplace_back(
-            "ext_substate",
-            s.ext_substate ? ethnl::ext_substate_name(*s.ext_state, *s.ext_substate) : "");
-        sink.info("rdma_netdev_link_ext_state_info",
-                  "Why the link of the network device behind the RDMA port is down, as its "
-                  "driver says (ethtool netlink's extended link state and substate, as the "
-                  "kernel's uapi names them); the value is always 1.",
-                  std::move(info));
-      }
-      if (s.down_events) {
-        sink.counter("rdma_netdev_link_down_events_total",
-                     "Times the link of the network device behind the RDMA port went down, as "
-                     "its driver counts them (ethtool netlink, Linux 6.4 and later).",
-                     labels, static_cast<double>(*s.down_events));
-      }
-    }
-    if (r.fec) {
-      const ethnl::Fec& f = *r.fec;
-      if (f.active) {
-        Labels info = labels;
-        info.emplace_back("mode", ethnl::fec_mode_name(*f.active));
-        sink.info("rdma_netdev_fec_mode_info",
-                  "The forward error correction mode the link of the network device behind the "
-                  "RDMA port uses (off, rs, baser, llrs); the value is always 1.",
-                  std::move(info));
-      }
-      add_fec_counter(sink, labels, "corrected_blocks",
-                      "FEC blocks the receiver corrected on the link of the network device "
-                      "behind the RDMA port.",
-                      f.corrected_blocks);
-      add_fec_counter(sink, labels, "uncorrectable_blocks",
-                      "FEC blocks the receiver could not correct (the frames in them were "
-                      "lost) on the link of the network device behind the RDMA port.",
-                      f.uncorrectable_blocks);
-      add_fec_counter(sink, labels, "corrected_bits",
-                      "Bits the FEC decoder corrected on the link of the network device behind "
-                      "the RDMA port.",
-                      f.corrected_bits);
-    }
+    if (r.carrier) add_carrier(sink, labels, *r.carrier);
+    if (r.state) add_link_state(sink, labels, *r.state);
+    if (r.fec) add_fec(sink, labels, *r.fec);
   });
   net_.keep_only(present);
   if (ethnl_ && ethnl_->available()) {
