@@ -190,8 +190,7 @@ ProcessMetrics::ProcessMetrics(std::string proc_root, long ticks_per_second, lon
   page_size_ = page_size > 0 ? static_cast<double>(page_size) : 4096.0;
 }
 
-std::vector<std::string> ProcessMetrics::collect(MetricSink& sink) {
-  std::vector<std::string> errors;
+std::optional<ProcStat> ProcessMetrics::read_stat(std::vector<std::string>& errors) const {
   const std::string stat_path = root_ + "/self/stat";
   auto stat_text = read_file(stat_path, kMaxProcFileBytes, stat_path);
   std::optional<ProcStat> stat;
@@ -202,39 +201,36 @@ std::vector<std::string> ProcessMetrics::collect(MetricSink& sink) {
   } else {
     stat = *parsed;
   }
+  return stat;
+}
 
-  if (stat) {
-    sink.counter("process_cpu_seconds_total",
-                 "CPU time the exporter process has used, user and system, in seconds.", {},
-                 static_cast<double>(stat->utime_ticks + stat->stime_ticks) / ticks_per_second_);
-    sink.gauge("process_resident_memory_bytes",
-               "Resident set size of the exporter process, in bytes.", {},
-               static_cast<double>(stat->rss_pages) * page_size_);
-    sink.gauge("process_virtual_memory_bytes",
-               "Virtual memory size of the exporter process, in bytes.", {},
-               static_cast<double>(stat->vsize_bytes));
+void ProcessMetrics::add_usage(MetricSink& sink, const ProcStat& stat) const {
+  sink.counter("process_cpu_seconds_total",
+               "CPU time the exporter process has used, user and system, in seconds.", {},
+               static_cast<double>(stat.utime_ticks + stat.stime_ticks) / ticks_per_second_);
+  sink.gauge("process_resident_memory_bytes",
+             "Resident set size of the exporter process, in bytes.", {},
+             static_cast<double>(stat.rss_pages) * page_size_);
+  sink.gauge("process_virtual_memory_bytes",
+             "Virtual memory size of the exporter process, in bytes.", {},
+             static_cast<double>(stat.vsize_bytes));
+}
+
+std::optional<double> ProcessMetrics::soft_limit(const Result<std::string>& limits,
+                                                 const std::string& limits_path,
+                                                 std::string_view row,
+                                                 std::vector<std::string>& errors) {
+  if (!limits) return std::nullopt;
+  auto value = parse_soft_limit(*limits, row);
+  if (!value) {
+    errors.push_back(limits_path + ": " + value.error().message);
+    return std::nullopt;
   }
+  // Unlimited is RLIM_INFINITY, as getrlimit() gives it.
+  return static_cast<double>(value->value_or(std::numeric_limits<uint64_t>::max()));
+}
 
-  const std::string limits_path = root_ + "/self/limits";
-  auto limits = read_file(limits_path, kMaxProcFileBytes, limits_path);
-  if (!limits) errors.push_back(limits.error().message);
-  auto limit = [&](std::string_view row) -> std::optional<double> {
-    if (!limits) return std::nullopt;
-    auto value = parse_soft_limit(*limits, row);
-    if (!value) {
-      errors.push_back(limits_path + ": " + value.error().message);
-      return std::nullopt;
-    }
-    // Unlimited is RLIM_INFINITY, as getrlimit() gives it.
-    return static_cast<double>(value->value_or(std::numeric_limits<uint64_t>::max()));
-  };
-  if (auto max = limit("Max address space")) {
-    sink.gauge("process_virtual_memory_max_bytes",
-               "Soft limit of the exporter process's virtual memory size (RLIMIT_AS), in bytes; "
-               "1.8446744073709552e+19 (RLIM_INFINITY) when unlimited.",
-               {}, *max);
-  }
-
+std::optional<double> ProcessMetrics::open_fds(std::vector<std::string>& errors) {
   const std::string fd_path = root_ + "/self/fd";
   if (!fd_size_counts_) {
     struct statfs fs {};
@@ -258,10 +254,27 @@ std::vector<std::string> ProcessMetrics::collect(MetricSink& sink) {
       open = *listed;
     }
   }
-  if (open) {
+  return open;
+}
+
+std::vector<std::string> ProcessMetrics::collect(MetricSink& sink) {
+  std::vector<std::string> errors;
+  const std::optional<ProcStat> stat = read_stat(errors);
+  if (stat) add_usage(sink, *stat);
+
+  const std::string limits_path = root_ + "/self/limits";
+  auto limits = read_file(limits_path, kMaxProcFileBytes, limits_path);
+  if (!limits) errors.push_back(limits.error().message);
+  if (auto max = soft_limit(limits, limits_path, "Max address space", errors)) {
+    sink.gauge("process_virtual_memory_max_bytes",
+               "Soft limit of the exporter process's virtual memory size (RLIMIT_AS), in bytes; "
+               "1.8446744073709552e+19 (RLIM_INFINITY) when unlimited.",
+               {}, *max);
+  }
+  if (auto open = open_fds(errors)) {
     sink.gauge("process_open_fds", "File descriptors the exporter process has open.", {}, *open);
   }
-  if (auto max = limit("Max open files")) {
+  if (auto max = soft_limit(limits, limits_path, "Max open files", errors)) {
     sink.gauge("process_max_fds",
                "Soft limit of the exporter process's open file descriptors (RLIMIT_NOFILE).", {},
                *max);

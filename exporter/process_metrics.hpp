@@ -70,6 +70,16 @@ class ProcessMetrics {
   void add_metrics(MetricSink& sink);
 
  private:
+  // The steps of collect(): /proc/self/stat read and parsed; the CPU time
+  // and memory from it; a soft limit from /proc/self/limits (unlimited as
+  // RLIM_INFINITY); the open descriptors.
+  std::optional<ProcStat> read_stat(std::vector<std::string>& errors) const;
+  void add_usage(MetricSink& sink, const ProcStat& stat) const;
+  static std::optional<double> soft_limit(const Result<std::string>& limits,
+                                          const std::string& limits_path, std::string_view row,
+                                          std::vector<std::string>& errors);
+  std::optional<double> open_fds(std::vector<std::string>& errors);
+
   std::string root_;
   double ticks_per_second_;
   double page_size_;
