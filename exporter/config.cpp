@@ -21,6 +21,56 @@
 
 namespace rdma_exporter {
 
+namespace {
+
+// The web section: where and how the HTTP server listens.
+void parse_web(Walker& w, const YAML::Node& n, const std::string& p, Config::Web& web) {
+  w.mapping(n, p,
+            {{"listen_address",
+              [&](const YAML::Node& v, const std::string& key) {
+                // One address, or a list of them.
+                if (v.IsScalar()) {
+                  web.listen_addresses = {v.Scalar()};
+                } else {
+                  w.string_list(web.listen_addresses)(v, key);
+                }
+              }},
+             {"telemetry_path", w.string(web.telemetry_path)},
+             {"max_connections", w.integer(web.max_connections, 1, 100000)},
+             {"max_connections_per_source", w.integer(web.max_connections_per_source, 1, 100000)},
+             {"read_timeout", w.duration(web.read_timeout)},
+             {"header_timeout", w.duration(web.header_timeout)},
+             {"idle_timeout", w.duration(web.idle_timeout)},
+             {"write_timeout", w.duration(web.write_timeout)},
+             {"max_request_bytes", w.integer(web.max_request_bytes, 1024, 1 << 20)},
+             {"enable_lifecycle", w.boolean(web.enable_lifecycle)},
+             {"config_file", w.string(web.config_file)}});
+}
+
+// The registry's collectors: each one's switch in `collectors`, and its
+// own section for its options.
+void add_collector_sections(Walker& w, Config& c, std::map<std::string, Walker::Field>& sections) {
+  sections["collectors"] = [&](const YAML::Node& n, const std::string& p) {
+    std::map<std::string, Walker::Field> switches;
+    for (const auto& e : collector_registry()) {
+      switches[e.name] = [&w, &c, name = e.name](const YAML::Node& v, const std::string& key) {
+        bool on = c.collectors.enabled(name);
+        w.boolean(on)(v, key);
+        c.collectors.set_enabled(name, on);
+      };
+    }
+    w.mapping(n, p, switches);
+  };
+  for (const auto& e : collector_registry()) {
+    if (!e.parse_options) continue;
+    sections[e.name] = [&w, &c, &e](const YAML::Node& n, const std::string& p) {
+      e.parse_options(w, n, p, c.collectors.options_of(e.name));
+    };
+  }
+}
+
+}  // namespace
+
 std::vector<std::string> parse_config(const std::string& yaml_text, const std::string& source,
                                       Config& c) {
   YAML::Node root;
@@ -33,30 +83,7 @@ std::vector<std::string> parse_config(const std::string& yaml_text, const std::s
   }
   Walker w(source);
   std::map<std::string, Walker::Field> sections = {
-      {"web",
-       [&](const YAML::Node& n, const std::string& p) {
-         w.mapping(n, p,
-                   {{"listen_address",
-                     [&](const YAML::Node& v, const std::string& key) {
-                       // One address, or a list of them.
-                       if (v.IsScalar()) {
-                         c.web.listen_addresses = {v.Scalar()};
-                       } else {
-                         w.string_list(c.web.listen_addresses)(v, key);
-                       }
-                     }},
-                    {"telemetry_path", w.string(c.web.telemetry_path)},
-                    {"max_connections", w.integer(c.web.max_connections, 1, 100000)},
-                    {"max_connections_per_source",
-                     w.integer(c.web.max_connections_per_source, 1, 100000)},
-                    {"read_timeout", w.duration(c.web.read_timeout)},
-                    {"header_timeout", w.duration(c.web.header_timeout)},
-                    {"idle_timeout", w.duration(c.web.idle_timeout)},
-                    {"write_timeout", w.duration(c.web.write_timeout)},
-                    {"max_request_bytes", w.integer(c.web.max_request_bytes, 1024, 1 << 20)},
-                    {"enable_lifecycle", w.boolean(c.web.enable_lifecycle)},
-                    {"config_file", w.string(c.web.config_file)}});
-       }},
+      {"web", [&](const YAML::Node& n, const std::string& p) { parse_web(w, n, p, c.web); }},
       {"collection",
        [&](const YAML::Node& n, const std::string& p) {
          w.mapping(n, p,
@@ -86,25 +113,7 @@ std::vector<std::string> parse_config(const std::string& yaml_text, const std::s
          kubernetes::parse_options(w, n, p, c.kubernetes);
        }},
   };
-  // The registry's collectors: each one's switch in `collectors`, and its
-  // own section for its options.
-  sections["collectors"] = [&](const YAML::Node& n, const std::string& p) {
-    std::map<std::string, Walker::Field> switches;
-    for (const auto& e : collector_registry()) {
-      switches[e.name] = [&w, &c, name = e.name](const YAML::Node& v, const std::string& key) {
-        bool on = c.collectors.enabled(name);
-        w.boolean(on)(v, key);
-        c.collectors.set_enabled(name, on);
-      };
-    }
-    w.mapping(n, p, switches);
-  };
-  for (const auto& e : collector_registry()) {
-    if (!e.parse_options) continue;
-    sections[e.name] = [&w, &c, &e](const YAML::Node& n, const std::string& p) {
-      e.parse_options(w, n, p, c.collectors.options_of(e.name));
-    };
-  }
+  add_collector_sections(w, c, sections);
   w.mapping(root, "", sections);
   auto errors = w.take();
   for (auto& e : validate_config(c)) errors.push_back(source + ": " + e);
