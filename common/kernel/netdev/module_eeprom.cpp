@@ -336,78 +336,78 @@ void decode_sff8636(Module& m, const Image& image) {
 // flags in bank 0 page 11h (lanes 1-8).
 constexpr std::size_t kCmisBankLanes = 8;
 
-void decode_cmis(Module& m, const Image& image) {
-  const Half* lower = image.find(kLowerPage);
-  const bool flat = ((*lower)[2] & 0x80U) != 0;
-  if (const Half* page0 = image.find(kUpperPage0)) {
-    identity(m, Window(lower, page0), 129, 148, 164, 2, 166);
-  } else {
-    m.missing.push_back(describe(kUpperPage0));
-  }
-  // A flat-memory module (a passive cable) has no monitors.
-  if (flat) return;
-  // Temperature and supply voltage, and their latched flags in byte 9:
-  // temperature in bits 0-3 and supply voltage in bits 4-7, the high alarm
-  // in the lowest bit of each.
-  const Window lo(lower, nullptr);
-  m.diagnostics = true;
-  m.temperature_celsius = celsius(lo, 14);
-  m.supply_voltage_volts = volts(lo, 16);
-  static constexpr std::array<const char*, 4> kLevels = {"high_alarm", "low_alarm", "high_warning",
-                                                         "low_warning"};
+// The module's latched temperature and supply voltage flags, lower page
+// byte 9: temperature in bits 0-3 and supply voltage in bits 4-7, the high
+// alarm in the lowest bit of each.
+constexpr std::array<const char*, 4> kCmisLevels = {"high_alarm", "low_alarm", "high_warning",
+                                                    "low_warning"};
+
+void cmis_module_flags(const Window& lo, Module& m) {
   for (unsigned i = 0; i < 4; ++i) {
     if ((lo.byte(9) & (1U << i)) != 0) {
-      m.flags.push_back(Flag{std::string("temperature_") + kLevels[i], std::nullopt});
+      m.flags.push_back(Flag{std::string("temperature_") + kCmisLevels[i], std::nullopt});
     }
   }
   for (unsigned i = 0; i < 4; ++i) {
     if ((lo.byte(9) & (0x10U << i)) != 0) {
-      m.flags.push_back(Flag{std::string("supply_voltage_") + kLevels[i], std::nullopt});
+      m.flags.push_back(Flag{std::string("supply_voltage_") + kCmisLevels[i], std::nullopt});
     }
   }
-  // The lane monitors the module has: page 01h byte 160.
-  const Half* page1 = image.find(kUpperPage1);
-  if (page1 == nullptr) {
-    m.missing.push_back(describe(kUpperPage1));
-  }
-  const uint8_t lane_mon = page1 != nullptr ? (*page1)[160 - kHalfSize] : 0;
-  const bool bias_mon = (lane_mon & 0x01U) != 0;
-  const bool tx_mon = (lane_mon & 0x02U) != 0;
-  const bool rx_mon = (lane_mon & 0x04U) != 0;
+}
+
+// The lane monitors a CMIS module has: page 01h byte 160.
+struct CmisLaneMonitors {
+  bool bias = false, tx = false, rx = false;
   // Bias is reported in 2 uA times 1, 2 or 4 (bits 4-3; 3 is reserved).
-  const unsigned multiplier_code = (lane_mon >> 3U) & 0x03U;
-  const bool bias_known = multiplier_code != 3;
-  const double microamperes_per_unit =
-      kMicroamperesPerUnit * static_cast<double>(1U << multiplier_code);
-  auto bias = [&](const Window& w, std::size_t o) {
+  bool bias_known = false;
+  double microamperes_per_unit = kMicroamperesPerUnit;
+
+  explicit CmisLaneMonitors(uint8_t advertised)
+      : bias((advertised & 0x01U) != 0),
+        tx((advertised & 0x02U) != 0),
+        rx((advertised & 0x04U) != 0),
+        bias_known(((advertised >> 3U) & 0x03U) != 3),
+        microamperes_per_unit(kMicroamperesPerUnit *
+                              static_cast<double>(1U << ((advertised >> 3U) & 0x03U))) {}
+  bool any() const { return bias || tx || rx; }
+  bool bias_readable() const { return bias && bias_known; }
+  double bias_amperes(const Window& w, std::size_t o) const {
     return w.u16(o) * microamperes_per_unit / kMicroamperesPerAmpere;
-  };
-  if (const Half* page2 = image.find(kUpperPage2)) {
-    const Window t(lower, page2);
-    m.temperature_thresholds = thresholds_at(t, 128, celsius);
-    m.supply_voltage_thresholds = thresholds_at(t, 136, volts);
-    if (tx_mon) m.tx_power_thresholds = thresholds_at(t, 176, watts);
-    if (bias_mon && bias_known) m.tx_bias_thresholds = thresholds_at(t, 184, bias);
-    if (rx_mon) m.rx_power_thresholds = thresholds_at(t, 192, watts);
-  } else {
-    m.missing.push_back(describe(kUpperPage2));
   }
-  if (!bias_mon && !tx_mon && !rx_mon) return;
-  const Half* page11 = image.find(kUpperPage11);
-  if (page11 == nullptr) {
-    m.missing.push_back(describe(kUpperPage11));
+};
+
+// Thresholds in page 02h, for the monitors the module has.
+void cmis_thresholds(Module& m, const Half* lower, const Image& image,
+                     const CmisLaneMonitors& mon) {
+  const Half* page2 = image.find(kUpperPage2);
+  if (page2 == nullptr) {
+    m.missing.push_back(describe(kUpperPage2));
     return;
   }
-  // The lanes the module's first application uses on the media side (byte
-  // 88, bits 3-0); all of bank 0 when it does not say.
+  const Window t(lower, page2);
+  m.temperature_thresholds = thresholds_at(t, 128, celsius);
+  m.supply_voltage_thresholds = thresholds_at(t, 136, volts);
+  if (mon.tx) m.tx_power_thresholds = thresholds_at(t, 176, watts);
+  if (mon.bias_readable()) {
+    m.tx_bias_thresholds = thresholds_at(
+        t, 184, [&mon](const Window& w, std::size_t o) { return mon.bias_amperes(w, o); });
+  }
+  if (mon.rx) m.rx_power_thresholds = thresholds_at(t, 192, watts);
+}
+
+// The lanes' monitors and latched flags in bank 0 page 11h, for the lanes
+// the module's first application uses on the media side (lower page byte
+// 88, bits 3-0; all of bank 0 when it does not say).
+void cmis_lanes(Module& m, const Half* lower, const Half* page11, const CmisLaneMonitors& mon) {
+  const Window lo(lower, nullptr);
   std::size_t lanes = lo.byte(88) & 0x0FU;
   if (lanes == 0 || lanes > kCmisBankLanes) lanes = kCmisBankLanes;
   const Window w(lower, page11);
   for (std::size_t lane = 0; lane < lanes; ++lane) {
     Lane l;
-    if (tx_mon) l.tx_power_watts = watts(w, 154 + 2 * lane);
-    if (bias_mon && bias_known) l.tx_bias_amperes = bias(w, 170 + 2 * lane);
-    if (rx_mon) l.rx_power_watts = watts(w, 186 + 2 * lane);
+    if (mon.tx) l.tx_power_watts = watts(w, 154 + 2 * lane);
+    if (mon.bias_readable()) l.tx_bias_amperes = mon.bias_amperes(w, 170 + 2 * lane);
+    if (mon.rx) l.rx_power_watts = watts(w, 186 + 2 * lane);
     m.lanes.push_back(l);
   }
   // Latched lane flags, one bit per lane, 135-152.
@@ -419,16 +419,44 @@ void decode_cmis(Module& m, const Image& image) {
     const char* quantity;
     bool monitored;
   };
-  for (const Group& g : {Group{139, "tx_power", tx_mon}, Group{143, "tx_bias", bias_mon},
-                         Group{149, "rx_power", rx_mon}}) {
+  for (const Group& g : {Group{139, "tx_power", mon.tx}, Group{143, "tx_bias", mon.bias},
+                         Group{149, "rx_power", mon.rx}}) {
     if (!g.monitored) continue;
     for (unsigned i = 0; i < 4; ++i) {
-      lane_flags(w.byte(g.offset + i), (std::string(g.quantity) + "_" + kLevels[i]).c_str(), lanes,
-                 m.flags);
+      lane_flags(w.byte(g.offset + i), (std::string(g.quantity) + "_" + kCmisLevels[i]).c_str(),
+                 lanes, m.flags);
     }
   }
   lane_flags(w.byte(147), "rx_los", lanes, m.flags);
   lane_flags(w.byte(148), "rx_cdr_lol", lanes, m.flags);
+}
+
+void decode_cmis(Module& m, const Image& image) {
+  const Half* lower = image.find(kLowerPage);
+  const bool flat = ((*lower)[2] & 0x80U) != 0;
+  if (const Half* page0 = image.find(kUpperPage0)) {
+    identity(m, Window(lower, page0), 129, 148, 164, 2, 166);
+  } else {
+    m.missing.push_back(describe(kUpperPage0));
+  }
+  // A flat-memory module (a passive cable) has no monitors.
+  if (flat) return;
+  const Window lo(lower, nullptr);
+  m.diagnostics = true;
+  m.temperature_celsius = celsius(lo, 14);
+  m.supply_voltage_volts = volts(lo, 16);
+  cmis_module_flags(lo, m);
+  const Half* page1 = image.find(kUpperPage1);
+  if (page1 == nullptr) m.missing.push_back(describe(kUpperPage1));
+  const CmisLaneMonitors mon(page1 != nullptr ? (*page1)[160 - kHalfSize] : 0);
+  cmis_thresholds(m, lower, image, mon);
+  if (!mon.any()) return;
+  const Half* page11 = image.find(kUpperPage11);
+  if (page11 == nullptr) {
+    m.missing.push_back(describe(kUpperPage11));
+    return;
+  }
+  cmis_lanes(m, lower, page11, mon);
 }
 
 }  // namespace
