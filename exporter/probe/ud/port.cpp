@@ -1,36 +1,23 @@
 #include "exporter/probe/ud/port.hpp"
 
-#include <fcntl.h>
 #include <openssl/rand.h>
 
 #include <algorithm>
+#include <array>
 #include <boost/asio/post.hpp>
-#include <cstring>
 
-#include "common/errno_text.hpp"
 #include "common/log.hpp"
-#include "exporter/probe/verbs/access.hpp"
 #include "exporter/probe/verbs/error.hpp"
 
 namespace rdma_exporter::probe {
-namespace {
-
-constexpr std::size_t kGrhSize = 40;
-// Send work requests carry this bit; receives carry their slot number.
-constexpr uint64_t kSendTag = 1ull << 62;
-
-}  // namespace
-
 UdPort::UdPort(boost::asio::io_context& io, LocalPort port, UdPortSettings settings,
                std::shared_ptr<UdPortStats> stats)
     : io_(io), port_(std::move(port)), settings_(std::move(settings)), stats_(std::move(stats)) {}
 
 UdPort::~UdPort() {
   close();
-  if (qp_) ibv_destroy_qp(qp_);
+  qp_.reset();  // its sends' address handles go after it
   ahs_.clear();
-  if (cq_) ibv_destroy_cq(cq_);
-  if (channel_) ibv_destroy_comp_channel(channel_);
 }
 
 Result<std::unique_ptr<UdPort>> UdPort::create(boost::asio::io_context& io, const LocalPort& port,
@@ -44,7 +31,6 @@ Result<std::unique_ptr<UdPort>> UdPort::create(boost::asio::io_context& io, cons
 
 Status UdPort::init() {
   const Device& dev = *port_.device;
-  ibv_context* ctx = dev.context();
   const std::string where = port_.name() + ": UD queue pair";
   info_ = port_.info;
   if (settings_.gid_index >= 0) {
@@ -55,82 +41,22 @@ Status UdPort::init() {
   auto qkey = choose_qkey(RAND_bytes);
   if (!qkey) return Error{qkey.error().code, where + ": " + qkey.error().message};
   qkey_ = *qkey;
-  const std::size_t slot = kGrhSize + settings_.max_size;
-  auto memory = Memory::create(
-      dev, slot * settings_.recv_depth + std::size_t{settings_.max_size} * settings_.send_depth,
-      settings_.memory, access_for(Op::ud, Role::responder).memory);
-  if (!memory) return memory.error();
-  memory_ = std::move(memory.value());
+  auto qp = UdQueuePair::create(dev, UdQueuePairConfig{.port = info_,
+                                                       .qkey = qkey_,
+                                                       .max_size = settings_.max_size,
+                                                       .recv_depth = settings_.recv_depth,
+                                                       .send_depth = settings_.send_depth,
+                                                       .memory = settings_.memory,
+                                                       .where = where});
+  if (!qp) return qp.error();
+  qp_ = std::move(qp.value());
   send_slots_.resize(settings_.send_depth);
-
-  channel_ = ibv_create_comp_channel(ctx);
-  if (channel_ == nullptr) return verbs_error(errno, where + ": completion channel");
-  const int flags = ::fcntl(channel_->fd, F_GETFL);
-  if (flags < 0 || ::fcntl(channel_->fd, F_SETFL, flags | O_NONBLOCK) != 0) {
-    return Error::system(errno, where + ": completion channel: O_NONBLOCK");
-  }
-  const int cqe = static_cast<int>(settings_.recv_depth + settings_.send_depth);
-  if (dev.completion_timestamps() || dev.thread_domain()) {
-    ibv_cq_init_attr_ex attr{};
-    attr.cqe = static_cast<uint32_t>(cqe);
-    attr.channel = channel_;
-    attr.wc_flags = IBV_WC_EX_WITH_BYTE_LEN | IBV_WC_EX_WITH_SRC_QP | IBV_WC_EX_WITH_SLID;
-    if (dev.completion_timestamps()) attr.wc_flags |= IBV_WC_EX_WITH_COMPLETION_TIMESTAMP;
-    if (dev.thread_domain()) {
-      attr.comp_mask = IBV_CQ_INIT_ATTR_MASK_PD;
-      attr.parent_domain = dev.resource_pd();
-    }
-    if (ibv_cq_ex* cq = ibv_create_cq_ex(ctx, &attr); cq != nullptr) {
-      cq_ = ibv_cq_ex_to_cq(cq);
-      cq_ex_ = cq;
-    }
-  }
-  if (cq_ == nullptr) {
-    cq_ = ibv_create_cq(ctx, cqe, nullptr, channel_, 0);
-    if (cq_ == nullptr) return verbs_error(errno, where + ": creating a CQ");
-  }
-
-  ibv_qp_init_attr init{};
-  init.send_cq = cq_;
-  init.recv_cq = cq_;
-  init.qp_type = IBV_QPT_UD;
-  init.sq_sig_all = 1;
-  init.cap.max_send_wr = settings_.send_depth;
-  init.cap.max_recv_wr = settings_.recv_depth;
-  init.cap.max_send_sge = 1;
-  init.cap.max_recv_sge = 1;
-  qp_ = ibv_create_qp(dev.resource_pd(), &init);
-  if (qp_ == nullptr) return verbs_error(errno, where + ": creating");
-
-  ibv_qp_attr a{};
-  a.qp_state = IBV_QPS_INIT;
-  a.pkey_index = 0;
-  a.port_num = info_.port;
-  a.qkey = qkey_;
-  if (int rc = ibv_modify_qp(qp_, &a, IBV_QP_STATE | IBV_QP_PKEY_INDEX | IBV_QP_PORT | IBV_QP_QKEY);
-      rc != 0) {
-    return verbs_error(rc, where + ": to INIT");
-  }
-  for (uint32_t i = 0; i < settings_.recv_depth; ++i) {
-    if (Status s = post_recv(i); !s) return s;
-  }
-  a = ibv_qp_attr{};
-  a.qp_state = IBV_QPS_RTR;
-  if (int rc = ibv_modify_qp(qp_, &a, IBV_QP_STATE); rc != 0) {
-    return verbs_error(rc, where + ": to RTR");
-  }
-  a = ibv_qp_attr{};
-  a.qp_state = IBV_QPS_RTS;
-  a.sq_psn = 0;
-  if (int rc = ibv_modify_qp(qp_, &a, IBV_QP_STATE | IBV_QP_SQ_PSN); rc != 0) {
-    return verbs_error(rc, where + ": to RTS");
-  }
-  events_.emplace(io_, channel_->fd);
+  events_.emplace(io_, qp_->completions().fd());
   return ok_status();
 }
 
 wire::UdPeer UdPort::address() const {
-  return wire::UdPeer{qp_->qp_num, qkey_, info_.lid, info_.gid};
+  return wire::UdPeer{qp_->qpn(), qkey_, info_.lid, info_.gid};
 }
 
 std::optional<uint64_t> UdPort::admit(const wire::UdPeer& prober, uint8_t sl, uint8_t tclass,
@@ -203,42 +129,8 @@ Result<ibv_ah*> UdPort::ah(const Gid& gid, uint16_t lid, uint8_t tclass, uint8_t
   return h;
 }
 
-Status UdPort::post_recv(uint32_t slot) {
-  ibv_sge sge{};
-  sge.addr = memory_->address() + std::size_t{slot} * (kGrhSize + settings_.max_size);
-  sge.length = static_cast<uint32_t>(kGrhSize + settings_.max_size);
-  sge.lkey = memory_->lkey();
-  ibv_recv_wr wr{};
-  wr.wr_id = slot;
-  wr.sg_list = &sge;
-  wr.num_sge = 1;
-  ibv_recv_wr* bad = nullptr;
-  if (int rc = ibv_post_recv(qp_, &wr, &bad); rc != 0) {
-    return verbs_error(rc, port_.name() + ": posting a UD receive");
-  }
-  return ok_status();
-}
-
 Status UdPort::post(uint32_t slot, uint32_t size, ibv_ah* ah, uint32_t qpn, uint32_t qkey) {
-  ibv_sge sge{};
-  sge.addr = memory_->address() +
-             std::size_t{settings_.recv_depth} * (kGrhSize + settings_.max_size) +
-             std::size_t{slot} * settings_.max_size;
-  sge.length = size;
-  sge.lkey = memory_->lkey();
-  ibv_send_wr wr{};
-  wr.wr_id = kSendTag | slot;
-  wr.sg_list = &sge;
-  wr.num_sge = 1;
-  wr.opcode = IBV_WR_SEND;
-  wr.send_flags = IBV_SEND_SIGNALED;
-  wr.wr.ud.ah = ah;
-  wr.wr.ud.remote_qpn = qpn;
-  wr.wr.ud.remote_qkey = qkey;
-  ibv_send_wr* bad = nullptr;
-  if (int rc = ibv_post_send(qp_, &wr, &bad); rc != 0) {
-    return verbs_error(rc, port_.name() + ": posting a UD send");
-  }
+  if (Status s = qp_->post_send(slot, size, ah, qpn, qkey); !s) return s;
   send_slots_[slot].busy = true;
   send_slots_[slot].ah = ah;
   ahs_.posted(ah);
@@ -262,15 +154,12 @@ Status UdPort::send_request(uint32_t id, const wire::Datagram& request, uint32_t
   const wire::UdPeer& to = it->second.responder;
   auto handle = ah(to.gid, to.lid, request.tclass, sl, request.path);
   if (!handle) return handle.error();
-  uint8_t* buf = memory_->data() +
-                 std::size_t{settings_.recv_depth} * (kGrhSize + settings_.max_size) +
-                 std::size_t{*slot} * settings_.max_size;
   wire::Datagram d = request;
   d.kind = wire::DatagramKind::request;
   d.session = id;
   d.flags = 0;
   d.responder_delay_ns = 0;
-  wire::encode_datagram(d, std::span<uint8_t>(buf, settings_.max_size));
+  wire::encode_datagram(d, qp_->send_buffer(*slot));
   if (Status s = post(*slot, size, *handle, to.qpn, to.qkey); !s) return s;
   SendSlot& ss = send_slots_[*slot];
   ss.request = true;
@@ -289,10 +178,8 @@ void UdPort::answer(const wire::Datagram& request, std::span<const uint8_t> byte
     log::debug("probe: UD send failed", {{"port", port_.name()}, {"err", handle.error().message}});
     return stats_->dropped(ud_drop::send_error);
   }
-  uint8_t* buf = memory_->data() +
-                 std::size_t{settings_.recv_depth} * (kGrhSize + settings_.max_size) +
-                 std::size_t{*slot} * settings_.max_size;
-  std::memcpy(buf, bytes.data(), bytes.size());
+  const std::span<uint8_t> buf = qp_->send_buffer(*slot).first(bytes.size());
+  std::copy(bytes.begin(), bytes.end(), buf.begin());
   wire::Datagram d = request;
   d.kind = wire::DatagramKind::reply;
   // T4 - T3 on the clock T3 was read with: the device's when its
@@ -310,7 +197,7 @@ void UdPort::answer(const wire::Datagram& request, std::span<const uint8_t> byte
   }
   d.responder_delay_ns = std::min(d.responder_delay_ns, wire::kMaxResponderDelayNs);
   if (stalled) d.flags |= wire::kResponderStalled;
-  wire::encode_datagram(d, std::span<uint8_t>(buf, bytes.size()));
+  wire::encode_datagram(d, buf);
   if (Status s = post(*slot, static_cast<uint32_t>(bytes.size()), *handle, qpn, qkey); !s) {
     log::debug("probe: UD send failed", {{"port", port_.name()}, {"err", s.error().message}});
     return stats_->dropped(ud_drop::send_error);
@@ -319,45 +206,52 @@ void UdPort::answer(const wire::Datagram& request, std::span<const uint8_t> byte
   stats_->answered();
 }
 
-void UdPort::on_receive(uint32_t slot, uint32_t byte_len, uint32_t src_qp, uint16_t slid, bool grh,
-                        std::optional<uint64_t> ticks, Clock::time_point polled) {
-  const uint8_t* base = memory_->data() + std::size_t{slot} * (kGrhSize + settings_.max_size);
+void UdPort::on_receive(uint32_t slot, const Completion& c, Clock::time_point polled) {
+  constexpr std::size_t kGrh = UdBufferSlots::kGrhSize;
+  const std::span<const uint8_t> filled = qp_->received(slot);
   std::optional<Gid> from;
-  if (grh) from = grh_source_gid(std::span<const uint8_t, 40>(base, kGrhSize));
-  if (!grh) from = Gid{};  // InfiniBand within a subnet: no GRH, the LID says who
-  if (!from || byte_len < kGrhSize) return stats_->dropped(ud_drop::malformed);
-  const std::span<const uint8_t> bytes(base + kGrhSize, byte_len - kGrhSize);
+  if (c.grh) from = grh_source_gid(filled.first<kGrh>());
+  if (!c.grh) from = Gid{};  // InfiniBand within a subnet: no GRH, the LID says who
+  if (!from || c.byte_len < kGrh || c.byte_len > filled.size()) {
+    return stats_->dropped(ud_drop::malformed);
+  }
+  const std::span<const uint8_t> bytes = filled.subspan(kGrh, c.byte_len - kGrh);
   auto d = wire::decode_datagram(bytes);
   if (!d) return stats_->dropped(ud_drop::malformed);
-  if (d->kind == wire::DatagramKind::request) {
-    // Only the paths a class can have: each is an address handle.
-    if (d->path >= kMaxUdPaths) return stats_->dropped(ud_drop::malformed);
-    const UdAdmissions::Answer a = admissions_.request(*from, src_qp, d->tclass, polled);
-    // It arrived after the queue was last seen empty, and may have waited
-    // through a stall since.
-    const bool stalled =
-        settings_.stalls && settings_.stalls->stalled_between(cq_empty_at_, polled);
-    if (a.verdict == UdAdmissions::Verdict::not_admitted) {
-      return stats_->dropped(ud_drop::not_admitted);
-    }
-    if (a.verdict == UdAdmissions::Verdict::rate_limited) {
-      return stats_->dropped(ud_drop::rate_limited);
-    }
-    // Only within its rate: a flood of session numbers costs at most that.
-    stats_->request(sequences_.received(*from, src_qp, d->session, d->seq));
-    for (const UdAdmissions::Reply& r : a.list()) {
-      answer(*d, bytes, *from, src_qp, slid, r.qkey, r.sl, ticks, polled, stalled);
-    }
-    return;
+  if (d->kind == wire::DatagramKind::request) return on_request(*d, bytes, *from, c, polled);
+  on_reply(*d, c.grh ? from : std::nullopt, c, polled);
+}
+
+void UdPort::on_request(const wire::Datagram& request, std::span<const uint8_t> bytes,
+                        const Gid& from, const Completion& c, Clock::time_point polled) {
+  // Only the paths a class can have: each is an address handle.
+  if (request.path >= kMaxUdPaths) return stats_->dropped(ud_drop::malformed);
+  const UdAdmissions::Answer a = admissions_.request(from, c.src_qp, request.tclass, polled);
+  // It arrived after the queue was last seen empty, and may have waited
+  // through a stall since.
+  const bool stalled = settings_.stalls && settings_.stalls->stalled_between(cq_empty_at_, polled);
+  if (a.verdict == UdAdmissions::Verdict::not_admitted) {
+    return stats_->dropped(ud_drop::not_admitted);
   }
-  auto it = sessions_.find(d->session);
-  if (it == sessions_.end() ||
-      !from_responder(it->second.responder, grh ? from : std::nullopt, src_qp)) {
+  if (a.verdict == UdAdmissions::Verdict::rate_limited) {
+    return stats_->dropped(ud_drop::rate_limited);
+  }
+  // Only within its rate: a flood of session numbers costs at most that.
+  stats_->request(sequences_.received(from, c.src_qp, request.session, request.seq));
+  for (const UdAdmissions::Reply& r : a.list()) {
+    answer(request, bytes, from, c.src_qp, c.slid, r.qkey, r.sl, c.timestamp, polled, stalled);
+  }
+}
+
+void UdPort::on_reply(const wire::Datagram& reply, const std::optional<Gid>& from,
+                      const Completion& c, Clock::time_point polled) {
+  auto it = sessions_.find(reply.session);
+  if (it == sessions_.end() || !from_responder(it->second.responder, from, c.src_qp)) {
     return stats_->dropped(ud_drop::unexpected);
   }
   // The session may close from inside its handler: keep what it needs.
   auto handler = it->second.reply;
-  handler(UdReply{*d, ticks, polled});
+  handler(UdReply{reply, c.timestamp, polled});
 }
 
 void UdPort::on_sent(uint32_t slot, bool ok, std::optional<uint64_t> ticks) {
@@ -378,91 +272,52 @@ void UdPort::on_sent(uint32_t slot, bool ok, std::optional<uint64_t> ticks) {
 
 bool UdPort::drain(std::size_t budget) {
   if (broken_ || closed_) return false;
-  const std::weak_ptr<bool> alive = alive_;
   std::size_t handled = 0;
+  std::array<Completion, 32> batch{};
   for (;;) {
     if (handled >= budget) return true;
-    const std::size_t want = std::min<std::size_t>(32, budget - handled);
-    struct Wc {
-      uint64_t wr_id;
-      ibv_wc_status status;
-      uint32_t byte_len;
-      uint32_t src_qp;
-      uint16_t slid;
-      bool grh;
-      std::optional<uint64_t> ts;
-    };
-    std::array<Wc, 32> wc{};
-    std::size_t n = 0;
-    if (cq_ex_ != nullptr) {
-      ibv_poll_cq_attr attr{};
-      const int rc = ibv_start_poll(cq_ex_, &attr);
-      if (rc == ENOENT) {
-        cq_empty_at_ = Clock::now();
-        return false;
-      }
-      if (rc != 0) {
-        fail("polling the CQ: " + errno_text(rc));
-        return false;
-      }
-      for (;;) {
-        Wc& c = wc[n++];
-        c.wr_id = cq_ex_->wr_id;
-        c.status = cq_ex_->status;
-        c.byte_len = ibv_wc_read_byte_len(cq_ex_);
-        c.src_qp = ibv_wc_read_src_qp(cq_ex_);
-        c.slid = ibv_wc_read_slid(cq_ex_);
-        c.grh = (ibv_wc_read_wc_flags(cq_ex_) & IBV_WC_GRH) != 0;
-        if (port_.device->completion_timestamps()) c.ts = ibv_wc_read_completion_ts(cq_ex_);
-        if (n == want || ibv_next_poll(cq_ex_) != 0) break;
-      }
-      ibv_end_poll(cq_ex_);
-    } else {
-      std::array<ibv_wc, 32> raw{};
-      const int got = ibv_poll_cq(cq_, static_cast<int>(want), raw.data());
-      if (got < 0) {
-        fail("polling the CQ: " + errno_text(-got));
-        return false;
-      }
-      if (got == 0) {
-        cq_empty_at_ = Clock::now();
-        return false;
-      }
-      for (int i = 0; i < got; ++i) {
-        const ibv_wc& r = raw[static_cast<std::size_t>(i)];
-        wc[n++] =
-            Wc{r.wr_id,     r.status, r.byte_len, r.src_qp, r.slid, (r.wc_flags & IBV_WC_GRH) != 0,
-               std::nullopt};
-      }
+    const std::size_t want = std::min(batch.size(), budget - handled);
+    auto got = qp_->completions().poll(std::span(batch).first(want));
+    if (!got) {
+      fail(got.error().message);
+      return false;
     }
-    handled += n;
     const Clock::time_point polled = Clock::now();
-    if (settings_.stalls) settings_.stalls->check(polled);
-    for (std::size_t i = 0; i < n; ++i) {
-      const Wc& c = wc[i];
-      if ((c.wr_id & kSendTag) != 0) {
-        on_sent(static_cast<uint32_t>(c.wr_id & ~kSendTag), c.status == IBV_WC_SUCCESS, c.ts);
-      } else {
-        const auto slot = static_cast<uint32_t>(c.wr_id);
-        if (c.status == IBV_WC_SUCCESS) {
-          on_receive(slot, c.byte_len, c.src_qp, c.slid, c.grh, c.ts, polled);
-        } else if (c.status != IBV_WC_WR_FLUSH_ERR) {
-          stats_->dropped(ud_drop::malformed);
-        }
-        if (alive.expired() || closed_) return false;
-        if (c.status == IBV_WC_WR_FLUSH_ERR) {
-          fail("receives flushed: the queue pair failed");
-          return false;
-        }
-        if (Status s = post_recv(slot); !s) {
-          fail(s.error().message);
-          return false;
-        }
-      }
-      if (alive.expired() || closed_) return false;
+    if (*got == 0) {
+      cq_empty_at_ = polled;
+      return false;
     }
-    if (n < want) cq_empty_at_ = polled;  // the poll emptied the queue
+    handled += *got;
+    if (settings_.stalls) settings_.stalls->check(polled);
+    for (std::size_t i = 0; i < *got; ++i) {
+      if (!on_completion(batch[i], polled)) return false;
+    }
+    if (*got < want) cq_empty_at_ = polled;  // the poll emptied the queue
   }
+}
+
+bool UdPort::on_completion(const Completion& c, Clock::time_point polled) {
+  const std::weak_ptr<bool> alive = alive_;
+  if (const std::optional<uint32_t> sent = UdQueuePair::send_slot(c.wr_id)) {
+    on_sent(*sent, c.status == IBV_WC_SUCCESS, c.timestamp);
+    return !alive.expired() && !closed_;
+  }
+  const uint32_t slot = UdQueuePair::recv_slot(c.wr_id);
+  if (c.status == IBV_WC_SUCCESS) {
+    on_receive(slot, c, polled);
+  } else if (c.status != IBV_WC_WR_FLUSH_ERR) {
+    stats_->dropped(ud_drop::malformed);
+  }
+  if (alive.expired() || closed_) return false;
+  if (c.status == IBV_WC_WR_FLUSH_ERR) {
+    fail("receives flushed: the queue pair failed");
+    return false;
+  }
+  if (Status s = qp_->post_recv(slot); !s) {
+    fail(s.error().message);
+    return false;
+  }
+  return true;
 }
 
 void UdPort::spin(std::chrono::microseconds limit, const std::function<bool()>& done) {
@@ -476,7 +331,7 @@ void UdPort::spin(std::chrono::microseconds limit, const std::function<bool()>& 
 
 void UdPort::wait() {
   if (closed_ || broken_) return;
-  if (int rc = ibv_req_notify_cq(cq_, 0); rc != 0) return fail("arming the CQ");
+  if (Status s = qp_->completions().arm(); !s) return fail(s.error().message);
   // What arrived before arming raises no event. A flood is taken in
   // portions, with the event loop's other work in between.
   if (drain(kMaxCompletionsPerWake)) return later();
@@ -485,9 +340,7 @@ void UdPort::wait() {
       boost::asio::posix::stream_descriptor::wait_read,
       [this, alive = std::weak_ptr<bool>(alive_)](const boost::system::error_code& ec) {
         if (ec || alive.expired() || closed_) return;
-        ibv_cq* cq = nullptr;
-        void* ctx = nullptr;
-        while (ibv_get_cq_event(channel_, &cq, &ctx) == 0) ibv_ack_cq_events(cq, 1);
+        qp_->completions().consume_events();
         if (drain(kMaxCompletionsPerWake)) return later();
         wait();
       });

@@ -23,8 +23,8 @@
 #include "exporter/probe/ud/admissions.hpp"
 #include "exporter/probe/ud/probe_port.hpp"
 #include "exporter/probe/ud/sequences.hpp"
+#include "exporter/probe/ud/ud_queue_pair.hpp"
 #include "exporter/probe/verbs/borrowed_fd.hpp"
-#include "exporter/probe/verbs/memory.hpp"
 #include "exporter/probe/wire/datagram.hpp"
 #include "exporter/probe/wire/protocol.hpp"
 
@@ -64,7 +64,7 @@ class UdPort final : public UdProbePort {
   // How peers address this port's queue pair.
   wire::UdPeer address() const override;
   const LocalPort& port() const { return port_; }
-  bool timestamps() const { return cq_ex_ != nullptr; }
+  bool timestamps() const { return qp_->completions().timestamps(); }
   uint32_t max_size() const { return settings_.max_size; }
   // False once the queue pair failed; the port is made again at the next scan.
   bool working() const override { return !broken_; }
@@ -122,8 +122,15 @@ class UdPort final : public UdProbePort {
   // Handles at most `budget` completions; true when it stopped at the
   // budget (more may be waiting).
   bool drain(std::size_t budget);
-  void on_receive(uint32_t slot, uint32_t byte_len, uint32_t src_qp, uint16_t slid, bool grh,
-                  std::optional<uint64_t> ticks, Clock::time_point polled);
+  // One completion; false when the port closed or failed on it.
+  bool on_completion(const Completion& c, Clock::time_point polled);
+  void on_receive(uint32_t slot, const Completion& c, Clock::time_point polled);
+  // Responder: a request from `from`, answered once per admission.
+  void on_request(const wire::Datagram& request, std::span<const uint8_t> bytes, const Gid& from,
+                  const Completion& c, Clock::time_point polled);
+  // Prober: a reply, handed to its session.
+  void on_reply(const wire::Datagram& reply, const std::optional<Gid>& from, const Completion& c,
+                Clock::time_point polled);
   void on_sent(uint32_t slot, bool ok, std::optional<uint64_t> ticks);
   void answer(const wire::Datagram& request, std::span<const uint8_t> bytes, const Gid& from,
               uint32_t qpn, uint16_t lid, uint32_t qkey, uint8_t sl, std::optional<uint64_t> ticks,
@@ -131,7 +138,6 @@ class UdPort final : public UdProbePort {
   Result<ibv_ah*> ah(const Gid& gid, uint16_t lid, uint8_t tclass, uint8_t sl, uint8_t path);
   std::optional<uint32_t> free_slot();
   Status post(uint32_t slot, uint32_t size, ibv_ah* ah, uint32_t qpn, uint32_t qkey);
-  Status post_recv(uint32_t slot);
   void fail(const std::string& what);
   void count_address_handles();
 
@@ -140,13 +146,9 @@ class UdPort final : public UdProbePort {
   const UdPortSettings settings_;
   const std::shared_ptr<UdPortStats> stats_;
   PortInfo info_;
-  std::unique_ptr<Memory> memory_;  // receive slots, then send slots
-  ibv_comp_channel* channel_ = nullptr;
-  ibv_cq* cq_ = nullptr;
-  ibv_cq_ex* cq_ex_ = nullptr;  // with completion timestamps
-  ibv_qp* qp_ = nullptr;
   uint32_t qkey_ = 0;
-  BorrowedFd events_;  // channel_'s descriptor
+  std::unique_ptr<UdQueuePair> qp_;
+  BorrowedFd events_;  // the completion channel's descriptor
   AddressHandles ahs_{kMaxAddressHandlesPerDestination, kMaxAddressHandles,
                       [](ibv_ah* h) { ibv_destroy_ah(h); }};
   UdAdmissions admissions_;

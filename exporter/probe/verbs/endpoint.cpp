@@ -1,9 +1,6 @@
 #include "exporter/probe/verbs/endpoint.hpp"
 
-#include <fcntl.h>
-
 #include <algorithm>
-#include <array>
 #include <cstring>
 #include <random>
 
@@ -23,8 +20,6 @@ uint32_t random_psn() {
 
 Endpoint::~Endpoint() {
   if (qp_) ibv_destroy_qp(qp_);
-  if (cq_) ibv_destroy_cq(cq_);
-  if (channel_) ibv_destroy_comp_channel(channel_);
 }
 
 Result<std::unique_ptr<Endpoint>> Endpoint::create(std::shared_ptr<Device> device,
@@ -33,7 +28,6 @@ Result<std::unique_ptr<Endpoint>> Endpoint::create(std::shared_ptr<Device> devic
   ep->device_ = std::move(device);
   ep->config_ = config;
   const Device& dev = *ep->device_;
-  ibv_context* ctx = dev.context();
   ep->access_ = access_for(config.op, config.role);
   if (ep->access_.own_domain) {
     auto domain = Domain::create(dev);
@@ -48,36 +42,16 @@ Result<std::unique_ptr<Endpoint>> Endpoint::create(std::shared_ptr<Device> devic
   if (!memory) return memory.error();
   ep->memory_ = std::move(memory.value());
 
-  ep->channel_ = ibv_create_comp_channel(ctx);
-  if (ep->channel_ == nullptr) return verbs_error(errno, dev.name() + ": completion channel");
-  const int flags = ::fcntl(ep->channel_->fd, F_GETFL);
-  if (flags < 0 || ::fcntl(ep->channel_->fd, F_SETFL, flags | O_NONBLOCK) != 0) {
-    return Error::system(errno, "completion channel: O_NONBLOCK");
-  }
-
-  const int cqe = static_cast<int>(config.recv_depth) + 16;
-  if (dev.completion_timestamps() || thread_domain) {
-    ibv_cq_init_attr_ex attr{};
-    attr.cqe = static_cast<uint32_t>(cqe);
-    attr.channel = ep->channel_;
-    if (dev.completion_timestamps()) attr.wc_flags = IBV_WC_EX_WITH_COMPLETION_TIMESTAMP;
-    if (thread_domain) {
-      attr.comp_mask = IBV_CQ_INIT_ATTR_MASK_PD;
-      attr.parent_domain = resource_pd;
-    }
-    if (ibv_cq_ex* cq = ibv_create_cq_ex(ctx, &attr); cq != nullptr) {
-      ep->cq_ = ibv_cq_ex_to_cq(cq);
-      if (dev.completion_timestamps()) ep->cq_ex_ = cq;
-    }
-  }
-  if (ep->cq_ == nullptr) {
-    ep->cq_ = ibv_create_cq(ctx, cqe, nullptr, ep->channel_, 0);
-    if (ep->cq_ == nullptr) return verbs_error(errno, dev.name() + ": creating a CQ");
-  }
+  auto completions = CompletionQueue::create(
+      dev, CompletionQueueConfig{.depth = config.recv_depth + 16,
+                                 .parent_domain = thread_domain ? resource_pd : nullptr,
+                                 .where = dev.name() + ": RC queue pair"});
+  if (!completions) return completions.error();
+  ep->completions_ = std::move(completions.value());
 
   ibv_qp_init_attr init{};
-  init.send_cq = ep->cq_;
-  init.recv_cq = ep->cq_;
+  init.send_cq = ep->completions_->cq();
+  init.recv_cq = ep->completions_->cq();
   init.qp_type = IBV_QPT_RC;
   init.sq_sig_all = 1;
   init.cap.max_send_wr = 8;
@@ -221,52 +195,20 @@ Status Endpoint::post_as(Op op, uint64_t wr_id, const wire::Peer& remote) {
 }
 
 Result<std::size_t> Endpoint::poll(std::span<Completion> out) {
-  if (out.empty()) return std::size_t{0};
-  if (cq_ex_ != nullptr) {
-    ibv_poll_cq_attr attr{};
-    const int rc = ibv_start_poll(cq_ex_, &attr);
-    if (rc == ENOENT) return std::size_t{0};
-    if (rc != 0) return verbs_error(rc, "polling the CQ");
-    std::size_t n = 0;
-    for (;;) {
-      Completion& c = out[n++];
-      c.wr_id = cq_ex_->wr_id;
-      c.status = cq_ex_->status;
-      c.opcode = c.status == IBV_WC_SUCCESS ? ibv_wc_read_opcode(cq_ex_) : IBV_WC_SEND;
-      c.timestamp = ibv_wc_read_completion_ts(cq_ex_);
-      if (n == out.size() || ibv_next_poll(cq_ex_) != 0) break;
-    }
-    ibv_end_poll(cq_ex_);
-    return n;
-  }
-  std::array<ibv_wc, 16> wc{};
-  const int want = static_cast<int>(std::min(out.size(), wc.size()));
-  const int got = ibv_poll_cq(cq_, want, wc.data());
-  if (got < 0) return verbs_error(-got, "polling the CQ");
-  for (int i = 0; i < got; ++i) {
-    Completion& c = out[static_cast<std::size_t>(i)];
-    c.wr_id = wc[static_cast<std::size_t>(i)].wr_id;
-    c.status = wc[static_cast<std::size_t>(i)].status;
-    c.opcode = wc[static_cast<std::size_t>(i)].opcode;
-    c.timestamp.reset();
-  }
-  return static_cast<std::size_t>(got);
+  return completions_->poll(out);
 }
 
 Status Endpoint::arm() {
-  if (int rc = ibv_req_notify_cq(cq_, 0); rc != 0) return verbs_error(rc, "arming the CQ");
-  return ok_status();
+  return completions_->arm();
 }
 
 std::optional<uint64_t> Endpoint::clock_now() const {
-  if (cq_ex_ == nullptr) return std::nullopt;
+  if (!completions_->timestamps()) return std::nullopt;
   return device_->raw_clock();
 }
 
 void Endpoint::consume_events() {
-  ibv_cq* cq = nullptr;
-  void* ctx = nullptr;
-  while (ibv_get_cq_event(channel_, &cq, &ctx) == 0) ibv_ack_cq_events(cq, 1);
+  completions_->consume_events();
 }
 
 }  // namespace rdma_exporter::probe

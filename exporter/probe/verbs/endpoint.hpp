@@ -10,6 +10,7 @@
 
 #include "common/result.hpp"
 #include "exporter/probe/verbs/access.hpp"
+#include "exporter/probe/verbs/completion_queue.hpp"
 #include "exporter/probe/verbs/device.hpp"
 #include "exporter/probe/verbs/memory.hpp"
 #include "exporter/probe/verbs/queue_pair.hpp"
@@ -45,7 +46,7 @@ class Endpoint final : public RcQueuePair {
   wire::Peer local() const override;
   const EndpointConfig& config() const { return config_; }
   const Device& device() const { return *device_; }
-  bool timestamps() const { return cq_ex_ != nullptr; }
+  bool timestamps() const { return completions_->timestamps(); }
 
   // INIT -> RTR -> RTS towards `remote`.
   Status connect(const wire::Peer& remote) override;
@@ -60,7 +61,7 @@ class Endpoint final : public RcQueuePair {
   Result<std::size_t> poll(std::span<Completion> out) override;
   // Asks for an event on the channel at the next completion.
   Status arm() override;
-  int channel_fd() const override { return channel_->fd; }
+  int channel_fd() const override { return completions_->fd(); }
   // Takes and acknowledges the channel's pending events, without blocking.
   void consume_events() override;
   std::optional<uint64_t> clock_now() const override;
@@ -77,9 +78,7 @@ class Endpoint final : public RcQueuePair {
   Access access_;
   std::unique_ptr<Domain> domain_;  // when the buffer's rkey is handed out; outlives the rest
   std::unique_ptr<Memory> memory_;
-  ibv_comp_channel* channel_ = nullptr;
-  ibv_cq* cq_ = nullptr;
-  ibv_cq_ex* cq_ex_ = nullptr;  // set when completions carry timestamps
+  std::unique_ptr<CompletionQueue> completions_;  // outlives the queue pair
   ibv_qp* qp_ = nullptr;
   uint32_t psn_ = 0;
   uint32_t max_inline_ = 0;

@@ -7,19 +7,13 @@
 #include <span>
 
 #include "common/result.hpp"
+#include "exporter/probe/verbs/completion.hpp"
 #include "exporter/probe/wire/protocol.hpp"
 
 // What the RC prober does with its queue pair, as an interface: Endpoint is
 // the one on a device, and the prober's tests give it a fake, so its state
 // machine (completions, echoes, timeouts, failures) runs without a device.
 namespace rdma_exporter::probe {
-
-struct Completion {
-  uint64_t wr_id = 0;
-  ibv_wc_status status = IBV_WC_SUCCESS;
-  ibv_wc_opcode opcode = IBV_WC_SEND;
-  std::optional<uint64_t> timestamp;  // device clock ticks
-};
 
 class RcQueuePair {
  public:
