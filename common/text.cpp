@@ -140,4 +140,24 @@ bool percent_decode(std::string_view in, std::string& out, bool plus_is_space) {
   return true;
 }
 
+namespace {
+
+char ascii_lower(char c) {
+  return c >= 'A' && c <= 'Z' ? static_cast<char>(c - 'A' + 'a') : c;
+}
+
+}  // namespace
+
+bool starts_with_nocase(std::string_view text, std::string_view prefix) {
+  if (text.size() < prefix.size()) return false;
+  for (std::size_t i = 0; i < prefix.size(); ++i) {
+    if (ascii_lower(text[i]) != ascii_lower(prefix[i])) return false;
+  }
+  return true;
+}
+
+bool equals_nocase(std::string_view a, std::string_view b) {
+  return a.size() == b.size() && starts_with_nocase(a, b);
+}
+
 }  // namespace rdma_exporter

@@ -1,7 +1,7 @@
 #pragma once
 
-// Text helpers shared by the encoders and the log: UTF-8 repair and quoted
-// strings.
+// Text helpers shared by the encoders, the log and the parsers: UTF-8
+// repair, quoted strings, comparisons without case, percent-decoding.
 
 #include <string>
 #include <string_view>
@@ -35,6 +35,11 @@ std::string quote(std::string_view text, QuoteStyle style);
 inline std::string json_quote(std::string_view text) {
   return quote(text, QuoteStyle::json);
 }
+
+// ASCII letters compared without case (HTTP header names, URL schemes);
+// other bytes compared as they are.
+bool equals_nocase(std::string_view a, std::string_view b);
+bool starts_with_nocase(std::string_view text, std::string_view prefix);
 
 // Decodes %XX escapes (RFC 3986) into `out`; with `plus_is_space` (an HTML
 // form's query string) '+' also stands for a space. False when a '%' is not

@@ -8,6 +8,7 @@
 #include <string_view>
 
 #include "common/file.hpp"
+#include "common/text.hpp"
 #include "common/yaml_text.hpp"
 #include "common/yaml_walker.hpp"
 #include "exporter/config.hpp"
@@ -73,13 +74,6 @@ const HeaderRule kHeaders[] = {
     {"X-Content-Type-Options", {"nosniff"}}, {"X-XSS-Protection", {}},
     {"Strict-Transport-Security", {}},
 };
-
-bool equals_nocase(std::string_view a, std::string_view b) {
-  return a.size() == b.size() && std::equal(a.begin(), a.end(), b.begin(), [](char x, char y) {
-           return std::tolower(static_cast<unsigned char>(x)) ==
-                  std::tolower(static_cast<unsigned char>(y));
-         });
-}
 
 std::string client_auth_problem(const std::string& v, WebConfig::ClientAuth& out) {
   using CA = WebConfig::ClientAuth;

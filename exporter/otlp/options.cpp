@@ -8,22 +8,12 @@
 #include <functional>
 #include <string_view>
 
+#include "common/text.hpp"
+
 namespace rdma_exporter {
 namespace {
 
 constexpr std::string_view kDefaultPath = "/v1/metrics";
-
-bool starts_with_nocase(std::string_view text, std::string_view prefix) {
-  if (text.size() < prefix.size()) return false;
-  for (std::size_t i = 0; i < prefix.size(); ++i) {
-    if (std::tolower(static_cast<unsigned char>(text[i])) != prefix[i]) return false;
-  }
-  return true;
-}
-
-bool equals_nocase(std::string_view a, std::string_view b) {
-  return a.size() == b.size() && starts_with_nocase(a, b);
-}
 
 bool equals(std::string_view a, std::string_view b) {
   return a == b;

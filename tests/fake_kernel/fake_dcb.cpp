@@ -6,16 +6,6 @@
 #include <cstring>
 
 namespace rdma_exporter::testing {
-namespace {
-
-netlink::Reply failure(int err, std::span<const uint8_t> request) {
-  netlink::Reply r;
-  r.datagrams.push_back(error_message(-err, "", 0, Bytes(request.begin(), request.end())));
-  return r;
-}
-
-}  // namespace
-
 Bytes dcb_ieee_message(const std::string& ifname, const FakeDcbNetdev& n, uint16_t flags) {
   dcbmsg header{};
   header.dcb_family = AF_UNSPEC;
@@ -66,7 +56,7 @@ Result<netlink::Reply> FakeDcb::exchange(std::span<const uint8_t> request) {
   const auto* nlh = reinterpret_cast<const nlmsghdr*>(request.data());
   if (request.size() < sizeof(nlmsghdr) || nlh->nlmsg_type != RTM_GETDCB ||
       mnl_nlmsg_get_payload_len(nlh) < sizeof(dcbmsg)) {
-    return failure(EINVAL, request);
+    return failure_reply(EINVAL, request);
   }
   dcbmsg header{};
   std::memcpy(&header, mnl_nlmsg_get_payload(nlh), sizeof header);
@@ -80,12 +70,12 @@ Result<netlink::Reply> FakeDcb::exchange(std::span<const uint8_t> request) {
     len -= static_cast<int>(MNL_ALIGN(a->nla_len));
     a = mnl_attr_next(a);
   }
-  if (!ifname) return failure(EINVAL, request);
+  if (!ifname) return failure_reply(EINVAL, request);
   asked.push_back(*ifname);
   auto it = netdevs.find(*ifname);
-  if (it == netdevs.end()) return failure(ENODEV, request);
-  if (!it->second.dcb) return failure(EOPNOTSUPP, request);
-  if (header.cmd != DCB_CMD_IEEE_GET) return failure(EOPNOTSUPP, request);
+  if (it == netdevs.end()) return failure_reply(ENODEV, request);
+  if (!it->second.dcb) return failure_reply(EOPNOTSUPP, request);
+  if (header.cmd != DCB_CMD_IEEE_GET) return failure_reply(EOPNOTSUPP, request);
   netlink::Reply r;
   r.datagrams.push_back(dcb_ieee_message(*ifname, it->second, nlh->nlmsg_flags));
   if ((nlh->nlmsg_flags & NLM_F_ACK) != 0) r.datagrams.push_back(ack_message());

@@ -17,10 +17,6 @@ netlink::Reply reply_of(std::vector<Bytes> messages) {
   return r;
 }
 
-netlink::Reply failure(int err, std::span<const uint8_t> request) {
-  return reply_of({error_message(-err, "", 0, Bytes(request.begin(), request.end()))});
-}
-
 NlMessage genl(uint16_t type, uint8_t cmd) {
   NlMessage m(type);
   genlmsghdr g{};
@@ -73,25 +69,25 @@ void stat(NlMessage& m, uint16_t type, const std::vector<uint64_t>& values) {
 
 Result<netlink::Reply> FakeEthnl::exchange(std::span<const uint8_t> request) {
   const auto* nlh = reinterpret_cast<const nlmsghdr*>(request.data());
-  if (request.size() < sizeof(nlmsghdr) + GENL_HDRLEN) return failure(EINVAL, request);
+  if (request.size() < sizeof(nlmsghdr) + GENL_HDRLEN) return failure_reply(EINVAL, request);
   genlmsghdr g{};
   std::memcpy(&g, mnl_nlmsg_get_payload(nlh), sizeof g);
   if (nlh->nlmsg_type == GENL_ID_CTRL && g.cmd == CTRL_CMD_GETFAMILY) {
     asked.emplace_back("FAMILY");
-    if (!family_present) return failure(ENOENT, request);
+    if (!family_present) return failure_reply(ENOENT, request);
     NlMessage m = genl(GENL_ID_CTRL, CTRL_CMD_NEWFAMILY);
     m.str(CTRL_ATTR_FAMILY_NAME, ETHTOOL_GENL_NAME);
     m.raw(CTRL_ATTR_FAMILY_ID, &kFamily, sizeof kFamily);
     m.u32(CTRL_ATTR_VERSION, 1);
     return reply_of({m.bytes(), ack_message()});
   }
-  if (nlh->nlmsg_type != kFamily || !family_present) return failure(EINVAL, request);
+  if (nlh->nlmsg_type != kFamily || !family_present) return failure_reply(EINVAL, request);
   auto ifname = dev_name(nlh);
-  if (!ifname) return failure(EINVAL, request);
+  if (!ifname) return failure_reply(EINVAL, request);
   auto it = netdevs.find(*ifname);
   if (g.cmd == ETHTOOL_MSG_LINKSTATE_GET) {
     asked.push_back("LINKSTATE " + *ifname);
-    if (it == netdevs.end()) return failure(ENODEV, request);
+    if (it == netdevs.end()) return failure_reply(ENODEV, request);
     const FakeEthnlNetdev& n = it->second;
     NlMessage m = genl(kFamily, ETHTOOL_MSG_LINKSTATE_GET_REPLY);
     header_nest(m, ETHTOOL_A_LINKSTATE_HEADER, *ifname);
@@ -103,9 +99,9 @@ Result<netlink::Reply> FakeEthnl::exchange(std::span<const uint8_t> request) {
   }
   if (g.cmd == ETHTOOL_MSG_FEC_GET) {
     asked.push_back("FEC " + *ifname);
-    if (it == netdevs.end()) return failure(ENODEV, request);
+    if (it == netdevs.end()) return failure_reply(ENODEV, request);
     const FakeEthnlNetdev& n = it->second;
-    if (!n.fec) return failure(EOPNOTSUPP, request);
+    if (!n.fec) return failure_reply(EOPNOTSUPP, request);
     NlMessage m = genl(kFamily, ETHTOOL_MSG_FEC_GET_REPLY);
     header_nest(m, ETHTOOL_A_FEC_HEADER, *ifname);
     m.begin_nest(ETHTOOL_A_FEC_MODES).u32(ETHTOOL_A_BITSET_SIZE, 92).end_nest();
@@ -121,7 +117,7 @@ Result<netlink::Reply> FakeEthnl::exchange(std::span<const uint8_t> request) {
     return reply_of({m.bytes(), ack_message()});
   }
   if (g.cmd == ETHTOOL_MSG_MODULE_EEPROM_GET) return module_eeprom(nlh, *ifname, request);
-  return failure(EOPNOTSUPP, request);
+  return failure_reply(EOPNOTSUPP, request);
 }
 
 Result<netlink::Reply> FakeEthnl::module_eeprom(const nlmsghdr* nlh, const std::string& ifname,
@@ -157,23 +153,23 @@ Result<netlink::Reply> FakeEthnl::module_eeprom(const nlmsghdr* nlh, const std::
                   std::to_string(bank.value_or(0)) + " " + std::to_string(page.value_or(0)) + " " +
                   std::to_string(offset.value_or(0)) + " " + std::to_string(length.value_or(0)));
   auto it = netdevs.find(ifname);
-  if (it == netdevs.end()) return failure(ENODEV, request);
+  if (it == netdevs.end()) return failure_reply(ENODEV, request);
   // net/ethtool/eeprom.c: the attributes it requires, its policy, and its
   // half-page rules.
-  if (!offset || !length || !page || !address) return failure(EINVAL, request);
+  if (!offset || !length || !page || !address) return failure_reply(EINVAL, request);
   if (*offset > 255 || *length < 1 || *length > 128 || *address > 0x7F) {
-    return failure(ERANGE, request);
+    return failure_reply(ERANGE, request);
   }
-  if (*page != 0 && *offset < 128) return failure(EINVAL, request);
-  if (*offset < 128 && *offset + *length > 128) return failure(EINVAL, request);
-  if (*offset + *length > 256) return failure(EINVAL, request);
+  if (*page != 0 && *offset < 128) return failure_reply(EINVAL, request);
+  if (*offset < 128 && *offset + *length > 128) return failure_reply(EINVAL, request);
+  if (*offset + *length > 256) return failure_reply(EINVAL, request);
   const FakeEthnlNetdev& n = it->second;
   const bool upper = *offset >= 128;
   const module_eeprom::HalfKey key{*address, bank.value_or(0), upper ? *page : uint8_t{0}, upper};
   auto half = n.module.find(key);
-  if (half == n.module.end()) return failure(n.module_error, request);
+  if (half == n.module.end()) return failure_reply(n.module_error, request);
   const std::size_t from = *offset % 128;
-  if (from + *length > half->second.size()) return failure(EIO, request);
+  if (from + *length > half->second.size()) return failure_reply(EIO, request);
   NlMessage m = genl(kFamily, ETHTOOL_MSG_MODULE_EEPROM_GET_REPLY);
   header_nest(m, ETHTOOL_A_MODULE_EEPROM_HEADER, ifname);
   m.raw(ETHTOOL_A_MODULE_EEPROM_DATA, half->second.data() + from, *length);

@@ -56,13 +56,6 @@ NlMessage device_message(const FakeDevice& d, uint16_t cmd, uint16_t flags = NLM
   return m;
 }
 
-// A doit's failure: NLMSG_ERROR with the errno (and extended ack text).
-netlink::Reply failure(int err, const Bytes& request, const std::string& extack = "") {
-  netlink::Reply r;
-  r.datagrams.push_back(error_message(-err, extack, 0, request));
-  return r;
-}
-
 // A dump's failure: the kernel reports it in NLMSG_DONE.
 netlink::Reply dump_failure(int err) {
   netlink::Reply r;
@@ -446,14 +439,14 @@ netlink::Reply FakeNldev::dump(uint16_t cmd, std::vector<Bytes> messages) {
 // STAT_COUNTER_ID is not modelled.)
 netlink::Reply FakeNldev::counter_mode_get(const Bytes& request) {
   const RequestAttrs attrs(request);
-  if (attrs.u32(RDMA_NLDEV_ATTR_STAT_RES) != kResQp) return failure(EINVAL, request);
-  if (attrs.has(RDMA_NLDEV_ATTR_STAT_COUNTER_ID)) return failure(EOPNOTSUPP, request);
-  if (!attrs.has(RDMA_NLDEV_ATTR_STAT_MODE)) return failure(EINVAL, request);
+  if (attrs.u32(RDMA_NLDEV_ATTR_STAT_RES) != kResQp) return failure_reply(EINVAL, request);
+  if (attrs.has(RDMA_NLDEV_ATTR_STAT_COUNTER_ID)) return failure_reply(EOPNOTSUPP, request);
+  if (!attrs.has(RDMA_NLDEV_ATTR_STAT_MODE)) return failure_reply(EINVAL, request);
   const FakeDevice* dev = find(attrs.u32(RDMA_NLDEV_ATTR_DEV_INDEX));
   const auto port_index = attrs.u32(RDMA_NLDEV_ATTR_PORT_INDEX);
-  if (dev == nullptr || !port_index) return failure(EINVAL, request);
+  if (dev == nullptr || !port_index) return failure_reply(EINVAL, request);
   const FakePort* port = port_of(*dev, *port_index);
-  if (port == nullptr) return failure(EINVAL, request);
+  if (port == nullptr) return failure_reply(EINVAL, request);
   NlMessage m = device_message(*dev, RDMA_NLDEV_CMD_STAT_GET, 0);
   m.u32(RDMA_NLDEV_ATTR_PORT_INDEX, port->index).u32(RDMA_NLDEV_ATTR_STAT_MODE, port->counter_mode);
   if (port->counter_mode == RDMA_COUNTER_MODE_AUTO) {
@@ -505,35 +498,35 @@ netlink::Reply FakeNldev::qp_dump(const Bytes& request) {
 
 // nldev_stat_set_doit(): auto mode on or off, or a manual bind.
 netlink::Reply FakeNldev::stat_set(const Bytes& request) {
-  if (!privileged) return failure(EPERM, request);
-  if (stat_set_error != 0) return failure(stat_set_error, request);
+  if (!privileged) return failure_reply(EPERM, request);
+  if (stat_set_error != 0) return failure_reply(stat_set_error, request);
   const RequestAttrs attrs(request);
   const auto dev_index = attrs.u32(RDMA_NLDEV_ATTR_DEV_INDEX);
   const auto port_index = attrs.u32(RDMA_NLDEV_ATTR_PORT_INDEX);
   FakeDevice* dev = dev_index ? device(*dev_index) : nullptr;
-  if (dev == nullptr || !port_index) return failure(EINVAL, request);
+  if (dev == nullptr || !port_index) return failure_reply(EINVAL, request);
   FakePort* port = port_of(*dev, *port_index);
-  if (port == nullptr) return failure(EINVAL, request);
+  if (port == nullptr) return failure_reply(EINVAL, request);
   const auto mode = attrs.u32(RDMA_NLDEV_ATTR_STAT_MODE);
   if (!mode) {
     if (attrs.has(RDMA_NLDEV_ATTR_STAT_HWCOUNTERS)) {
       return set_optional_counters(*dev, *port, request);
     }
-    return failure(EINVAL, request);
+    return failure_reply(EINVAL, request);
   }
-  if (attrs.u32(RDMA_NLDEV_ATTR_STAT_RES) != kResQp) return failure(EINVAL, request);
+  if (attrs.u32(RDMA_NLDEV_ATTR_STAT_RES) != kResQp) return failure_reply(EINVAL, request);
 
   NlMessage m = device_message(*dev, RDMA_NLDEV_CMD_STAT_SET, 0);
   m.u32(RDMA_NLDEV_ATTR_PORT_INDEX, port->index);
   if (*mode == RDMA_COUNTER_MODE_AUTO) {
     const int err =
         set_auto_mode(*dev, *port, attrs.u32(RDMA_NLDEV_ATTR_STAT_AUTO_MODE_MASK).value_or(0));
-    if (err != 0) return failure(err, request, err == EBUSY ? kAutoModeBusy : "");
+    if (err != 0) return failure_reply(err, request, err == EBUSY ? kAutoModeBusy : "");
     return answer(m);
   }
   // Any other mode asks for a manual bind.
   const auto lqpn = attrs.u32(RDMA_NLDEV_ATTR_RES_LQPN);
-  if (!lqpn) return failure(EINVAL, request);
+  if (!lqpn) return failure_reply(EINVAL, request);
   uint32_t counter_id = 0;
   int err = 0;
   if (const auto wanted = attrs.u32(RDMA_NLDEV_ATTR_STAT_COUNTER_ID)) {
@@ -542,7 +535,7 @@ netlink::Reply FakeNldev::stat_set(const Bytes& request) {
   } else {
     err = bind_new(*dev, *port, *lqpn, counter_id);
   }
-  if (err != 0) return failure(err, request);
+  if (err != 0) return failure_reply(err, request);
   m.u32(RDMA_NLDEV_ATTR_STAT_COUNTER_ID, counter_id).u32(RDMA_NLDEV_ATTR_RES_LQPN, *lqpn);
   return answer(m);
 }
@@ -554,11 +547,11 @@ netlink::Reply FakeNldev::counter_status_get(const Bytes& request) {
   const RequestAttrs attrs(request);
   const FakeDevice* dev = find(attrs.u32(RDMA_NLDEV_ATTR_DEV_INDEX));
   const auto port_index = attrs.u32(RDMA_NLDEV_ATTR_PORT_INDEX);
-  if (dev == nullptr || !port_index) return failure(EINVAL, request);
+  if (dev == nullptr || !port_index) return failure_reply(EINVAL, request);
   const FakePort* port = port_of(*dev, *port_index);
-  if (port == nullptr) return failure(EINVAL, request);
-  if (port->status_error != 0) return failure(port->status_error, request);
-  if (port->stat_error != 0) return failure(EINVAL, request);
+  if (port == nullptr) return failure_reply(EINVAL, request);
+  if (port->status_error != 0) return failure_reply(port->status_error, request);
+  if (port->stat_error != 0) return failure_reply(EINVAL, request);
   NlMessage m = device_message(*dev, RDMA_NLDEV_CMD_STAT_GET_STATUS, 0);
   m.u32(RDMA_NLDEV_ATTR_PORT_INDEX, port->index);
   m.begin_nest(RDMA_NLDEV_ATTR_STAT_HWCOUNTERS);
@@ -585,16 +578,16 @@ netlink::Reply FakeNldev::counter_status_get(const Bytes& request) {
 // is not optional (nothing changes then); an empty table disables all.
 netlink::Reply FakeNldev::set_optional_counters(FakeDevice& dev, FakePort& port,
                                                 const Bytes& request) {
-  if (port.stat_error != 0) return failure(EINVAL, request);
+  if (port.stat_error != 0) return failure_reply(EINVAL, request);
   const nlattr* table = RequestAttrs(request).get(RDMA_NLDEV_ATTR_STAT_HWCOUNTERS);
   const std::size_t fixed = port.counters.size();
   std::vector<bool> wanted(port.optional_counters.size(), false);
   const auto* a = static_cast<const nlattr*>(mnl_attr_get_payload(table));
   auto len = static_cast<int>(mnl_attr_get_payload_len(table));
   while (mnl_attr_ok(a, len)) {
-    if (mnl_attr_validate(a, MNL_TYPE_U32) < 0) return failure(EINVAL, request);
+    if (mnl_attr_validate(a, MNL_TYPE_U32) < 0) return failure_reply(EINVAL, request);
     const uint32_t index = mnl_attr_get_u32(a);
-    if (index < fixed || index >= fixed + wanted.size()) return failure(EINVAL, request);
+    if (index < fixed || index >= fixed + wanted.size()) return failure_reply(EINVAL, request);
     wanted[index - fixed] = true;
     len -= static_cast<int>(MNL_ALIGN(a->nla_len));
     a = mnl_attr_next(a);
@@ -607,8 +600,8 @@ netlink::Reply FakeNldev::set_optional_counters(FakeDevice& dev, FakePort& port,
 
 // nldev_stat_del_doit(): unbind one QP. The answer is a STAT_SET message.
 netlink::Reply FakeNldev::stat_del(const Bytes& request) {
-  if (!privileged) return failure(EPERM, request);
-  if (stat_set_error != 0) return failure(stat_set_error, request);
+  if (!privileged) return failure_reply(EPERM, request);
+  if (stat_set_error != 0) return failure_reply(stat_set_error, request);
   const RequestAttrs attrs(request);
   const auto dev_index = attrs.u32(RDMA_NLDEV_ATTR_DEV_INDEX);
   const auto port_index = attrs.u32(RDMA_NLDEV_ATTR_PORT_INDEX);
@@ -616,14 +609,14 @@ netlink::Reply FakeNldev::stat_del(const Bytes& request) {
   const auto lqpn = attrs.u32(RDMA_NLDEV_ATTR_RES_LQPN);
   if (!dev_index || !port_index || !counter_id || !lqpn ||
       attrs.u32(RDMA_NLDEV_ATTR_STAT_RES) != kResQp) {
-    return failure(EINVAL, request);
+    return failure_reply(EINVAL, request);
   }
   FakeDevice* dev = device(*dev_index);
-  if (dev == nullptr) return failure(EINVAL, request);
+  if (dev == nullptr) return failure_reply(EINVAL, request);
   FakePort* port = port_of(*dev, *port_index);
-  if (port == nullptr) return failure(EINVAL, request);
+  if (port == nullptr) return failure_reply(EINVAL, request);
   if (const int err = unbind(*dev, *port, *lqpn, *counter_id); err != 0) {
-    return failure(err, request);
+    return failure_reply(err, request);
   }
   NlMessage m = device_message(*dev, RDMA_NLDEV_CMD_STAT_SET, 0);
   m.u32(RDMA_NLDEV_ATTR_PORT_INDEX, port->index)
@@ -735,7 +728,7 @@ Result<netlink::Reply> FakeNldev::exchange(std::span<const uint8_t> request) {
       break;
     case RDMA_NLDEV_CMD_RES_QP_GET:
       // Asking for one QP (a doit) is not modelled.
-      reply = is_dump ? qp_dump(original) : failure(EOPNOTSUPP, original);
+      reply = is_dump ? qp_dump(original) : failure_reply(EOPNOTSUPP, original);
       break;
     case RDMA_NLDEV_CMD_RES_GET: {
       std::vector<Bytes> msgs;

@@ -88,6 +88,12 @@ Bytes error_message(int error, const std::string& extack, uint32_t seq, const By
   return m.bytes();
 }
 
+netlink::Reply failure_reply(int err, std::span<const uint8_t> request, const std::string& extack) {
+  netlink::Reply r;
+  r.datagrams.push_back(error_message(-err, extack, 0, Bytes(request.begin(), request.end())));
+  return r;
+}
+
 std::vector<const nlattr*> attributes(const nlmsghdr* nlh) {
   std::vector<const nlattr*> out;
   const auto* a = static_cast<const nlattr*>(mnl_nlmsg_get_payload(nlh));

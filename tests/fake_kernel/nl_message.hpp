@@ -8,8 +8,11 @@
 
 #include <cstdint>
 #include <initializer_list>
+#include <span>
 #include <string>
 #include <vector>
+
+#include "common/kernel/netlink/transport.hpp"
 
 namespace rdma_exporter::testing {
 
@@ -48,6 +51,11 @@ Bytes ack_message(uint32_t seq = 0);
 // NETLINK_EXT_ACK: capped original header, optional extended ack text.
 Bytes error_message(int error, const std::string& extack = "", uint32_t seq = 0,
                     const Bytes& original_request = {}, bool capped = true);
+
+// A request's failure as the kernel answers it: one datagram, the
+// NLMSG_ERROR of error_message() with errno `err` (and extended ack text).
+netlink::Reply failure_reply(int err, std::span<const uint8_t> request,
+                             const std::string& extack = "");
 
 // The top-level attributes of a message, in order.
 std::vector<const nlattr*> attributes(const nlmsghdr* nlh);

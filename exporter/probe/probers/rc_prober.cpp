@@ -9,10 +9,6 @@
 namespace rdma_exporter::probe {
 namespace {
 
-double unix_now() {
-  return std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch()).count();
-}
-
 bool remote_status(ibv_wc_status s) {
   return s == IBV_WC_REM_ACCESS_ERR || s == IBV_WC_REM_INV_REQ_ERR || s == IBV_WC_REM_OP_ERR ||
          s == IBV_WC_REM_ABORT_ERR || s == IBV_WC_REM_INV_RD_REQ_ERR;

@@ -21,10 +21,6 @@ constexpr const char* kResponderDelayHelp =
     "Responders' delay between receiving a UD probe and answering it, as their replies report "
     "it.";
 
-double unix_now() {
-  return std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch()).count();
-}
-
 // Probes in flight at most: a class whose timeout spans more intervals
 // than this counts the oldest as lost early.
 constexpr std::size_t kMaxInFlight = 64;

@@ -92,6 +92,12 @@ class ScopeStats {
   ProbeClock::time_point pruned_{};
 };
 
+// The wall clock's seconds since the Unix epoch: when a probe last
+// succeeded (SeriesStats::success).
+inline double unix_now() {
+  return std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch()).count();
+}
+
 // One pair of ports probed with one class.
 class SeriesStats {
  public:
