@@ -20,10 +20,16 @@ RXE_UP=${3:-$HERE/rxe-up}
 RXE=rxe0
 SIZE=${PROBE_SIZE:-64}
 ITERS=${PERFTEST_ITERS:-2000}
-WARMUP_SECS=${PROBE_WARMUP_SECS:-12}
-DOWN_SECS=${PROBE_DOWN_SECS:-6}
+# Each phase below lasts until its event has happened (counts of probes, a
+# timeout, a refusal), however long a loaded machine takes; PHASE_LIMIT_SECS
+# only ends a phase whose event never comes, and the host-side test then
+# fails on what was recorded. The counts each phase waits for go to
+# $R/counts, where test_probe.py reads the bounds it asserts.
+STEADY_PROBES=${PROBE_STEADY_PROBES:-50}
+PHASE_PROBES=${PROBE_PHASE_PROBES:-10}
+PHASE_LIMIT_SECS=${PROBE_PHASE_LIMIT_SECS:-300}
 # Session failures and re-set-ups of C, and oversized set-ups D refuses,
-# before the churn ends (test_probe.py asserts more than 500 and 200).
+# before the churn ends (test_probe.py asserts at least as many).
 CHURN_CYCLES=${PROBE_CHURN_CYCLES:-600}
 CHURN_REFUSALS=${PROBE_CHURN_REFUSALS:-250}
 CHURN_LIMIT_SECS=${PROBE_CHURN_LIMIT_SECS:-600}
@@ -39,15 +45,33 @@ PROG=probe-checks
 source "$HERE/guest-lib.sh"
 
 scrape() { t 15 curl -sS -o "$R/$2" "http://127.0.0.1:$1/metrics" 2>>"$R/curl.err" || true; }
-# The sum, as an integer, of the samples in FILE whose line starts with
-# PREFIX (a metric name and "{") and holds LABEL; 0 for a missing file.
+# sum_samples FILE PREFIX LABEL...: the sum, as an integer, of the samples in
+# FILE whose line starts with PREFIX (a metric name and "{") and holds every
+# LABEL (name="value"); 0 for a missing file.
 sum_samples() {
-	if [ -s "$1" ]; then
-		awk -v p="$2" -v l="$3" 'index($0, p) == 1 && index($0, l) { s += $NF }
-			END { printf "%d\n", s }' "$1"
+	local file=$1 prefix=$2
+	shift 2
+	if [ -s "$file" ]; then
+		awk -v p="$prefix" -v labels="$*" 'BEGIN { n = split(labels, want, " ") }
+			index($0, p) == 1 { for (i = 1; i <= n; i++) if (!index($0, want[i])) next; s += $NF }
+			END { printf "%d\n", s }' "$file"
 	else
 		echo 0
 	fi
+}
+
+# phase NAME CONDITION: runs the function CONDITION (which scrapes what it
+# needs) every half second until it succeeds or PHASE_LIMIT_SECS pass.
+phase() {
+	local name=$1 condition=$2 deadline=$((SECONDS + PHASE_LIMIT_SECS))
+	until "$condition"; do
+		if ((SECONDS >= deadline)); then
+			note "$name: not reached within ${PHASE_LIMIT_SECS}s"
+			return 0
+		fi
+		sleep 0.5
+	done
+	note "$name"
 }
 
 : >"$R/steps.log"
@@ -123,35 +147,88 @@ wait_listen 10910 30 || die "exporter A did not start (see a.log)"
 wait_listen 10920 30 || die "exporter B did not start (see b.log)"
 note "exporters up: A $a_pid, B $b_pid"
 
-sleep "$WARMUP_SECS"
-scrape 10910 a-steady.prom
-scrape 10920 b-steady.prom
-note "steady state recorded"
+# A's probes of B (and B's of A) as one FILE holds them: OP's NAME, summed.
+of_b() { sum_samples "$R/$1" "$2{" 'target="127.0.0.1:10921"' "op=\"$3\""; }
+of_a() { sum_samples "$R/$1" "$2{" 'target="127.0.0.1:10911"' "op=\"$3\""; }
+printf '%s %s\n' steady_probes "$STEADY_PROBES" phase_probes "$PHASE_PROBES" \
+	churn_cycles "$CHURN_CYCLES" churn_refusals "$CHURN_REFUSALS" >"$R/counts"
+
+# Steady: every op of both exporters has made STEADY_PROBES round trips.
+steady() {
+	scrape 10910 a-steady.prom
+	scrape 10920 b-steady.prom
+	local op
+	for op in send write read; do
+		[ "$(of_b a-steady.prom rdma_probe_latency_seconds_count "$op")" -ge "$STEADY_PROBES" ] &&
+			[ "$(of_a b-steady.prom rdma_probe_latency_seconds_count "$op")" -ge "$STEADY_PROBES" ] ||
+			return 1
+	done
+}
+phase "steady state recorded" steady
 
 # ------------------------------------------------------------ peer frozen
 # A stopped process cannot echo sends, but the device still serves one-sided
-# writes and reads to its memory.
+# writes and reads to its memory: until A's sends time out and are down, and
+# its writes and reads made PHASE_PROBES more round trips.
+frozen() {
+	scrape 10910 a-peer-frozen.prom
+	[ "$(of_b a-peer-frozen.prom rdma_probe_timeouts_total send)" -ge 1 ] &&
+		[ "$(of_b a-peer-frozen.prom rdma_probe_up send)" -eq 0 ] || return 1
+	local op
+	for op in write read; do
+		[ "$(of_b a-peer-frozen.prom rdma_probe_latency_seconds_count "$op")" -ge \
+			$(($(of_b a-steady.prom rdma_probe_latency_seconds_count "$op") + PHASE_PROBES)) ] ||
+			return 1
+	done
+}
 kill -STOP "$b_pid"
 note "B stopped"
-sleep "$DOWN_SECS"
-scrape 10910 a-peer-frozen.prom
+phase "B frozen recorded" frozen
 kill -CONT "$b_pid"
 note "B continued"
-sleep "$WARMUP_SECS"
-scrape 10910 a-thawed.prom
+# Until every op of A is up again and made PHASE_PROBES more round trips.
+probing_again() {
+	local file=$1 before=$2 op
+	scrape 10910 "$file"
+	for op in send write read; do
+		[ "$(of_b "$file" rdma_probe_up "$op")" -eq 1 ] &&
+			[ "$(of_b "$file" rdma_probe_latency_seconds_count "$op")" -ge \
+				$(($(of_b "$before" rdma_probe_latency_seconds_count "$op") + PHASE_PROBES)) ] ||
+			return 1
+	done
+}
+thawed() { probing_again a-thawed.prom a-peer-frozen.prom; }
+phase "B thawed recorded" thawed
 
 # ------------------------------------------------------------ peer restart
+# Until every op of A is down with a refused connection counted.
+down() {
+	scrape 10910 a-peer-down.prom
+	local op
+	for op in send write read; do
+		[ "$(of_b a-peer-down.prom rdma_probe_up "$op")" -eq 0 ] &&
+			[ "$(sum_samples "$R/a-peer-down.prom" 'rdma_probe_errors_total{' \
+				'target="127.0.0.1:10921"' "op=\"$op\"" 'reason="refused"')" -ge 1 ] || return 1
+	done
+}
 kill -KILL "$b_pid"
 wait "$b_pid" 2>/dev/null || true
 note "B killed"
-sleep "$DOWN_SECS"
-scrape 10910 a-peer-down.prom
+phase "B down recorded" down
 start_b
 wait_listen 10920 30 || die "exporter B did not restart"
 note "B restarted ($b_pid)"
-sleep "$WARMUP_SECS"
-scrape 10910 a-recovered.prom
-scrape 10920 b-recovered.prom
+# Until A probes B again (PHASE_PROBES more round trips per op) and B's
+# probes of A are up.
+recovered() {
+	probing_again a-recovered.prom a-peer-down.prom || return 1
+	scrape 10920 b-recovered.prom
+	local op
+	for op in send write read; do
+		[ "$(of_a b-recovered.prom rdma_probe_up "$op")" -eq 1 ] || return 1
+	done
+}
+phase "recovery recorded" recovered
 
 # ------------------------------------------------------------ garbage client
 # In a subshell: the responder may close before the request is all written,
@@ -160,9 +237,13 @@ exec 3<>/dev/tcp/127.0.0.1/10911
 (printf 'GET /metrics HTTP/1.1\r\nHost: x\r\n\r\n' >&3) 2>/dev/null || true
 t 10 cat <&3 >"$R/garbage-answer.bin" || true
 exec 3<&-
-sleep 0.5
-scrape 10910 a-after-garbage.prom
-note "garbage client done"
+# Until A counted the rejection.
+rejected() {
+	scrape 10910 a-after-garbage.prom
+	[ "$(sum_samples "$R/a-after-garbage.prom" 'rdma_probe_responder_rejected_total{' \
+		'reason="protocol"')" -ge 1 ]
+}
+phase "garbage client done" rejected
 
 # ------------------------------------------------------------ secret rotated
 # A new secret in the file both read, then SIGHUP to both: each accepts both
@@ -197,8 +278,7 @@ while :; do
 	fi
 	sleep 0.5
 done
-# Probes flow again on the sessions of the new secret.
-sleep 2
+# Probes flow again on the sessions of the new secret (every op up, above).
 scrape 10910 a-after-rotation.prom
 scrape 10920 b-after-rotation.prom
 note "rotation phase done"

@@ -35,6 +35,13 @@ READY_TIMEOUT = 300
 # asks for one every millisecond, which makes it back-to-back (one probe is in
 # flight at a time, and a round trip between the bed's VMs takes milliseconds).
 INTERVAL_MS = 100
+# What the tests wait for, by count: the probes every device makes and
+# answers before its counters are compared (and the fast class makes before
+# its latency is taken), and the probes a pair makes in a phase (an outage,
+# a device gone) to count as probing on. The same numbers are the bounds
+# asserted.
+MEASURED_PROBES = 200
+PHASE_PROBES = 40
 FAST_INTERVAL_MS = 1
 PERFTEST_ITERS = 1000
 PERFTEST_PORT = 18515
@@ -159,18 +166,18 @@ class BedProbeTest(BedTestCase):
         before = self.scrape_all()
 
         # Driven by counts, not by time: until every device has made and
-        # answered 200 probes since `before` (20 s at ten a second per pair
+        # answered MEASURED_PROBES since `before` (20 s at ten a second per pair
         # on an idle machine; as long as a loaded one needs).
         def probed_enough():
             now = self.scrape_all()
             return all(
                 sum(self.sent(now[vm], vm, p, r) - self.sent(before[vm], vm, p, r)
-                    for p in self.peers(vm)) >= 200 and
+                    for p in self.peers(vm)) >= MEASURED_PROBES and
                 sum(self.sent(now[p], p, vm, r) - self.sent(before[p], p, vm, r)
-                    for p in self.peers(vm)) >= 200
+                    for p in self.peers(vm)) >= MEASURED_PROBES
                 for vm in self.bed.names for r in (0, 1))
-        self.wait_until("200 probes made and answered by every device", probed_enough,
-                        timeout=600)
+        self.wait_until(f"{MEASURED_PROBES} probes made and answered by every device",
+                        probed_enough, timeout=600)
         after = self.scrape_all()
         record = {}
         for vm in self.bed.names:
@@ -190,8 +197,8 @@ class BedProbeTest(BedTestCase):
                 # it answers, and receives as many.
                 want = out_probes + in_probes
                 record[f"{vm}/{dev}"] = {"probes_out": out_probes, "probes_in": in_probes, **hw}
-                self.assertGreaterEqual(out_probes, 200, f"{vm} {dev}")
-                self.assertGreaterEqual(in_probes, 200, f"{vm} {dev}")
+                self.assertGreaterEqual(out_probes, MEASURED_PROBES, f"{vm} {dev}")
+                self.assertGreaterEqual(in_probes, MEASURED_PROBES, f"{vm} {dev}")
                 # The six scrapes are not simultaneous: at ten probes a second
                 # per pair, a few dozen probes fall between them.
                 for c in ("sent_pkts", "rcvd_pkts"):
@@ -219,12 +226,12 @@ class BedProbeTest(BedTestCase):
         first = self.wait_until("the fast class probing", lambda: (
             lambda p: p if (p.value("rdma_probe_sent_total", **fast_labels) or 0) > 50 else None)(
                 self.scrape("vm0")))
-        # Driven by counts: until the fast class made 200 probes more.
+        # Driven by counts: until the fast class made MEASURED_PROBES more.
         fast_from = time.monotonic()
-        last = self.wait_until("200 probes of the fast class", lambda: (
+        last = self.wait_until(f"{MEASURED_PROBES} probes of the fast class", lambda: (
             lambda p: p if (p.value("rdma_probe_sent_total", **fast_labels)
-                            - first.value("rdma_probe_sent_total", **fast_labels)) >= 200
-            else None)(self.scrape("vm0")), timeout=300)
+                            - first.value("rdma_probe_sent_total", **fast_labels))
+            >= MEASURED_PROBES else None)(self.scrape("vm0")), timeout=300)
         fast_elapsed = time.monotonic() - fast_from
         fast = quantile(delta_buckets(last.buckets(latency, **fast_labels),
                                       first.buckets(latency, **fast_labels)), 0.5)
@@ -270,7 +277,7 @@ class BedProbeTest(BedTestCase):
         before = self.scrape_all(others)
 
         # Driven by counts, not by time: until every pair through the victim
-        # lost a probe and is down, and every other pair made 40 probes more.
+        # lost a probe and is down, and every other pair made PHASE_PROBES more.
         def outage_seen():
             now = self.scrape_all(others)
             for vm in others:
@@ -281,7 +288,7 @@ class BedProbeTest(BedTestCase):
                                     or self.up(now[vm], vm, peer, r) != 0):
                                 return None
                         elif (self.sent(now[vm], vm, peer, r)
-                              - self.sent(before[vm], vm, peer, r)) < 40:
+                              - self.sent(before[vm], vm, peer, r)) < PHASE_PROBES:
                             return None
             return now
 
@@ -302,7 +309,8 @@ class BedProbeTest(BedTestCase):
                                          f"{what}: {vm} -> {peer} rail {r}")
                     else:
                         self.assertEqual(lost, 0, f"{what}: {vm} -> {peer} rail {r}")
-                        self.assertGreaterEqual(sent, 40, f"{what}: {vm} -> {peer} rail {r}")
+                        self.assertGreaterEqual(sent, PHASE_PROBES,
+                                                f"{what}: {vm} -> {peer} rail {r}")
                         self.assertEqual(self.up(during[vm], vm, peer, r), 1)
         started = time.monotonic()
         self.wait_until(f"recovery after {what}", self.all_up, timeout=120)
@@ -343,14 +351,15 @@ class BedProbeTest(BedTestCase):
         self.assertEqual(gone.value("rdma_probe_device_releases_total", device="rxe1",
                                     reason="removed"), 1)
         self.assertIsNone(gone.value("rdma_probe_sent_total", device="rxe1", peer="vm0"))
-        # Rail 0 probes on: until 40 more probes to each peer (by count).
+        # Rail 0 probes on: until PHASE_PROBES more to each peer (by count).
         later = self.wait_until("vm1 rail 0 probing on", lambda: (
-            lambda p: p if all(self.sent(p, "vm1", peer, 0) - self.sent(before, "vm1", peer, 0) > 40
-                               for peer in ("vm0", "vm2")) else None)(self.scrape("vm1")),
+            lambda p: p if all(
+                self.sent(p, "vm1", peer, 0) - self.sent(before, "vm1", peer, 0) >= PHASE_PROBES
+                for peer in ("vm0", "vm2")) else None)(self.scrape("vm1")),
             timeout=120)
         for peer in ("vm0", "vm2"):
             grown = self.sent(later, "vm1", peer, 0) - self.sent(before, "vm1", peer, 0)
-            self.assertGreater(grown, 40, f"vm1 rail 0 to {peer} kept probing")
+            self.assertGreaterEqual(grown, PHASE_PROBES, f"vm1 rail 0 to {peer} kept probing")
             self.assertEqual(self.up(later, "vm1", peer, 0), 1)
         # The peers drop vm1's rail 1 once vm1's hello no longer lists it.
         self.wait_until("vm0 seeing one port of vm1", lambda: self.scrape("vm0").value(

@@ -33,6 +33,11 @@ class ProbeTest(VmTestCase):
     VM_TIMEOUT = 480
     LOGS = ("a.log", "b.log", "c.log")
 
+    def count(self, name):
+        """A count probe-checks.sh waited for before it recorded a phase."""
+        counts = dict(line.split() for line in self.text("counts").splitlines())
+        return int(counts[name])
+
     def value(self, prom, name, op, **labels):
         v = prom.value(name, target=PEER, op=op, **labels)
         self.assertIsNotNone(v, f"{prom.source}: no {name} for op {op}")
@@ -48,7 +53,7 @@ class ProbeTest(VmTestCase):
                 self.assertEqual(up, 1, f"{name}: {op} not up")
                 sent = prom.value("rdma_probe_sent_total", target=target, op=op)
                 count = prom.value("rdma_probe_latency_seconds_count", target=target, op=op)
-                self.assertGreater(sent, 20, f"{name}: {op}")
+                self.assertGreaterEqual(sent, self.count("steady_probes"), f"{name}: {op}")
                 self.assertGreaterEqual(count, sent - 1, f"{name}: {op} lost probes")
                 self.assertEqual(prom.value("rdma_probe_timeouts_total", target=target, op=op), 0)
             # rxe has neither thread domains nor completion timestamps: the
@@ -89,8 +94,10 @@ class ProbeTest(VmTestCase):
         for op in ("write", "read"):
             # One-sided: the device answers while the peer's process sleeps.
             self.assertEqual(self.value(frozen, "rdma_probe_up", op), 1, op)
-            self.assertGreater(self.value(frozen, "rdma_probe_latency_seconds_count", op),
-                               self.value(steady, "rdma_probe_latency_seconds_count", op), op)
+            self.assertGreaterEqual(
+                self.value(frozen, "rdma_probe_latency_seconds_count", op),
+                self.value(steady, "rdma_probe_latency_seconds_count", op)
+                + self.count("phase_probes"), op)
         thawed = self.prom("a-thawed.prom")
         for op in OPS:
             self.assertEqual(self.value(thawed, "rdma_probe_up", op), 1, f"{op} after SIGCONT")
@@ -103,8 +110,10 @@ class ProbeTest(VmTestCase):
                                                                target=PEER, op=op)}
             self.assertGreater(reasons.get("refused", 0), 0, f"{op}: {reasons}")
             self.assertEqual(self.value(back, "rdma_probe_up", op), 1, op)
-            self.assertGreater(self.value(back, "rdma_probe_latency_seconds_count", op),
-                               self.value(down, "rdma_probe_latency_seconds_count", op) + 10, op)
+            self.assertGreaterEqual(
+                self.value(back, "rdma_probe_latency_seconds_count", op),
+                self.value(down, "rdma_probe_latency_seconds_count", op)
+                + self.count("phase_probes"), op)
         b = self.prom("b-recovered.prom")
         for op in OPS:
             self.assertEqual(b.value("rdma_probe_up", target="127.0.0.1:10911", op=op), 1, op)
@@ -180,8 +189,8 @@ class ProbeTest(VmTestCase):
         refused = d.value("rdma_probe_responder_rejected_total", reason="unsupported") or 0
         print(f"\nchurn under ASan: {int(failures)} session failures and re-set-ups in C, "
               f"{int(refused)} oversized set-ups refused by D", file=sys.stderr)
-        self.assertGreater(refused, 200)
-        self.assertGreater(failures, 500)
+        self.assertGreaterEqual(refused, self.count("churn_refusals"))
+        self.assertGreaterEqual(failures, self.count("churn_cycles"))
 
     def test_g_dmabuf_memory_fails_clearly_where_unsupported(self):
         self.assertEqual(self.code("e.rc"), "0")

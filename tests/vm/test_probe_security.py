@@ -70,9 +70,15 @@ class ProbeSecurityTest(VmTestCase):
               f"{handles}, exporter CPU {cpu:.2f}s", file=sys.stderr)
         # Rotating traffic class and path: only the admitted traffic class and
         # the paths a class can have are answered, each with an address handle.
-        self.assertLessEqual(r["rotating_replies"], 16 * 16 + 32, r)
-        self.assertGreater(not_admitted + malformed, 3000)
+        answerable = 16 * 16 + 32
+        self.assertLessEqual(r["rotating_replies"], answerable, r)
+        # Every other request of the rotation is dropped and counted (rxe may
+        # lose some under emulation, as in the flood below).
+        self.assertGreater(not_admitted + malformed,
+                           (r["rotating_sent"] - answerable) / 2, r)
         self.assertIsNotNone(handles)
+        # One destination (the attacker's GID): at most
+        # UdPort::kMaxAddressHandlesPerDestination handles.
         self.assertLessEqual(handles, 64)
         # The flood: its class sends ten a second, so at most twenty a
         # second and a burst of 32 are answered, the rest dropped and
