@@ -310,7 +310,8 @@ class Chaos:
         self.stop = threading.Event()
         self.violations = []
         self.counts = {k: 0 for k in ("scrapes", "scrapes_failed", "scrapes_excused",
-                                      "monotonic_samples", "documented_resets", "series_ended",
+                                      "scrapes_compared", "monotonic_samples",
+                                      "documented_resets", "series_ended",
                                       "honesty_checks", "queue_checks")}
         self.scrapes = {vm: [] for vm in self.vms}  # (t0, t1, ok, state dict or error)
         self.last = {vm: None for vm in self.vms}     # previous successful scrape's samples
@@ -408,6 +409,7 @@ class Chaos:
         prev = self.last[vm]
         if prev is not None and self.incarnation[vm] == start:
             prev_t, prev_samples = prev
+            self.counts["scrapes_compared"] += 1
             for key, v in samples.items():
                 if key[0] not in monotonic:
                     continue
@@ -988,6 +990,7 @@ class Chaos:
         kinds_run = sorted({f.kind for f in self.faults if f.end is not None})
         rep = {
             "seed": self.args.seed, "duration_s": self.args.duration,
+            "prometheus_interval_s": self.args.prometheus_interval,
             "binary": self.args.binary,
             "faults": [f.as_dict() for f in self.faults],
             "kinds_run": kinds_run,

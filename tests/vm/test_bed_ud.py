@@ -62,6 +62,14 @@ EPOCH_S = 20
 EXTRA_PROBERS = 4  # per VM, in vm0 and vm1
 EXTRA_INTERVAL_MS = 20
 PERFTEST_ITERS = 1000
+# What the tests wait for, by count, and then assert: the probes vm2 answers
+# beside the extra probers; the probes each pair to a paused vm2 loses and
+# each other pair makes meanwhile; the probes each pair to a stopped
+# exporter makes after it goes on, past the 4 timeouts (2 s) a prober waits.
+ANSWERED_PROBES = 2000
+PAUSE_LOST = 20
+PAUSE_SENT = 40
+SETTLE_PROBES = 30
 PERFTEST_PORT = 18515
 RAILS = {0: "192.168.100.0/24", 1: "192.168.101.0/24"}
 
@@ -252,10 +260,10 @@ class BedUdTest(BedTestCase):
             before = self.scrape("vm2")
             t0 = bed.run("vm2", cpu).check().out.strip()
             started = time.monotonic()
-            # Driven by counts, not by time: until it answered 2,000 probes
+            # Driven by counts, not by time: until it answered ANSWERED_PROBES
             # (about 20 s here idle), however long a loaded machine takes.
-            self.wait_until("vm2 answering 2,000 probes", lambda: answered_since(
-                self.scrape("vm2")) >= 2000, timeout=600)
+            self.wait_until(f"vm2 answering {ANSWERED_PROBES} probes", lambda: answered_since(
+                self.scrape("vm2")) >= ANSWERED_PROBES, timeout=600)
             t1 = bed.run("vm2", cpu).check().out.strip()
             after = self.scrape("vm2")
             seconds = time.monotonic() - started
@@ -279,7 +287,7 @@ class BedUdTest(BedTestCase):
             # Eight extra probers at 50/s on rail 0 and the base pairs: it
             # kept answering them (the rate is recorded, not asserted: it
             # is the machine's speed).
-            self.assertGreaterEqual(answered, 2000)
+            self.assertGreaterEqual(answered, ANSWERED_PROBES)
         finally:
             for c in extras:
                 c.kill()
@@ -322,14 +330,16 @@ class BedUdTest(BedTestCase):
             return (now[vm].value(name, **labels) or 0) - (before[vm].value(name, **labels) or 0)
 
         # Driven by counts, not by time: until every pair to vm2 lost more
-        # than 20 probes and every other pair made more than 40.
+        # than PAUSE_LOST probes and every other pair made more than PAUSE_SENT.
         def pause_seen():
             now = self.scrape_all(others)
             for vm in others:
                 for (peer, _), labels in self.ud_pairs(before[vm]).items():
-                    if peer == "vm2" and delta(now, vm, labels, "rdma_probe_timeouts_total") <= 20:
+                    lost = delta(now, vm, labels, "rdma_probe_timeouts_total")
+                    if peer == "vm2" and lost <= PAUSE_LOST:
                         return None
-                    if peer != "vm2" and delta(now, vm, labels, "rdma_probe_sent_total") <= 40:
+                    sent = delta(now, vm, labels, "rdma_probe_sent_total")
+                    if peer != "vm2" and sent <= PAUSE_SENT:
                         return None
             return now
 
@@ -346,10 +356,10 @@ class BedUdTest(BedTestCase):
                 sent = (during[vm].value("rdma_probe_sent_total", **labels)
                         - before[vm].value("rdma_probe_sent_total", **labels))
                 if peer == "vm2":
-                    self.assertGreater(lost, 20, f"{vm} -> {peer} rail {r}")
+                    self.assertGreater(lost, PAUSE_LOST, f"{vm} -> {peer} rail {r}")
                 else:
                     self.assertEqual(lost, 0, f"{vm} -> {peer} rail {r}")
-                    self.assertGreater(sent, 40, f"{vm} -> {peer} rail {r}")
+                    self.assertGreater(sent, PAUSE_SENT, f"{vm} -> {peer} rail {r}")
         started = time.monotonic()
         self.wait_until("recovery after the pause", self.healthy, timeout=120)
         self.record["pause_recovery_s"] = round(time.monotonic() - started, 1)
@@ -382,6 +392,7 @@ class BedUdTest(BedTestCase):
         others = ("vm0", "vm1")
         pid = bed.run("vm2", "pidof -s rdma_exporter").check().out.strip()
         hubs_before = {r: bed.hub_stats_now(r)["dropped_full"] for r in (0, 1)}
+        span_started = time.monotonic()
         before = self.scrape_all()
         # A short stop: the probers are scraped (both at once) once vm2 is
         # stopped and again half a second later, before it goes on; what
@@ -434,16 +445,17 @@ class BedUdTest(BedTestCase):
                     - (earlier[vm].value("rdma_probe_sent_total", **labels) or 0))
 
         def settled():
-            # Every pair to vm2 has sent 30 probes since the stop: at 10 a
+            # Every pair to vm2 has sent SETTLE_PROBES since the stop: at 10 a
             # second at most, 3 s, past the 4 timeouts (2 s) a prober waits
             # for a late reply, so each probe sent in the stop is counted.
             now = self.scrape_all(others)
-            if any(sent_between(vm, resumed, now, labels) < 30
+            if any(sent_between(vm, resumed, now, labels) < SETTLE_PROBES
                    for vm in others for labels in to_vm2(vm, before[vm]).values()):
                 return None
             return now | {"vm2": self.scrape("vm2")}
 
         after = self.wait_until("the stopped exporter's probers settled", settled, timeout=120)
+        span_s = time.monotonic() - span_started
         # The rails' frames the bed's hubs dropped meanwhile (a client's
         # port buffer full or too old: vm2's replies to its backlog leave in
         # one burst); a probe whose request or reply was among them is lost
@@ -499,11 +511,17 @@ class BedUdTest(BedTestCase):
             received = delta("vm2", after, "rdma_probe_ud_requests_received_total",
                              device=f"rxe{r}")
             record[f"vm2_rxe{r}_requests"] = {"expected": expected, "received": received}
-            self.assertGreater(expected, 40, f"rxe{r}")
+            # Both probers' pairs to it on the rail made SETTLE_PROBES since
+            # vm2 went on, each counted by the sequence numbers.
+            pairs = sum(1 for vm in others if r in to_vm2(vm, before[vm]))
+            self.assertGreaterEqual(expected, SETTLE_PROBES * pairs, f"rxe{r}")
             self.assertEqual(expected, received, f"rxe{r}")
         self.assertGreaterEqual(record["vm2_stalls"], 1)
-        self.assertGreater(record["vm2_stall_seconds"], 0.5)
-        self.assertLess(record["vm2_stall_seconds"], 10)
+        # The heartbeat measured the stop: at least the half second the test
+        # held it (less up to one 100 ms beat), and with any other stall of
+        # a loaded machine no more than the time from `before` to `after`.
+        self.assertGreater(stall, 0.5 - 0.1, record)
+        self.assertLessEqual(stall, span_s, record)
         # Each stall in the durations once its heartbeat ran again (one
         # still going on when scraped is not there yet), and all of them
         # under 16 s.
