@@ -197,11 +197,15 @@ bool is_gone_errno(int err) {
   return err == ENODEV || err == ESTALE;
 }
 
+bool is_not_available_text(std::string_view text) {
+  return text.starts_with("N/A");
+}
+
 void read_optional_text(AttributeFile& file, std::optional<std::string>& out, ReadNotes& notes,
                         bool& gone) {
   auto r = file.read();
   if (r) {
-    if (r->rfind("N/A", 0) == 0) {
+    if (is_not_available_text(*r)) {
       ++notes.unavailable;
     } else if (!r->empty()) {
       out = std::move(r).value();

@@ -15,6 +15,7 @@
 #include <filesystem>
 #include <optional>
 #include <string>
+#include <string_view>
 
 #include "common/kernel/sys/model.hpp"
 #include "common/result.hpp"
@@ -57,6 +58,10 @@ bool is_unavailable_errno(int err);
 // Errors with which a file kept open says its device was removed: kernfs
 // answers ENODEV once the attribute is gone; ESTALE on a network mount.
 bool is_gone_errno(int err);
+
+// Whether an attribute's text is the kernel's way of saying that the value
+// does not exist here ("N/A", "N/A (no PMA)", ...).
+bool is_not_available_text(std::string_view text);
 
 // Reads an optional text attribute into `out`: an absent file leaves it
 // unset; "N/A" and the errors of is_unavailable_errno() count as

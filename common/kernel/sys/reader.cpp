@@ -14,10 +14,6 @@ namespace fs = std::filesystem;
 
 namespace {
 
-bool is_not_available_text(const std::string& text) {
-  return text.empty() || text.rfind("N/A", 0) == 0;
-}
-
 // The sorted names in `dir`. `complete` turns false when the listing failed
 // for another reason than the directory's absence.
 std::vector<std::string> list_dir(const fs::path& dir, ReadNotes& notes, bool& exists,
@@ -79,7 +75,7 @@ std::vector<Counter> read_counters(CounterDir& dir, ReadNotes& notes, bool& gone
       }
       continue;
     }
-    if (is_not_available_text(*text)) {
+    if (text->empty() || is_not_available_text(*text)) {
       ++notes.unavailable;
       continue;
     }
