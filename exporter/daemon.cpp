@@ -191,8 +191,10 @@ void Daemon::apply_reload(const ReloadRead& read, const ReloadDone& done) {
 }
 
 void Daemon::reject_reload(const std::vector<std::string>& errors, const ReloadDone& done) {
-  for (const auto& e : errors) log::error("reload rejected", {{"err", e}});
+  // The state first, then the word: whoever reads the log line and then
+  // scrapes sees the reload failed.
   reload_status_->successful = false;
+  for (const auto& e : errors) log::error("reload rejected", {{"err", e}});
   done(false,
        "reload rejected, configuration kept: " + errors.front() +
            (errors.size() > 1 ? " (and " + std::to_string(errors.size() - 1) + " more)" : ""));
