@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstdint>
 #include <string>
 
 #include "exporter/collection.hpp"
@@ -48,6 +49,12 @@ inline std::size_t series_count(const Snapshot& s, const std::string& name,
   }
   return 0;
 }
+
+// A histogram series' count and sum.
+struct HistogramSample {
+  uint64_t count = 0;
+  double sum = 0;
+};
 
 inline bool has_family(const Snapshot& s, const std::string& name) {
   return series_count(s, name) > 0;

@@ -62,17 +62,17 @@ Bytes status_msg(std::initializer_list<Entry> entries, bool table = true) {
   return m.bytes();
 }
 
-Reply answer(const Bytes& m) {
+Reply status_reply(const Bytes& m) {
   return Reply{{m, ack_message()}};
 }
 
 // ------------------------------------------------------------------ codec
 
 TEST(OptionalCounterCodec, DecodesFixedAndOptionalCounters) {
-  auto st = nldev::decode_counter_status(answer(status_msg({{"out_of_sequence", 10, {}},
-                                                            {"np_cnp_sent", 11, {}},
-                                                            {"cc_rx_ce_pkts", 12, 1},
-                                                            {"cc_tx_cnp_pkts", 13, 0}})));
+  auto st = nldev::decode_counter_status(status_reply(status_msg({{"out_of_sequence", 10, {}},
+                                                                  {"np_cnp_sent", 11, {}},
+                                                                  {"cc_rx_ce_pkts", 12, 1},
+                                                                  {"cc_tx_cnp_pkts", 13, 0}})));
   ASSERT_TRUE(st) << st.error().message;
   EXPECT_EQ(st->dev_index, 6U);
   EXPECT_EQ(st->port, 2U);
@@ -101,7 +101,7 @@ TEST(OptionalCounterCodec, MalformedAnswersAreErrorsNamingTheProblem) {
       {status_msg({{"a", 3, {}}, {"b", 3, 1}}), "listed twice"},
   };
   for (const auto& c : cases) {
-    auto st = nldev::decode_counter_status(answer(c.message));
+    auto st = nldev::decode_counter_status(status_reply(c.message));
     ASSERT_FALSE(st) << c.says;
     EXPECT_EQ(st.error().code, EBADMSG);
     EXPECT_NE(st.error().message.find(c.says), std::string::npos) << st.error().message;
@@ -116,14 +116,14 @@ TEST(OptionalCounterCodec, MalformedAnswersAreErrorsNamingTheProblem) {
       .u32(RDMA_NLDEV_ATTR_STAT_HWCOUNTER_DYNAMIC, 1)
       .end_nest()
       .end_nest();
-  auto bad = nldev::decode_counter_status(answer(m.bytes()));
+  auto bad = nldev::decode_counter_status(status_reply(m.bytes()));
   ASSERT_FALSE(bad);
   EXPECT_NE(bad.error().message.find("STAT_HWCOUNTER_DYNAMIC has a bad length"), std::string::npos);
   // Cut short inside the table, and no ACK at all.
   Bytes cut = status_msg({{"cc_rx_ce_pkts", 2, 1}});
   cut.resize(cut.size() - 6);
   reinterpret_cast<nlmsghdr*>(cut.data())->nlmsg_len = static_cast<uint32_t>(cut.size());
-  EXPECT_FALSE(nldev::decode_counter_status(answer(cut)));
+  EXPECT_FALSE(nldev::decode_counter_status(status_reply(cut)));
   EXPECT_FALSE(nldev::decode_counter_status(Reply{{status_msg({{"x", 0, {}}})}}));
 }
 

@@ -20,9 +20,9 @@ using namespace std::chrono_literals;
 using testing::FakeNodeApi;
 using testing::NodeState;
 
-const std::string kIdA = "5d1e0c4b2a39f8e7d6c5b4a3928170f6e5d4c3b2a1908f7e6d5c4b3a29180f7e";
-const std::string kIdB = "a1b2c3d4e5f60718293a4b5c6d7e8f90a1b2c3d4e5f60718293a4b5c6d7e8f91";
-const std::string kIdC = "0f1e2d3c4b5a69788796a5b4c3d2e1f00f1e2d3c4b5a69788796a5b4c3d2e1f2";
+const std::string kContainerA = "5d1e0c4b2a39f8e7d6c5b4a3928170f6e5d4c3b2a1908f7e6d5c4b3a29180f7e";
+const std::string kContainerB = "a1b2c3d4e5f60718293a4b5c6d7e8f90a1b2c3d4e5f60718293a4b5c6d7e8f91";
+const std::string kContainerC = "0f1e2d3c4b5a69788796a5b4c3d2e1f00f1e2d3c4b5a69788796a5b4c3d2e1f2";
 const std::string kUidA = "0f3c1a2b-4d5e-4f60-8a9b-0c1d2e3f4a5b";
 const std::string kUidB = "11112222-3333-4444-5555-666677778888";
 
@@ -78,13 +78,13 @@ void expect_labels(const std::optional<PodLabels>& got, const std::string& ns,
 TEST_F(PodDirectoryTest, KnownContainersAndPodsGetTheirLabels) {
   FakeNodeApi fake(cri(), kubelet());
   NodeState s;
-  s.containers = {container(kIdA, kUidA, "ns-a", "pod-a", "trainer"),
-                  container(kIdB, kUidB, "ns-b", "pod-b", "loader")};
+  s.containers = {container(kContainerA, kUidA, "ns-a", "pod-a", "trainer"),
+                  container(kContainerB, kUidB, "ns-b", "pod-b", "loader")};
   fake.set(s);
   PodDirectory d(options());
   d.refresh();
-  expect_labels(d.lookup(path_of(kUidA, kIdA)), "ns-a", "pod-a", "trainer");
-  expect_labels(d.lookup(path_of(kUidB, kIdB)), "ns-b", "pod-b", "loader");
+  expect_labels(d.lookup(path_of(kUidA, kContainerA)), "ns-a", "pod-a", "trainer");
+  expect_labels(d.lookup(path_of(kUidB, kContainerB)), "ns-b", "pod-b", "loader");
   // The pod's own cgroup: its pod, no container.
   expect_labels(d.lookup(path_of(kUidB, "")), "ns-b", "pod-b", "");
   // No pod's path: nothing, and no refresh asked for.
@@ -98,19 +98,19 @@ TEST_F(PodDirectoryTest, AMissAsksForOneRefreshPerContainer) {
   FakeNodeApi fake(cri(), "");
   PodDirectory d(DirectoryOptions{cri(), "", 1h, 2s});
   d.refresh();
-  EXPECT_FALSE(d.lookup(path_of(kUidA, kIdA)));
-  EXPECT_FALSE(d.lookup(path_of(kUidA, kIdA)));
-  EXPECT_FALSE(d.lookup(path_of(kUidA, kIdA)));
+  EXPECT_FALSE(d.lookup(path_of(kUidA, kContainerA)));
+  EXPECT_FALSE(d.lookup(path_of(kUidA, kContainerA)));
+  EXPECT_FALSE(d.lookup(path_of(kUidA, kContainerA)));
   EXPECT_EQ(d.refreshes_asked(), 1u);
-  EXPECT_FALSE(d.lookup(path_of(kUidA, kIdB)));
+  EXPECT_FALSE(d.lookup(path_of(kUidA, kContainerB)));
   EXPECT_FALSE(d.lookup(path_of(kUidB, "")));
   EXPECT_EQ(d.refreshes_asked(), 3u);
   // Listed later, it is found without asking again.
   NodeState s;
-  s.containers = {container(kIdA, kUidA, "ns-a", "pod-a", "trainer")};
+  s.containers = {container(kContainerA, kUidA, "ns-a", "pod-a", "trainer")};
   fake.set(s);
   d.refresh();
-  expect_labels(d.lookup(path_of(kUidA, kIdA)), "ns-a", "pod-a", "trainer");
+  expect_labels(d.lookup(path_of(kUidA, kContainerA)), "ns-a", "pod-a", "trainer");
   EXPECT_EQ(d.refreshes_asked(), 3u);
 }
 
@@ -120,13 +120,13 @@ TEST_F(PodDirectoryTest, AMissWakesTheRefreshThread) {
   d.refresh();
   d.start();
   NodeState s;
-  s.containers = {container(kIdC, kUidA, "ns-c", "pod-c", "new")};
+  s.containers = {container(kContainerC, kUidA, "ns-c", "pod-c", "new")};
   fake.set(s);
   // The first collection of a new container's process misses and asks; the
   // thread refreshes at once, not an hour later.
-  EXPECT_FALSE(d.lookup(path_of(kUidA, kIdC)));
+  EXPECT_FALSE(d.lookup(path_of(kUidA, kContainerC)));
   ASSERT_TRUE(testing::eventually([&] { return d.cri_health().calls == 2; }));
-  expect_labels(d.lookup(path_of(kUidA, kIdC)), "ns-c", "pod-c", "new");
+  expect_labels(d.lookup(path_of(kUidA, kContainerC)), "ns-c", "pod-c", "new");
   d.stop();
   EXPECT_EQ(fake.list_containers_calls(), 2);
 }
@@ -135,17 +135,17 @@ TEST_F(PodDirectoryTest, PodsThatStopAndContainersRestartedUnderANewId) {
   FakeNodeApi fake(cri(), "");
   PodDirectory d(DirectoryOptions{cri(), "", 1h, 2s});
   NodeState s;
-  s.containers = {container(kIdA, kUidA, "ns-a", "pod-a", "trainer"),
-                  container(kIdB, kUidB, "ns-b", "pod-b", "loader")};
+  s.containers = {container(kContainerA, kUidA, "ns-a", "pod-a", "trainer"),
+                  container(kContainerB, kUidB, "ns-b", "pod-b", "loader")};
   fake.set(s);
   d.refresh();
   // pod-b is gone; pod-a's container restarted under a new ID.
-  s.containers = {container(kIdC, kUidA, "ns-a", "pod-a", "trainer")};
+  s.containers = {container(kContainerC, kUidA, "ns-a", "pod-a", "trainer")};
   fake.set(s);
   d.refresh();
-  expect_labels(d.lookup(path_of(kUidA, kIdC)), "ns-a", "pod-a", "trainer");
-  EXPECT_FALSE(d.lookup(path_of(kUidA, kIdA)));
-  EXPECT_FALSE(d.lookup(path_of(kUidB, kIdB)));
+  expect_labels(d.lookup(path_of(kUidA, kContainerC)), "ns-a", "pod-a", "trainer");
+  EXPECT_FALSE(d.lookup(path_of(kUidA, kContainerA)));
+  EXPECT_FALSE(d.lookup(path_of(kUidB, kContainerB)));
   EXPECT_FALSE(d.lookup(path_of(kUidB, "")));
 }
 
@@ -154,7 +154,7 @@ TEST_F(PodDirectoryTest, ASocketThatFailsKeepsTheLastAnswerAndComesBack) {
   {
     FakeNodeApi fake(cri(), kubelet());
     NodeState s;
-    s.containers = {container(kIdA, kUidA, "ns-a", "pod-a", "trainer")};
+    s.containers = {container(kContainerA, kUidA, "ns-a", "pod-a", "trainer")};
     s.pods = {{"pod-a", "ns-a", {{"trainer", {{"intel.com/sriov_rdma", {"0000:3b:02.1"}}}}}}};
     fake.set(s);
     d.refresh();
@@ -162,7 +162,7 @@ TEST_F(PodDirectoryTest, ASocketThatFailsKeepsTheLastAnswerAndComesBack) {
   // Both servers gone: the last answers stay, the APIs are down.
   d.refresh();
   d.refresh();
-  expect_labels(d.lookup(path_of(kUidA, kIdA)), "ns-a", "pod-a", "trainer");
+  expect_labels(d.lookup(path_of(kUidA, kContainerA)), "ns-a", "pod-a", "trainer");
   ASSERT_EQ(d.allocations().size(), 1u);
   const ApiHealth cri_h = d.cri_health();
   EXPECT_FALSE(cri_h.up);
@@ -175,12 +175,12 @@ TEST_F(PodDirectoryTest, ASocketThatFailsKeepsTheLastAnswerAndComesBack) {
   // Back, with another answer.
   FakeNodeApi fake(cri(), kubelet());
   NodeState s;
-  s.containers = {container(kIdB, kUidB, "ns-b", "pod-b", "loader")};
+  s.containers = {container(kContainerB, kUidB, "ns-b", "pod-b", "loader")};
   fake.set(s);
   d.refresh();
   EXPECT_TRUE(d.cri_health().up);
   EXPECT_TRUE(d.pod_resources_health().up);
-  expect_labels(d.lookup(path_of(kUidB, kIdB)), "ns-b", "pod-b", "loader");
+  expect_labels(d.lookup(path_of(kUidB, kContainerB)), "ns-b", "pod-b", "loader");
   EXPECT_TRUE(d.allocations().empty());
 }
 
@@ -203,7 +203,7 @@ TEST_F(PodDirectoryTest, AllocationsAndAllocatableDevices) {
   ASSERT_EQ(all.size(), 1u);
   EXPECT_EQ(all[0].ids.size(), 2u);
   // Without a CRI socket, nothing is looked up or asked for.
-  EXPECT_FALSE(d.lookup(path_of(kUidA, kIdA)));
+  EXPECT_FALSE(d.lookup(path_of(kUidA, kContainerA)));
   EXPECT_EQ(d.refreshes_asked(), 0u);
   EXPECT_EQ(d.cri_health().calls, 0u);
 }

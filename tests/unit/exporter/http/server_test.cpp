@@ -209,7 +209,7 @@ class HeldReloads {
 };
 
 // The line of one sample in the server's own metrics, "" when absent.
-std::string sample(const Server& server, const std::string& series) {
+std::string stats_line(const Server& server, const std::string& series) {
   const std::string stats = server.stats();
   const auto at = stats.find("\n" + series + " ");
   if (at == std::string::npos) return "";
@@ -233,9 +233,9 @@ TEST(HttpServer, AtTheCapANewConnectionIsRefusedWhenEveryOneIsServing) {
   // The connections being served are served to the end.
   reloads.release(server);
   for (auto& c : busy) EXPECT_EQ(c->response(), kReloaded);
-  EXPECT_EQ(
-      sample(server, "rdma_exporter_http_rejected_connections_total{reason=\"max_connections\"}"),
-      "rdma_exporter_http_rejected_connections_total{reason=\"max_connections\"} 1");
+  EXPECT_EQ(stats_line(server,
+                       "rdma_exporter_http_rejected_connections_total{reason=\"max_connections\"}"),
+            "rdma_exporter_http_rejected_connections_total{reason=\"max_connections\"} 1");
   EXPECT_NE(server.stats().find("rdma_exporter_http_open_connections 3\n"), std::string::npos)
       << server.stats();
 }
@@ -273,14 +273,16 @@ TEST(HttpServer, AtTheCapTheConnectionWaitingLongestForARequestIsEvicted) {
   reloads.release(server);
   EXPECT_EQ(busy.response(), kReloaded);
   const std::string evicted = "rdma_exporter_http_evicted_connections_total";
-  EXPECT_EQ(sample(server, evicted + "{reason=\"headers\"}"), evicted + "{reason=\"headers\"} 1");
-  EXPECT_EQ(sample(server, evicted + "{reason=\"idle\"}"), evicted + "{reason=\"idle\"} 2");
-  EXPECT_EQ(sample(server, evicted + "{reason=\"tls_handshake\"}"),
+  EXPECT_EQ(stats_line(server, evicted + "{reason=\"headers\"}"),
+            evicted + "{reason=\"headers\"} 1");
+  EXPECT_EQ(stats_line(server, evicted + "{reason=\"idle\"}"), evicted + "{reason=\"idle\"} 2");
+  EXPECT_EQ(stats_line(server, evicted + "{reason=\"tls_handshake\"}"),
             evicted + "{reason=\"tls_handshake\"} 0");
-  EXPECT_EQ(sample(server, evicted + "{reason=\"closing\"}"), evicted + "{reason=\"closing\"} 0");
-  EXPECT_EQ(
-      sample(server, "rdma_exporter_http_rejected_connections_total{reason=\"max_connections\"}"),
-      "rdma_exporter_http_rejected_connections_total{reason=\"max_connections\"} 0");
+  EXPECT_EQ(stats_line(server, evicted + "{reason=\"closing\"}"),
+            evicted + "{reason=\"closing\"} 0");
+  EXPECT_EQ(stats_line(server,
+                       "rdma_exporter_http_rejected_connections_total{reason=\"max_connections\"}"),
+            "rdma_exporter_http_rejected_connections_total{reason=\"max_connections\"} 0");
 }
 
 // A connection refused 431 is drained for a while before it closes
@@ -301,7 +303,7 @@ TEST(HttpServer, AtTheCapAClosingConnectionIsEvictedFirst) {
   EXPECT_EQ(refused.until_closed(), "");
   waiting.send("Host: 127.0.0.1\r\n\r\n");
   EXPECT_EQ(waiting.response(), kHealthz);
-  EXPECT_EQ(sample(server, "rdma_exporter_http_evicted_connections_total{reason=\"closing\"}"),
+  EXPECT_EQ(stats_line(server, "rdma_exporter_http_evicted_connections_total{reason=\"closing\"}"),
             "rdma_exporter_http_evicted_connections_total{reason=\"closing\"} 1");
 }
 
@@ -344,11 +346,11 @@ TEST(HttpServer, ASourceAtItsLimitIsRefusedOnlyWhileItsConnectionsAreServed) {
   other.send(request("GET", "/healthz"));
   EXPECT_EQ(other.response(), kHealthz);
   EXPECT_EQ(
-      sample(
+      stats_line(
           server,
           "rdma_exporter_http_rejected_connections_total{reason=\"max_connections_per_source\"}"),
       "rdma_exporter_http_rejected_connections_total{reason=\"max_connections_per_source\"} 1");
-  EXPECT_EQ(sample(server, "rdma_exporter_http_evicted_connections_total{reason=\"headers\"}"),
+  EXPECT_EQ(stats_line(server, "rdma_exporter_http_evicted_connections_total{reason=\"headers\"}"),
             "rdma_exporter_http_evicted_connections_total{reason=\"headers\"} 1");
   // The reloads answered, the source has room again.
   // Answered and let go on the server's loop: each holds its session.
@@ -666,13 +668,14 @@ TEST(HttpServer, AConnectionWaitingForItsPasswordCheckIsEvictedForANewOne) {
   EXPECT_EQ(later.response(), kUnauthorized);
   EXPECT_EQ(gate.checks(), 3);  // the scraper's, `running`'s and `later`'s
   const std::string evicted = "rdma_exporter_http_evicted_connections_total";
-  EXPECT_EQ(sample(server, evicted + "{reason=\"auth_check\"}"),
+  EXPECT_EQ(stats_line(server, evicted + "{reason=\"auth_check\"}"),
             evicted + "{reason=\"auth_check\"} 2");
   const std::string failures = "rdma_exporter_http_auth_failures_total";
-  EXPECT_EQ(sample(server, failures + "{reason=\"invalid\"}"), failures + "{reason=\"invalid\"} 1");
-  EXPECT_EQ(sample(server,
-                   "rdma_exporter_http_rejected_connections_total{reason=\""
-                   "max_connections_per_source\"}"),
+  EXPECT_EQ(stats_line(server, failures + "{reason=\"invalid\"}"),
+            failures + "{reason=\"invalid\"} 1");
+  EXPECT_EQ(stats_line(server,
+                       "rdma_exporter_http_rejected_connections_total{reason=\""
+                       "max_connections_per_source\"}"),
             "rdma_exporter_http_rejected_connections_total{reason=\"max_connections_per_source\"} "
             "0");
 }
@@ -698,15 +701,18 @@ TEST(HttpServer, ASourcesThirdPasswordCheckIsAnswered401AtOnce) {
   Client other(server.port(), "127.0.0.3");
   other.send(request("GET", "/healthz", kWrongPassword));
   const std::string failures = "rdma_exporter_http_auth_failures_total";
-  EXPECT_EQ(sample(server, failures + "{reason=\"throttled\"}"),
+  EXPECT_EQ(stats_line(server, failures + "{reason=\"throttled\"}"),
             failures + "{reason=\"throttled\"} 1");
-  EXPECT_EQ(sample(server, failures + "{reason=\"invalid\"}"), failures + "{reason=\"invalid\"} 0");
+  EXPECT_EQ(stats_line(server, failures + "{reason=\"invalid\"}"),
+            failures + "{reason=\"invalid\"} 0");
   gate.open();
   for (Client* c : {&running, &queued, &other}) EXPECT_EQ(c->response(), kUnauthorized);
   EXPECT_EQ(gate.checks(), 4);
-  EXPECT_EQ(sample(server, failures + "{reason=\"invalid\"}"), failures + "{reason=\"invalid\"} 3");
-  EXPECT_EQ(sample(server, "rdma_exporter_http_requests_total{handler=\"/healthz\",code=\"401\"}"),
-            "rdma_exporter_http_requests_total{handler=\"/healthz\",code=\"401\"} 4");
+  EXPECT_EQ(stats_line(server, failures + "{reason=\"invalid\"}"),
+            failures + "{reason=\"invalid\"} 3");
+  EXPECT_EQ(
+      stats_line(server, "rdma_exporter_http_requests_total{handler=\"/healthz\",code=\"401\"}"),
+      "rdma_exporter_http_requests_total{handler=\"/healthz\",code=\"401\"} 4");
 }
 
 TEST(HttpServer, ScrapesWithinMaxAgeShareOneCollection) {
@@ -772,7 +778,7 @@ TEST(HttpServer, EveryListenAddressServesAndTheLimitsAreShared) {
   b.send(request("GET", "/healthz"));
   EXPECT_EQ(b.response(), kHealthz);
   EXPECT_EQ(a.until_closed(), "");
-  EXPECT_EQ(sample(server, "rdma_exporter_http_evicted_connections_total{reason=\"headers\"}"),
+  EXPECT_EQ(stats_line(server, "rdma_exporter_http_evicted_connections_total{reason=\"headers\"}"),
             "rdma_exporter_http_evicted_connections_total{reason=\"headers\"} 1");
 }
 
@@ -811,8 +817,9 @@ TEST(HttpServer, PastTheRateLimitRequestsAre429BeforeAuthentication) {
   Client other(server.port(), "127.0.0.9");
   other.send(request("GET", "/metrics"));
   EXPECT_EQ(other.response().rfind("HTTP/1.1 429 Too Many Requests\r\n", 0), 0U);
-  EXPECT_EQ(sample(server, "rdma_exporter_http_requests_total{handler=\"/metrics\",code=\"429\"}"),
-            "rdma_exporter_http_requests_total{handler=\"/metrics\",code=\"429\"} 1");
+  EXPECT_EQ(
+      stats_line(server, "rdma_exporter_http_requests_total{handler=\"/metrics\",code=\"429\"}"),
+      "rdma_exporter_http_requests_total{handler=\"/metrics\",code=\"429\"} 1");
 }
 
 }  // namespace

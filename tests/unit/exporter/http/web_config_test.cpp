@@ -14,7 +14,7 @@
 namespace rdma_exporter {
 namespace {
 
-constexpr const char* kHash = "$2y$05$KlUMDg8/hTYzyUHGYH5etOm6STmU58gR.jglXJ8vLx18GQ3bbGZBa";
+constexpr const char* kPromHash = "$2y$05$KlUMDg8/hTYzyUHGYH5etOm6STmU58gR.jglXJ8vLx18GQ3bbGZBa";
 
 // Problems of a document, joined, for EXPECT_* messages.
 std::vector<std::string> problems(const std::string& yaml, WebConfig* out = nullptr) {
@@ -66,7 +66,7 @@ http_server_config:
     Strict-Transport-Security: max-age=31536000
     X-XSS-Protection: ""
 basic_auth_users:
-  prom: ")") + kHash + "\"\n",
+  prom: ")") + kPromHash + "\"\n",
                          &c);
   ASSERT_TRUE(errors.empty()) << errors.front();
   ASSERT_TRUE(c.tls);
@@ -85,7 +85,7 @@ basic_auth_users:
   using Headers = std::vector<std::pair<std::string, std::string>>;
   EXPECT_EQ(c.headers, (Headers{{"X-Frame-Options", "DENY"},
                                 {"Strict-Transport-Security", "max-age=31536000"}}));
-  EXPECT_EQ(c.users.at("prom"), kHash);
+  EXPECT_EQ(c.users.at("prom"), kPromHash);
 }
 
 TEST(WebConfig, ShippedExampleParses) {
@@ -241,7 +241,7 @@ TEST(WebConfig, UserProblemsNeverShowTheValue) {
     EXPECT_EQ(errors[0].find(secret), std::string::npos) << errors[0];
   }
   expect_one("basic_auth_users:\n  prom: [a]\n", {"expected a bcrypt hash"});
-  EXPECT_TRUE(is_bcrypt_hash(kHash));
+  EXPECT_TRUE(is_bcrypt_hash(kPromHash));
 }
 
 TEST(WebConfig, ProblemsAreAllReported) {
@@ -324,10 +324,11 @@ class TlsContextTest : public ::testing::Test {
 
 TEST_F(TlsContextTest, FilesRelativeToTheWebConfiguration) {
   std::shared_ptr<const WebSecurity> s;
-  auto errors = load(std::string("tls_server_config: {cert_file: server.pem, key_file: "
-                                 "server.key}\nbasic_auth_users: {prom: \"") +
-                         kHash + "\"}\nhttp_server_config: {headers: {X-Frame-Options: deny}}\n",
-                     s);
+  auto errors =
+      load(std::string("tls_server_config: {cert_file: server.pem, key_file: "
+                       "server.key}\nbasic_auth_users: {prom: \"") +
+               kPromHash + "\"}\nhttp_server_config: {headers: {X-Frame-Options: deny}}\n",
+           s);
   ASSERT_TRUE(errors.empty()) << errors.front();
   ASSERT_TRUE(s->tls);
   ASSERT_TRUE(s->auth);

@@ -134,7 +134,7 @@ TEST(ProbeRails, ConfiguredRailsWinDevicePortFirst) {
   EXPECT_EQ(rail_of("mlx5_2", 1, "fe80::/64", {}), "fe80::/64");
 }
 
-wire::PortAd remote_port(const std::string& device, uint8_t port, const std::string& rail) {
+wire::PortAd rail_port(const std::string& device, uint8_t port, const std::string& rail) {
   wire::PortAd p;
   p.device = device;
   p.port = port;
@@ -145,9 +145,9 @@ wire::PortAd remote_port(const std::string& device, uint8_t port, const std::str
 TEST(ProbeRails, PairsAreSameRailUnlessCrossRail) {
   const std::vector<RailPort> local = {{"mlx5_0", 1, "r1"}, {"mlx5_1", 1, "r2"}};
   const std::vector<wire::PortAd> remote = {
-      remote_port("mlx5_4", 1, "r2"),
-      remote_port("mlx5_5", 1, "r1"),
-      remote_port("mlx5_5", 2, "r1"),
+      rail_port("mlx5_4", 1, "r2"),
+      rail_port("mlx5_5", 1, "r1"),
+      rail_port("mlx5_5", 2, "r1"),
   };
   // Same rail: local 0 (r1) with remote 1 and 2, local 1 (r2) with remote 0.
   EXPECT_EQ(rail_pairs(local, remote, false, ""), (Pairs{{0, 1}, {0, 2}, {1, 0}}));

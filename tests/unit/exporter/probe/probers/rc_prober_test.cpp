@@ -165,12 +165,7 @@ Completion done(uint64_t wr_id, std::optional<uint64_t> ticks = std::nullopt,
   return Completion{wr_id, status, IBV_WC_RDMA_WRITE, ticks};
 }
 
-struct HistogramSample {
-  uint64_t count = 0;
-  double sum = 0;
-};
-
-HistogramSample latency(const SeriesStats& stats) {
+testing::HistogramSample latency(const SeriesStats& stats) {
   for (const auto& f : testing::metrics_of(stats).families) {
     if (f.name == "rdma_probe_latency_seconds" && f.metric.size() == 1) {
       return {f.metric[0].histogram.sample_count, f.metric[0].histogram.sample_sum};

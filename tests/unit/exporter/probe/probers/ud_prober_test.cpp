@@ -82,12 +82,7 @@ class FakeUdPort final : public UdProbePort {
   uint32_t next_ = 7;
 };
 
-struct HistogramSample {
-  uint64_t count = 0;
-  double sum = 0;
-};
-
-HistogramSample histogram(const HistogramStats& h) {
+testing::HistogramSample histogram(const HistogramStats& h) {
   for (const auto& f : testing::metrics_of(h).families) {
     if (f.metric.size() == 1) {
       return {f.metric[0].histogram.sample_count, f.metric[0].histogram.sample_sum};

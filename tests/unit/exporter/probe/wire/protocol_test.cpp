@@ -695,8 +695,8 @@ TEST(ProbeAuth, AcceptMacDependsOnSecretSetupAndPeer) {
 // grace period ends; a set-up carries one MAC per secret its prober holds,
 // and verifies when any of them is one of the keyring's.
 TEST(ProbeAuth, KeyringRotationKeepsThePreviousSecretForTheGracePeriod) {
-  using Clock = Keyring::Clock;
-  const Clock::time_point t0{};
+  using KeyClock = Keyring::Clock;
+  const KeyClock::time_point t0{};
   const std::string old_secret = "the-old-secret-0123";
   const std::string new_secret = "the-new-secret-4567";
   Keyring ring(old_secret);
