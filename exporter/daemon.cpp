@@ -185,6 +185,7 @@ void Daemon::apply_reload(const ReloadRead& read, const ReloadDone& done) {
                          cache_.start_maintenance(collection_.maintenance_interval());
                          reload_status_->successful = true;
                          reload_status_->success_timestamp = now_seconds();
+                         cache_.invalidate();
                          log::info("configuration reloaded");
                          done(true, "configuration reloaded");
                        });
@@ -194,6 +195,7 @@ void Daemon::reject_reload(const std::vector<std::string>& errors, const ReloadD
   // The state first, then the word: whoever reads the log line and then
   // scrapes sees the reload failed.
   reload_status_->successful = false;
+  cache_.invalidate();  // a collection in flight may have read the old state
   for (const auto& e : errors) log::error("reload rejected", {{"err", e}});
   done(false,
        "reload rejected, configuration kept: " + errors.front() +

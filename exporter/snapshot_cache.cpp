@@ -23,8 +23,12 @@ SnapshotCache::~SnapshotCache() {
 }
 
 void SnapshotCache::get(Handler handler) {
-  if (last_ && now_() - last_->taken < max_age_) {
+  if (last_ && last_generation_ == generation_ && now_() - last_->taken < max_age_) {
     boost::asio::post(io_, [h = std::move(handler), s = last_] { h(s); });
+    return;
+  }
+  if (busy_ && busy_generation_ != generation_) {
+    waiting_next_.push_back(std::move(handler));
     return;
   }
   waiting_.push_back(std::move(handler));
@@ -41,13 +45,20 @@ void SnapshotCache::when_first_collected(std::function<void()> handler) {
 
 void SnapshotCache::start_collection() {
   busy_.emplace(io_.get_executor());
+  busy_generation_ = generation_;
   boost::asio::post(worker_, [this] {
     auto snapshot = collect_();
     boost::asio::post(io_, [this, snapshot] {
       last_ = snapshot;
+      last_generation_ = busy_generation_;
       busy_.reset();
       auto handlers = std::move(waiting_);
       waiting_.clear();
+      if (!waiting_next_.empty()) {
+        waiting_ = std::move(waiting_next_);
+        waiting_next_.clear();
+        start_collection();
+      }
       auto first = std::move(first_waiting_);
       first_waiting_.clear();
       for (auto& f : first) f();

@@ -5,6 +5,7 @@
 #include <boost/asio/steady_timer.hpp>
 #include <boost/asio/thread_pool.hpp>
 #include <chrono>
+#include <cstdint>
 #include <functional>
 #include <memory>
 #include <optional>
@@ -54,6 +55,12 @@ class SnapshotCache {
   void run_exclusive(std::function<void(Collection&)> job, std::function<void()> done);
 
   void set_max_age(Duration max_age) { max_age_ = max_age; }
+
+  // What collections show has changed (a reload's outcome): a get() from
+  // now on is answered by a collection that starts after this call, never
+  // by the stored result or by the one in flight (whose earlier askers
+  // still get it).
+  void invalidate() { ++generation_; }
   // Stops the maintenance timer; then runs `last` on the collecting thread
   // and waits for it (used to restore kernel state on exit).
   void stop(const std::function<void(Collection&)>& last);
@@ -69,6 +76,12 @@ class SnapshotCache {
   boost::asio::thread_pool worker_{1};
   std::shared_ptr<const Snapshot> last_;
   std::vector<Handler> waiting_;
+  // Asked after invalidate() while an older collection was in flight: they
+  // get the collection that starts when it ends.
+  std::vector<Handler> waiting_next_;
+  std::uint64_t generation_ = 0;                      // bumped by invalidate()
+  std::uint64_t busy_generation_ = 0;                 // of the collection in flight
+  std::uint64_t last_generation_ = 0;                 // of last_
   std::vector<std::function<void()>> first_waiting_;  // until last_ is set
   // Keeps the event loop alive while a collection is in flight.
   std::optional<boost::asio::executor_work_guard<boost::asio::io_context::executor_type>> busy_;

@@ -122,6 +122,43 @@ TEST_F(SnapshotCacheTest, ConcurrentGetsShareOneCollectionInFlight) {
   EXPECT_EQ(collections_.count(), 1);
 }
 
+TEST_F(SnapshotCacheTest, AfterInvalidateAGetWaitsForACollectionThatStartsLater) {
+  std::promise<void> release;
+  std::shared_future<void> released = release.get_future().share();
+  std::promise<void> started;
+  std::atomic<bool> told{false};
+  SnapshotCache cache(
+      io_,
+      [&] {
+        if (!told.exchange(true)) started.set_value();
+        released.wait();  // the first collection is held until invalidate()
+        return collections_();
+      },
+      10s, [this] { return now_; });
+
+  std::vector<std::string> before;
+  std::vector<std::string> after;
+  cache.get([&](std::shared_ptr<const Snapshot> s) { before.push_back(s->text); });
+  started.get_future().wait();  // collection 1 is in flight
+  cache.get([&](std::shared_ptr<const Snapshot> s) { before.push_back(s->text); });
+  cache.invalidate();
+  cache.get([&](std::shared_ptr<const Snapshot> s) { after.push_back(s->text); });
+  cache.get([&](std::shared_ptr<const Snapshot> s) { after.push_back(s->text); });
+  release.set_value();
+  io_.run();
+
+  // Those who asked before share collection 1; those after share collection
+  // 2, which started when 1 ended.
+  EXPECT_EQ(before, (std::vector<std::string>{"collection 1\n", "collection 1\n"}));
+  EXPECT_EQ(after, (std::vector<std::string>{"collection 2\n", "collection 2\n"}));
+  EXPECT_EQ(collections_.count(), 2);
+  // Collection 2 is young and of the current state: served again.
+  EXPECT_EQ(get(cache), "collection 2\n");
+  // A stored result, however young, is not served after invalidate().
+  cache.invalidate();
+  EXPECT_EQ(get(cache), "collection 3\n");
+}
+
 TEST_F(SnapshotCacheTest, AGetAfterTheSharedCollectionStartsAnotherWhenStale) {
   SnapshotCache cache(
       io_, [this] { return collections_(); }, 0s, [this] { return now_; });
