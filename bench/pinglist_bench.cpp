@@ -7,6 +7,7 @@
 //   build/bench/pinglist_bench                  # 100, 1,000 and 10,000 hosts
 //   build/bench/pinglist_bench --hosts 4096 --rack-size 32 --rails 8 --remote 2
 //                              --epoch-seconds 60
+//   build/bench/pinglist_bench --pair-series failing   # the sparse pair shape
 //
 // Hosts are 10.a.b.c:9879 in racks "r0000", "r0001", ... of --rack-size
 // hosts (the last rack holds the rest), with --rails rails named
@@ -49,20 +50,22 @@ struct Fleet {
   std::size_t rails = 8;
   std::size_t remote = 4;
   std::size_t epoch_seconds = 60;
+  bool pair_counters = true;  // probe.pair_series: all (false: failing)
 };
 
 using PortPlan = testing::FleetProbePort;
 
 // The series one host exports in the fleet mode, counted by rendering the
 // probe's own ProbeStats for the host's plan (tests/support/fleet_probe_host).
-std::size_t fleet_series_per_host(const std::vector<PortPlan>& ports, std::size_t target_hosts) {
+std::size_t fleet_series_per_host(const std::vector<PortPlan>& ports, std::size_t target_hosts,
+                                  bool pair_counters) {
   static std::map<std::vector<std::tuple<std::size_t, bool, bool>>, std::size_t> cache;
   std::vector<std::tuple<std::size_t, bool, bool>> key;
   for (const PortPlan& p : ports) key.emplace_back(p.targets, p.own_group, p.remote);
-  key.emplace_back(target_hosts, false, false);
+  key.emplace_back(target_hosts, pair_counters, false);
   if (auto it = cache.find(key); it != cache.end()) return it->second;
   ProbeStats stats;
-  testing::fill_fleet_probe_stats(stats, ports, target_hosts);
+  testing::fill_fleet_probe_stats(stats, ports, target_hosts, {}, pair_counters);
   MetricSink sink;
   stats.add_metrics(sink);
   std::size_t n = 0;
@@ -188,7 +191,8 @@ Result simulate(const Fleet& fleet) {
         }
         ports.push_back(port);
       }
-      const std::size_t series = fleet_series_per_host(ports, target_hosts.size());
+      const std::size_t series =
+          fleet_series_per_host(ports, target_hosts.size(), fleet.pair_counters);
       series_sum += static_cast<double>(series);
       result.series_max = std::max(result.series_max, series);
     }
@@ -316,7 +320,7 @@ void print_table(const std::vector<Fleet>& fleets, const std::vector<Result>& re
 int usage() {
   std::fprintf(stderr,
                "usage: pinglist_bench [--hosts N] [--rack-size S] [--rails R] [--remote K] "
-               "[--epoch-seconds E]\n");
+               "[--epoch-seconds E] [--pair-series all|failing]\n");
   return 2;
 }
 
@@ -330,6 +334,12 @@ int main(int argc, char** argv) {
   for (int i = 1; i < argc; ++i) {
     const std::string_view flag = argv[i];
     if (i + 1 >= argc) return usage();
+    if (flag == "--pair-series") {
+      const std::string_view v = argv[++i];
+      if (v != "all" && v != "failing") return usage();
+      base.pair_counters = v == "all";
+      continue;
+    }
     char* end = nullptr;
     const unsigned long long value = std::strtoull(argv[++i], &end, 10);
     if (end == argv[i] || *end != '\0') return usage();

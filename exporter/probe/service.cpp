@@ -363,7 +363,8 @@ void ProbeService::run_probers(const std::string& self_group) {
     std::shared_ptr<SeriesStats> series;
     UdProberStats ud_stats;
     if (is_ud(cls.op)) {
-      series = stats_->series(plan.key.labels, SeriesShape{options_.histograms == "target", false});
+      series = stats_->series(plan.key.labels, SeriesShape{options_.histograms == "target", false,
+                                                           options_.pair_series == "all"});
       ud_stats = ud_prober_histograms(*stats_, local, cls, plan.scope, keep_histograms);
       ud_stats.pair = series;
       auto scope = ud_scope_stats(*stats_, local, cls, plan.scope);

@@ -7,7 +7,8 @@
 //
 // Usage: fake_rdma_host [--once] --web.listen-address HOST:PORT --path.sysfs DIR --path.proc DIR
 //                       [--kubernetes.sockets CRI_SOCKET,POD_RESOURCES_SOCKET]
-//                       [--rnics N [--processes P] [--probe-pairs GROUP,REMOTE]]
+//                       [--rnics N [--processes P] [--probe-pairs GROUP,REMOTE
+//                        [--pair-series all|failing]]]
 // With --kubernetes.sockets the kubernetes section is on with those sockets
 // (a fake_node_api_server's), and the QP inventory is by pod.
 // With --once it collects once (after one round of kernel-state maintenance),
@@ -21,7 +22,8 @@
 // the proc directory, 8 by default) with an RC QP on every port; with
 // --probe-pairs it also serves the probe's series of a fleet-mode host whose
 // ports each probe GROUP targets of their own group and REMOTE of others
-// (tests/support/fleet_probe_host.hpp). The series budget test
+// (tests/support/fleet_probe_host.hpp), its pairs in the shape
+// probe.pair_series names (all by default). The series budget test
 // (tests/integration/test_series_budget.py) counts its exposition.
 
 #include <boost/asio/io_context.hpp>
@@ -53,7 +55,7 @@ int usage(const char* message) {
   std::fprintf(stderr,
                "fake_rdma_host: %s\nUsage: fake_rdma_host [--once] --web.listen-address HOST:PORT "
                "--path.sysfs DIR --path.proc DIR [--kubernetes.sockets CRI,POD_RESOURCES] "
-               "[--rnics N [--processes P] [--probe-pairs GROUP,REMOTE]]\n",
+               "[--rnics N [--processes P] [--probe-pairs GROUP,REMOTE [--pair-series all|failing]]]\n",
                message);
   return 2;
 }
@@ -72,6 +74,7 @@ int run(int argc, char** argv) {
   uint32_t rnics = 0;
   uint32_t processes = 8;
   std::optional<std::pair<uint32_t, uint32_t>> probe_pairs;
+  bool pair_counters = true;
   for (int i = 1; i < argc; ++i) {
     const std::string_view arg = argv[i];
     if (arg == "--once") {
@@ -105,6 +108,9 @@ int run(int argc, char** argv) {
         return usage("--probe-pairs takes GROUP,REMOTE, each 0 to 4096");
       }
       probe_pairs = std::make_pair(group, remote);
+    } else if (arg == "--pair-series") {
+      if (value != "all" && value != "failing") return usage("--pair-series takes all or failing");
+      pair_counters = value == "all";
     } else {
       return usage("unknown option");
     }
@@ -132,7 +138,7 @@ int run(int argc, char** argv) {
     fill_fleet_probe_stats(
         *stats,
         std::vector<FleetProbePort>(rnics, FleetProbePort{group + remote, group > 0, remote > 0}),
-        group + std::size_t{remote} * rnics);
+        group + std::size_t{remote} * rnics, {}, pair_counters);
     collection.add_self_metrics([stats](MetricSink& sink) { stats->add_metrics(sink); });
   }
   if (once) {

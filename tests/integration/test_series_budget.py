@@ -49,13 +49,14 @@ def budget_table():
     return table, totals
 
 
-def rail_host_exposition(processes):
+def rail_host_exposition(processes, pair_series="all"):
     sysfs = make_sysfs(f"mlx5:{RNICS}:1")
     add_netdevs(sysfs, {f"ens{i + 1}np0": (1, 1 + i, i) for i in range(RNICS)})
     proc = make_proc({1000 + p: (f"rank{p}", f"/kubepods.slice/pod-{p}/ctr")
                       for p in range(processes)})
     r = subprocess.run([FAKE_HOST_BIN, "--once", "--rnics", str(RNICS), "--processes",
-                        str(processes), "--probe-pairs", "31,4", "--path.sysfs", sysfs,
+                        str(processes), "--probe-pairs", "31,4", "--pair-series", pair_series,
+                        "--path.sysfs", sysfs,
                         "--path.proc", proc],
                        capture_output=True, text=True, timeout=120, check=False)
     if r.returncode != 0:
@@ -105,6 +106,18 @@ class SeriesBudgetTest(unittest.TestCase):
         # The fleet mode's promise (docs/probe.md): at most 2,000 series per
         # host with the defaults, whatever the fleet's size.
         self.assertLessEqual(self.table[COLUMNS[8]]["Latency probe"], 2000)
+
+    def test_sparse_pairs_leave_the_probe_without_its_pair_series(self):
+        # probe.pair_series: failing in a healthy fleet: no series per pair,
+        # the figure docs/probe.md ("Pair series") gives.
+        with open(os.path.join(SOURCE_DIR, "docs", "probe.md"), encoding="utf-8") as f:
+            m = re.search(r"healthy fleet's host exports ([\d,]+) probe series", f.read())
+        self.assertIsNotNone(m, "docs/probe.md gives no figure for probe.pair_series: failing")
+        exposition = rail_host_exposition(8, "failing")
+        counts, _ = count_by_section(exposition, self.doc)
+        self.assertEqual(counts["Latency probe"], int(m.group(1).replace(",", "")))
+        pair = re.compile(r"^rdma_probe_(sent|timeouts)_total\{.*remote_device=", re.M)
+        self.assertIsNone(pair.search(exposition))
 
 
 if __name__ == "__main__":

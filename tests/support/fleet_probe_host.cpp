@@ -18,7 +18,8 @@ std::string numbered(std::size_t t, const std::string& prefix) {
 }  // namespace
 
 void fill_fleet_probe_stats(probe::ProbeStats& stats, const std::vector<FleetProbePort>& ports,
-                            std::size_t target_hosts, const FleetProbeIdentity& identity) {
+                            std::size_t target_hosts, const FleetProbeIdentity& identity,
+                            bool pair_counters) {
   std::vector<std::string> hosts = identity.target_hosts;
   if (hosts.empty()) {
     for (std::size_t t = 0; t < target_hosts; ++t) hosts.push_back(numbered(t, "10.1."));
@@ -52,7 +53,7 @@ void fill_fleet_probe_stats(probe::ProbeStats& stats, const std::vector<FleetPro
                      {"size", "64"},
                      {"tclass", "0"},
                      {"rack", target.group}};
-      auto s = stats.series(pair, SeriesShape{false, false});
+      auto s = stats.series(pair, SeriesShape{false, false, pair_counters});
       s->sent();
       s->success(1e-5, 1.0);
     }

@@ -47,7 +47,10 @@ struct FleetProbeIdentity {
   // The target hosts (overriding `target_hosts`).
   std::vector<std::string> target_hosts;
 };
+// `pair_counters`: probe.pair_series all (the pairs' counters and last
+// success) or failing (healthy pairs have no series).
 void fill_fleet_probe_stats(probe::ProbeStats& stats, const std::vector<FleetProbePort>& ports,
-                            std::size_t target_hosts, const FleetProbeIdentity& identity = {});
+                            std::size_t target_hosts, const FleetProbeIdentity& identity = {},
+                            bool pair_counters = true);
 
 }  // namespace rdma_exporter::testing

@@ -151,6 +151,9 @@ std::vector<std::string> validate_probe_options(const ProbeOptions& o) {
   if (o.histograms != "group" && o.histograms != "target") {
     errors.emplace_back("probe.histograms: expected group or target");
   }
+  if (o.pair_series != "all" && o.pair_series != "failing") {
+    errors.emplace_back("probe.pair_series: expected all or failing");
+  }
   validate_targets(o, names, errors);
   return errors;
 }
@@ -281,6 +284,10 @@ void parse_probe_options(Walker& w, const YAML::Node& node, const std::string& p
                                                    [](const std::string& v) {
                                                      return one_of(v, {"group", "target"});
                                                    })},
+             {"pair_series", w.optional_string_into(o.pair_series,
+                                                    [](const std::string& v) {
+                                                      return one_of(v, {"all", "failing"});
+                                                    })},
              {"loopback", w.boolean(o.loopback)},
              {"connect_timeout", w.duration(o.connect_timeout)},
              {"backoff_initial", w.duration(o.backoff_initial)},

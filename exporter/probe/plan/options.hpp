@@ -86,6 +86,10 @@ struct ProbeOptions {
   // UD classes' latency histograms: per (local port, target group) ("group"),
   // or per pair as RC classes have them ("target"; for small fleets).
   std::string histograms = "group";
+  // UD pairs' own series: their counters and last success ("all"), or only
+  // their window's sent, lost and failed while it holds a loss or failure
+  // ("failing", the sparse shape).
+  std::string pair_series = "all";
   std::chrono::milliseconds file_sd_refresh{std::chrono::seconds(5)};
   bool loopback = false;  // probe this host through its own device
   std::chrono::milliseconds connect_timeout{std::chrono::seconds(3)};

@@ -104,6 +104,7 @@ void SeriesStats::sent(ProbeClock::time_point now) {
   {
     const std::lock_guard lock(mutex_);
     ++sent_;
+    window_.sent(now);
     if (!scope_) return;
     scope = scope_;
     peer = peer_;
@@ -118,9 +119,10 @@ void SeriesStats::success(double seconds, double unix_now) {
   last_success_ = unix_now;
 }
 
-void SeriesStats::timeout() {
+void SeriesStats::timeout(ProbeClock::time_point now) {
   const std::lock_guard lock(mutex_);
   ++timeouts_;
+  window_.lost(now);
   up_ = false;
 }
 
@@ -131,6 +133,7 @@ void SeriesStats::lost(uint8_t path, ProbeClock::time_point now) {
     const std::lock_guard lock(mutex_);
     ++timeouts_;
     ++path_lost_[path];
+    window_.lost(now);
     up_ = false;
     if (!scope_) return;
     scope = scope_;
@@ -139,9 +142,10 @@ void SeriesStats::lost(uint8_t path, ProbeClock::time_point now) {
   scope->lost(peer, now);
 }
 
-void SeriesStats::error(const std::string& why) {
+void SeriesStats::error(const std::string& why, ProbeClock::time_point now) {
   const std::lock_guard lock(mutex_);
   ++errors_[why];
+  window_.failed(now);
   up_ = false;
 }
 
@@ -155,7 +159,7 @@ void SeriesStats::invalid(const char* why) {
   if (scope) scope->invalid();
 }
 
-void SeriesStats::add_metrics(MetricSink& sink) const {
+void SeriesStats::add_metrics(MetricSink& sink, ProbeClock::time_point now) const {
   if (shape_.histogram) {
     sink.histogram("rdma_probe_latency_seconds",
                    "Round-trip time of successful probes (UD: the network round trip, see "
@@ -164,6 +168,26 @@ void SeriesStats::add_metrics(MetricSink& sink) const {
   }
 
   const std::lock_guard lock(mutex_);
+  if (const PairWindow::Totals w = window_.totals(now); w.lost + w.failed > 0) {
+    const char* const window =
+        " in the last two minutes (kept in 10 s steps: 110 to 120 s), "
+        "of pairs that lost or failed one in them only (docs/probe.md, "
+        "\"Pair series\").";
+    sink.gauge("rdma_probe_pair_window_sent", std::string("Probes posted") + window, labels_,
+               static_cast<double>(w.sent));
+    sink.gauge("rdma_probe_pair_window_lost",
+               std::string("Probes without a reply in time (lost, or RC timeouts)") + window,
+               labels_, static_cast<double>(w.lost));
+    sink.gauge(
+        "rdma_probe_pair_window_failed",
+        std::string("Probes or sessions that failed (rdma_probe_errors_total's reasons)") + window,
+        labels_, static_cast<double>(w.failed));
+  }
+  if (shape_.up) {
+    sink.gauge("rdma_probe_up", "1 when the target's last probe of this class succeeded.", labels_,
+               up_ ? 1.0 : 0.0);
+  }
+  if (!shape_.counters) return;
   sink.counter("rdma_probe_sent_total", "Probes posted.", labels_, static_cast<double>(sent_));
   sink.counter("rdma_probe_timeouts_total",
                "Probes that got no completion within the class's timeout, or whose queue pair "
@@ -194,14 +218,15 @@ void SeriesStats::add_metrics(MetricSink& sink) const {
                  "reasons that happened.",
                  std::move(l), static_cast<double>(n));
   }
-  if (shape_.up) {
-    sink.gauge("rdma_probe_up", "1 when the target's last probe of this class succeeded.", labels_,
-               up_ ? 1.0 : 0.0);
-  }
   if (last_success_ > 0) {
     sink.gauge("rdma_probe_last_success_timestamp_seconds",
                "Unix time of the last successful probe.", labels_, last_success_);
   }
+}
+
+bool SeriesStats::failing(ProbeClock::time_point now) const {
+  const std::lock_guard lock(mutex_);
+  return window_.failing(now);
 }
 
 std::shared_ptr<SeriesStats> ProbeStats::series(const Labels& labels, SeriesShape shape) {
@@ -320,9 +345,18 @@ void ProbeStats::set_pinglist(const PinglistReport& report) {
   pinglist_ = report;
 }
 
-void ProbeStats::retain(const std::vector<std::shared_ptr<SeriesStats>>& keep) {
+void ProbeStats::retain(const std::vector<std::shared_ptr<SeriesStats>>& keep,
+                        ProbeClock::time_point now) {
+  const std::set<const SeriesStats*> kept = [&] {
+    std::set<const SeriesStats*> k;
+    for (const auto& s : keep) k.insert(s.get());
+    return k;
+  }();
   const std::lock_guard lock(mutex_);
-  keep_only(series_, keep);
+  std::erase_if(series_, [&](const auto& kv) {
+    const SeriesStats& s = *kv.second;
+    return !kept.contains(&s) && (s.shape().counters || !s.failing(now));
+  });
 }
 
 void TargetStats::answered(std::size_t ports) {
@@ -527,7 +561,7 @@ void ProbeStats::add_metrics(MetricSink& sink, ProbeClock::time_point now) const
     for (const auto& [labels, sc] : scopes_) scopes.push_back(sc);
   }
   for (const auto& t : targets) t->add_metrics(sink);
-  for (const auto& s : series) s->add_metrics(sink);
+  for (const auto& s : series) s->add_metrics(sink, now);
   for (const auto& h : histograms) h->add_metrics(sink);
   for (const auto& u : ud_ports) u->add_metrics(sink);
   for (const auto& sc : scopes) sc->add_metrics(sink, now);

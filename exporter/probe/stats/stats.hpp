@@ -13,6 +13,7 @@
 #include <vector>
 
 #include "common/metric_sink.hpp"
+#include "exporter/probe/stats/pair_window.hpp"
 #include "exporter/probe/stats/stalls.hpp"
 
 // What the probe has measured, shared between the probe's event loop (which
@@ -48,10 +49,15 @@ inline constexpr const char* responder_stall =
 
 // What a pair's series include. RC classes have them all; UD classes in the
 // fleet's bounded shape (probe.histograms: group) only the counters and the
-// last success, their latencies going to histograms per group (HistogramStats).
+// last success, their latencies going to histograms per group (HistogramStats);
+// with probe.pair_series: failing not even those. Every pair has its window
+// (rdma_probe_pair_window_*), exported only while it holds a loss or failure.
 struct SeriesShape {
   bool histogram = true;  // rdma_probe_latency_seconds per pair
   bool up = true;         // rdma_probe_up per pair
+  // rdma_probe_{sent,timeouts,errors,path_timeouts,invalid}_total and the
+  // last success per pair (probe.pair_series: all)
+  bool counters = true;
 
   auto operator<=>(const SeriesShape&) const = default;
 };
@@ -66,8 +72,7 @@ using ProbeClock = std::chrono::steady_clock;
 // its pairs'.
 class ScopeStats {
  public:
-  // The culprit rules' window (config/prometheus/rdma-culprits.yml).
-  static constexpr ProbeClock::duration kWindow = std::chrono::minutes(2);
+  static constexpr ProbeClock::duration kWindow = PairWindow::kWindow;
 
   explicit ScopeStats(Labels labels) : labels_(std::move(labels)) {}
   // `peer` names the remote port (its target and port).
@@ -109,16 +114,19 @@ class SeriesStats {
 
   void sent(ProbeClock::time_point now = ProbeClock::now());
   void success(double seconds, double unix_now);
-  void timeout();
+  void timeout(ProbeClock::time_point now = ProbeClock::now());
   // A UD probe that got no reply in time, on path (flow label) `path`:
   // counted as a timeout, and by path once a path has lost one.
   void lost(uint8_t path, ProbeClock::time_point now = ProbeClock::now());
-  void error(const std::string& why);
+  void error(const std::string& why, ProbeClock::time_point now = ProbeClock::now());
   // A probe neither lost nor timed because a stall touched it (invalid::).
   void invalid(const char* why);
 
-  void add_metrics(MetricSink& sink) const;
+  void add_metrics(MetricSink& sink, ProbeClock::time_point now = ProbeClock::now()) const;
   const Labels& labels() const { return labels_; }
+  const SeriesShape& shape() const { return shape_; }
+  // A probe lost or failed within the window ending at `now`.
+  bool failing(ProbeClock::time_point now) const;
 
  private:
   const Labels labels_;
@@ -134,6 +142,7 @@ class SeriesStats {
   std::map<std::string, uint64_t> invalid_;
   bool up_ = false;
   double last_success_ = 0;
+  PairWindow window_;
 };
 
 // A histogram of latencies with fixed labels, shared by every prober that
@@ -261,8 +270,12 @@ class ProbeStats {
   // The series of a target and class, made on first use. Its labels are
   // fixed by its key: a target whose labels change gets a new series.
   std::shared_ptr<SeriesStats> series(const Labels& labels, SeriesShape shape = {});
-  // Series not in `keep` stop being exported.
-  void retain(const std::vector<std::shared_ptr<SeriesStats>>& keep);
+  // Series not in `keep` stop being exported, except pairs without
+  // counters (probe.pair_series: failing) whose window still holds a loss
+  // or failure at `now`: they stay until it no longer does, so a pair that
+  // fails and leaves the pinglist still shows for up to the window.
+  void retain(const std::vector<std::shared_ptr<SeriesStats>>& keep,
+              ProbeClock::time_point now = ProbeClock::now());
 
   // A shared histogram, made on first use; those not in `keep` go.
   std::shared_ptr<HistogramStats> histogram(const std::string& name, const std::string& help,

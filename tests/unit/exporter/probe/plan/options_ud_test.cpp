@@ -27,6 +27,7 @@ TEST(ProbeUdOptions, UdClassesPinglistAndHistograms) {
       "  classes:\n"
       "    - {name: u, op: ud, size: 256, flows: 8, tclass: 106}\n"
       "  histograms: target\n"
+      "  pair_series: failing\n"
       "  pinglist: {group_label: tor, remote_per_rail: 3, epoch: 2m, group: spare}\n",
       errors);
   EXPECT_TRUE(errors.empty()) << errors.front();
@@ -35,6 +36,7 @@ TEST(ProbeUdOptions, UdClassesPinglistAndHistograms) {
   EXPECT_EQ(o.classes[0].size, 256u);
   EXPECT_EQ(o.classes[0].flows, 8);
   EXPECT_EQ(o.histograms, "target");
+  EXPECT_EQ(o.pair_series, "failing");
   EXPECT_EQ(o.pinglist.group_label, "tor");
   EXPECT_EQ(o.pinglist.remote_per_rail, 3u);
   EXPECT_EQ(o.pinglist.epoch, std::chrono::minutes(2));
@@ -49,6 +51,7 @@ TEST(ProbeUdOptions, DefaultsAreOneUdClassGroupHistogramsAndRackPinglists) {
   EXPECT_EQ(classes[0].size, 64u);
   EXPECT_EQ(classes[0].flows, 4);
   EXPECT_EQ(o.histograms, "group");
+  EXPECT_EQ(o.pair_series, "all");
   EXPECT_EQ(o.pinglist.group_label, "rack");
   EXPECT_EQ(o.pinglist.remote_per_rail, 4u);
   EXPECT_EQ(o.pinglist.epoch, std::chrono::seconds(60));
@@ -63,6 +66,7 @@ TEST(ProbeUdOptions, BadUdSettingsAreNamed) {
       "    - {name: big, op: ud, size: 2048, mtu: 1024}\n"
       "    - {name: flows, op: ud, size: 64, tclass: 4, flows: 17}\n"
       "  histograms: pair\n"
+      "  pair_series: healthy\n"
       "  pinglist: {group_label: rail, epoch: 0s}\n",
       errors);
   const auto has = [&](const std::string& what) {
@@ -73,6 +77,7 @@ TEST(ProbeUdOptions, BadUdSettingsAreNamed) {
   EXPECT_TRUE(has("probe.classes[1].size: a ud probe is 32 bytes up to its mtu (1024)"));
   EXPECT_TRUE(has("probe.classes[2].flows"));
   EXPECT_TRUE(has("probe.histograms"));
+  EXPECT_TRUE(has("probe.pair_series"));
   EXPECT_TRUE(has("probe.pinglist.group_label: the label \"rail\" is set by the probe itself"));
   EXPECT_TRUE(has("probe.pinglist.epoch: must be positive"));
 }

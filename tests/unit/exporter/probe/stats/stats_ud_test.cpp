@@ -44,6 +44,95 @@ TEST(ProbeUdStats, BoundedPairSeriesAndLostByPath) {
   EXPECT_EQ(sample(fs, "rdma_probe_up", pair), 1.0);
 }
 
+// The pair's window shows only while it holds a loss or a failure, in both
+// shapes; the sparse shape (probe.pair_series: failing) has nothing else.
+TEST(ProbeUdStats, PairWindowSeriesOnlyWhileFailing) {
+  const ProbeClock::time_point t0 = ProbeClock::time_point{} + std::chrono::hours(1000);
+  const Labels pair = {{"target", "t:1"}, {"device", "rxe0"}, {"op", "ud"}};
+  ProbeStats stats;
+  auto s = stats.series(pair, SeriesShape{false, false, false});
+  for (int i = 0; i < 9; ++i) s->sent(t0 + std::chrono::seconds(i));
+  s->success(20e-6, 1700000000.0);
+  const auto at = [&](std::chrono::seconds when) {
+    MetricSink sink;
+    stats.add_metrics(sink, t0 + when);
+    Snapshot snap;
+    snap.families = sink.take();
+    return snap;
+  };
+  Snapshot healthy = at(std::chrono::seconds(9));
+  EXPECT_EQ(series_count(healthy, "rdma_probe_pair_window_sent"), 0u);
+  EXPECT_EQ(series_count(healthy, "rdma_probe_sent_total"), 0u);
+  EXPECT_EQ(series_count(healthy, "rdma_probe_last_success_timestamp_seconds"), 0u);
+  s->lost(1, t0 + std::chrono::seconds(10));
+  s->lost(3, t0 + std::chrono::seconds(11));
+  s->error("unreachable", t0 + std::chrono::seconds(12));
+  Snapshot failing = at(std::chrono::seconds(12));
+  EXPECT_EQ(sample(failing, "rdma_probe_pair_window_sent", pair), 9.0);
+  EXPECT_EQ(sample(failing, "rdma_probe_pair_window_lost", pair), 2.0);
+  EXPECT_EQ(sample(failing, "rdma_probe_pair_window_failed", pair), 1.0);
+  EXPECT_EQ(series_count(failing, "rdma_probe_timeouts_total"), 0u);
+  EXPECT_EQ(series_count(failing, "rdma_probe_errors_total"), 0u);
+  EXPECT_EQ(series_count(failing, "rdma_probe_path_timeouts_total"), 0u);
+  // Two minutes after the step of the last failure (10 to 20 s) began, the
+  // pair is quiet again.
+  EXPECT_EQ(series_count(at(std::chrono::seconds(129)), "rdma_probe_pair_window_failed"), 1u);
+  EXPECT_EQ(series_count(at(std::chrono::seconds(130)), "rdma_probe_pair_window_sent"), 0u);
+
+  // The counters' shape has its window beside its counters.
+  ProbeStats all;
+  auto c = all.series(pair, SeriesShape{false, false, true});
+  c->sent(t0);
+  c->sent(t0 + std::chrono::seconds(1));
+  c->timeout(t0 + std::chrono::seconds(2));
+  MetricSink sink;
+  all.add_metrics(sink, t0 + std::chrono::seconds(3));
+  Snapshot both;
+  both.families = sink.take();
+  EXPECT_EQ(sample(both, "rdma_probe_sent_total", pair), 2.0);
+  EXPECT_EQ(sample(both, "rdma_probe_timeouts_total", pair), 1.0);
+  EXPECT_EQ(sample(both, "rdma_probe_pair_window_sent", pair), 2.0);
+  EXPECT_EQ(sample(both, "rdma_probe_pair_window_lost", pair), 1.0);
+  EXPECT_EQ(sample(both, "rdma_probe_pair_window_failed", pair), 0.0);
+}
+
+// A pair that leaves the plan: with counters it goes at once; in the sparse
+// shape it stays while its window holds a failure, then goes.
+TEST(ProbeUdStats, OnlySparsePairsThatFailLingerAfterTheyLeaveThePlan) {
+  const ProbeClock::time_point t0 = ProbeClock::time_point{} + std::chrono::hours(1000);
+  const Labels failing = {{"target", "t:1"}, {"device", "rxe0"}};
+  const Labels healthy = {{"target", "t:2"}, {"device", "rxe0"}};
+  const Labels counted = {{"target", "t:3"}, {"device", "rxe0"}};
+  ProbeStats stats;
+  auto f = stats.series(failing, SeriesShape{false, false, false});
+  auto h = stats.series(healthy, SeriesShape{false, false, false});
+  auto c = stats.series(counted, SeriesShape{false, false, true});
+  f->sent(t0);
+  f->lost(0, t0);
+  h->sent(t0);
+  c->sent(t0);
+  c->lost(0, t0);
+  const std::weak_ptr<SeriesStats> gone_h = h;
+  const std::weak_ptr<SeriesStats> gone_c = c;
+  h.reset();
+  c.reset();
+  stats.retain({}, t0 + std::chrono::seconds(60));
+  EXPECT_TRUE(gone_h.expired());
+  EXPECT_TRUE(gone_c.expired());
+  MetricSink sink;
+  stats.add_metrics(sink, t0 + std::chrono::seconds(60));
+  Snapshot snap;
+  snap.families = sink.take();
+  EXPECT_EQ(sample(snap, "rdma_probe_pair_window_lost", failing), 1.0);
+  EXPECT_EQ(series_count(snap, "rdma_probe_pair_window_lost"), 1u);
+  // Back in the plan, it is the same series.
+  EXPECT_EQ(stats.series(failing, SeriesShape{false, false, false}), f);
+  const std::weak_ptr<SeriesStats> gone_f = f;
+  f.reset();
+  stats.retain({}, t0 + std::chrono::seconds(120));
+  EXPECT_TRUE(gone_f.expired());
+}
+
 TEST(ProbeUdStats, SharedHistogramsAreKeptWhileWanted) {
   ProbeStats stats;
   const Labels g1 = {{"device", "rxe0"}, {"scope", "group"}};
