@@ -49,9 +49,30 @@ class SnapshotCacheTest : public ::testing::Test {
     return text;
   }
 
+  // A cache whose first collection, once started, is held until
+  // release_first() while the test asks for more.
+  std::unique_ptr<SnapshotCache> cache_holding_the_first(Duration max_age) {
+    return std::make_unique<SnapshotCache>(
+        io_,
+        [this] {
+          if (!told_.exchange(true)) started_.set_value();
+          released_.wait();
+          return collections_();
+        },
+        max_age, [this] { return now_; });
+  }
+  void wait_for_the_first() { started_.get_future().wait(); }
+  void release_first() { release_.set_value(); }
+
   boost::asio::io_context io_;
   Clock::time_point now_ = Clock::time_point{} + 1000h;
   FakeCollections collections_{now_};
+
+ private:
+  std::promise<void> release_;
+  std::shared_future<void> released_ = release_.get_future().share();
+  std::promise<void> started_;
+  std::atomic<bool> told_{false};
 };
 
 TEST_F(SnapshotCacheTest, AResultYoungerThanMaxAgeIsServedAgain) {
@@ -93,26 +114,14 @@ TEST_F(SnapshotCacheTest, ANewMaxAgeAppliesToTheNextGet) {
 }
 
 TEST_F(SnapshotCacheTest, ConcurrentGetsShareOneCollectionInFlight) {
-  std::promise<void> release;
-  std::shared_future<void> released = release.get_future().share();
-  std::promise<void> started;
-  std::atomic<bool> told{false};
-  SnapshotCache cache(
-      io_,
-      [&] {
-        if (!told.exchange(true)) started.set_value();
-        released.wait();  // held until every get has been asked
-        return collections_();
-      },
-      0s, [this] { return now_; });
-
+  const auto cache = cache_holding_the_first(0s);
   std::vector<std::shared_ptr<const Snapshot>> answers;
   auto record = [&](std::shared_ptr<const Snapshot> s) { answers.push_back(std::move(s)); };
-  cache.get(record);
-  started.get_future().wait();  // the collection is running now
-  cache.get(record);
-  cache.get(record);
-  release.set_value();
+  cache->get(record);
+  wait_for_the_first();  // the collection is running now
+  cache->get(record);
+  cache->get(record);
+  release_first();
   io_.run();
 
   ASSERT_EQ(answers.size(), 3u);
@@ -123,28 +132,17 @@ TEST_F(SnapshotCacheTest, ConcurrentGetsShareOneCollectionInFlight) {
 }
 
 TEST_F(SnapshotCacheTest, AfterInvalidateAGetWaitsForACollectionThatStartsLater) {
-  std::promise<void> release;
-  std::shared_future<void> released = release.get_future().share();
-  std::promise<void> started;
-  std::atomic<bool> told{false};
-  SnapshotCache cache(
-      io_,
-      [&] {
-        if (!told.exchange(true)) started.set_value();
-        released.wait();  // the first collection is held until invalidate()
-        return collections_();
-      },
-      10s, [this] { return now_; });
-
+  const auto held = cache_holding_the_first(10s);
+  SnapshotCache& cache = *held;
   std::vector<std::string> before;
   std::vector<std::string> after;
   cache.get([&](std::shared_ptr<const Snapshot> s) { before.push_back(s->text); });
-  started.get_future().wait();  // collection 1 is in flight
+  wait_for_the_first();  // collection 1 is in flight
   cache.get([&](std::shared_ptr<const Snapshot> s) { before.push_back(s->text); });
   cache.invalidate();
   cache.get([&](std::shared_ptr<const Snapshot> s) { after.push_back(s->text); });
   cache.get([&](std::shared_ptr<const Snapshot> s) { after.push_back(s->text); });
-  release.set_value();
+  release_first();
   io_.run();
 
   // Those who asked before share collection 1; those after share collection

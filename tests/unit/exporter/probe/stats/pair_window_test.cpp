@@ -63,6 +63,15 @@ TEST(PairWindow, ASlotIsReusedOnlyForTheStepItNowHolds) {
   EXPECT_FALSE(w.failing(kStart + 1h));
 }
 
+TEST(PairWindow, AQuietPairsLossLeavesWhenItsStepIsTwelveStepsOld) {
+  PairWindow w;
+  w.lost(kStart + 9s);  // step 0, the last of its seconds
+  // Nothing else happens: no later step takes the slot.
+  EXPECT_EQ(w.totals(kStart + 119s), (Totals{0, 1, 0}));
+  EXPECT_EQ(w.totals(kStart + 120s), (Totals{0, 0, 0}));
+  EXPECT_FALSE(w.failing(kStart + 120s));
+}
+
 TEST(PairWindow, ANewWindowHoldsNothing) {
   const PairWindow w;
   EXPECT_EQ(w.totals(kStart), (Totals{0, 0, 0}));
