@@ -52,11 +52,12 @@ namespace rdma_exporter::testing {
 namespace {
 
 int usage(const char* message) {
-  std::fprintf(stderr,
-               "fake_rdma_host: %s\nUsage: fake_rdma_host [--once] --web.listen-address HOST:PORT "
-               "--path.sysfs DIR --path.proc DIR [--kubernetes.sockets CRI,POD_RESOURCES] "
-               "[--rnics N [--processes P] [--probe-pairs GROUP,REMOTE [--pair-series all|failing]]]\n",
-               message);
+  std::fprintf(
+      stderr,
+      "fake_rdma_host: %s\nUsage: fake_rdma_host [--once] --web.listen-address HOST:PORT "
+      "--path.sysfs DIR --path.proc DIR [--kubernetes.sockets CRI,POD_RESOURCES] "
+      "[--rnics N [--processes P] [--probe-pairs GROUP,REMOTE [--pair-series all|failing]]]\n",
+      message);
   return 2;
 }
 
