@@ -4,6 +4,7 @@ start-up failures. Probing itself needs a device: tests/vm/test_probe.py."""
 import hashlib
 import hmac
 import os
+import random
 import re
 import signal
 import socket
@@ -18,9 +19,25 @@ from harness import BIN, Exporter, raw_request, wait_log, write_config
 
 
 def free_port():
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
+    """A TCP port free on every address (some tests listen on `:PORT`), taken
+    below the kernel's ephemeral range, so that no outgoing connection of the
+    suites running beside this one takes it before the exporter binds it."""
+    with open("/proc/sys/net/ipv4/ip_local_port_range", encoding="ascii") as f:
+        ephemeral_low = int(f.read().split()[0])
+    wildcards = [(socket.AF_INET, "0.0.0.0")]
+    if socket.has_ipv6 and os.path.exists("/proc/net/if_inet6"):
+        wildcards.append((socket.AF_INET6, "::"))
+    pick = random.SystemRandom()
+    for _ in range(1000):
+        port = pick.randrange(10000, ephemeral_low)
+        try:
+            for family, wildcard in wildcards:
+                with socket.socket(family) as s:
+                    s.bind((wildcard, port))
+            return port
+        except OSError:
+            continue
+    raise RuntimeError("no free TCP port below the ephemeral range")
 
 
 def metrics(exporter):
