@@ -589,7 +589,18 @@ class BedUdTest(BedTestCase):
                 # probes longest lose replies or requests; a pair that
                 # rotated in just before the query may have sent too few
                 # probes at 20 % loss to have lost one yet.
-                direction = prom.query("rdma:probe_culprit:direction")["data"]["result"]
+                # The direction and the evidence are rules after the culprit
+                # in the same group: an evaluation writes them after it, so a
+                # query just after the culprit's first naming can come
+                # before them.
+                def direction_and_evidence():
+                    got = prom.query("rdma:probe_culprit:direction")["data"]["result"]
+                    evidence = [prom.query(f"rdma:probe_culprit:{record}")["data"]["result"]
+                                for record in ("pairs", "pairs_failing")]
+                    return got if got and all(evidence) else None
+
+                direction = self.wait_until("the culprit's direction and evidence",
+                                            direction_and_evidence, timeout=60)
                 self.assertEqual([(r["metric"]["host"], r["metric"]["device"],
                                    r["metric"]["direction"]) for r in direction],
                                  [(vm2, "rxe1", "transmit")])
