@@ -7,12 +7,21 @@ namespace rdma_exporter::probe {
 
 namespace {
 
+// The stats of `map` whose pointers are not in `keep` go, but for those
+// `linger` holds to.
+template <typename Map, typename T, typename Linger>
+void keep_only(Map& map, const std::vector<std::shared_ptr<T>>& keep, const Linger& linger) {
+  std::set<const T*> wanted;
+  for (const auto& k : keep) wanted.insert(k.get());
+  std::erase_if(map, [&](const auto& kv) {
+    return !wanted.contains(kv.second.get()) && !linger(*kv.second);
+  });
+}
+
 // The stats of `map` whose pointers are not in `keep` go.
 template <typename Map, typename T>
 void keep_only(Map& map, const std::vector<std::shared_ptr<T>>& keep) {
-  std::set<const T*> wanted;
-  for (const auto& k : keep) wanted.insert(k.get());
-  std::erase_if(map, [&](const auto& kv) { return !wanted.contains(kv.second.get()); });
+  keep_only(map, keep, [](const T&) { return false; });
 }
 
 }  // namespace
@@ -347,16 +356,9 @@ void ProbeStats::set_pinglist(const PinglistReport& report) {
 
 void ProbeStats::retain(const std::vector<std::shared_ptr<SeriesStats>>& keep,
                         ProbeClock::time_point now) {
-  const std::set<const SeriesStats*> kept = [&] {
-    std::set<const SeriesStats*> k;
-    for (const auto& s : keep) k.insert(s.get());
-    return k;
-  }();
   const std::lock_guard lock(mutex_);
-  std::erase_if(series_, [&](const auto& kv) {
-    const SeriesStats& s = *kv.second;
-    return !kept.contains(&s) && (s.shape().counters || !s.failing(now));
-  });
+  keep_only(series_, keep,
+            [now](const SeriesStats& s) { return !s.shape().counters && s.failing(now); });
 }
 
 void TargetStats::answered(std::size_t ports) {
