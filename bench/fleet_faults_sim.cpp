@@ -525,7 +525,7 @@ class Simulation {
         lost = survive < 1 && std::uniform_real_distribution<double>(0, 1)(rng_) >= survive;
       }
       if (!lost) {
-        p.series->success(10e-6, start_ + t);
+        p.series->success(10e-6, start_ + t, clock_at(t));
       } else if (noticed_stall_between(h, t, t + s_.probe.timeout)) {
         p.series->invalid(invalid::local_stall);
       } else {

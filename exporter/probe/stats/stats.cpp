@@ -92,8 +92,26 @@ void ScopeStats::add_metrics(MetricSink& sink, ProbeClock::time_point now) const
              labels_, static_cast<double>(failing));
 }
 
+namespace {
+
+// Every label but the class's, each followed by a NUL.
+std::string pair_of(const Labels& labels) {
+  std::string pair;
+  for (const auto& [k, v] : labels) {
+    if (k == "op" || k == "size" || k == "tclass") continue;
+    pair.append(k).push_back('\0');
+    pair.append(v).push_back('\0');
+  }
+  return pair;
+}
+
+}  // namespace
+
 SeriesStats::SeriesStats(Labels labels, SeriesShape shape)
-    : labels_(std::move(labels)), shape_(shape), latency_(latency_buckets()) {}
+    : labels_(std::move(labels)),
+      shape_(shape),
+      pair_(pair_of(labels_)),
+      latency_(latency_buckets()) {}
 
 void SeriesStats::set_scope(std::shared_ptr<ScopeStats> scope) {
   std::string peer;
@@ -121,9 +139,10 @@ void SeriesStats::sent(ProbeClock::time_point now) {
   scope->sent(peer, now);
 }
 
-void SeriesStats::success(double seconds, double unix_now) {
+void SeriesStats::success(double seconds, double unix_now, ProbeClock::time_point now) {
   if (shape_.histogram) latency_.Observe(seconds);
   const std::lock_guard lock(mutex_);
+  window_.answered(now);
   up_ = true;
   last_success_ = unix_now;
 }
@@ -142,7 +161,7 @@ void SeriesStats::lost(uint8_t path, ProbeClock::time_point now) {
     const std::lock_guard lock(mutex_);
     ++timeouts_;
     ++path_lost_[path];
-    window_.lost(now);
+    window_.lost(now, path);
     up_ = false;
     if (!scope_) return;
     scope = scope_;
@@ -168,7 +187,7 @@ void SeriesStats::invalid(const char* why) {
   if (scope) scope->invalid();
 }
 
-void SeriesStats::add_metrics(MetricSink& sink, ProbeClock::time_point now) const {
+void SeriesStats::add_metrics(MetricSink& sink, ProbeClock::time_point now, bool window) const {
   if (shape_.histogram) {
     sink.histogram("rdma_probe_latency_seconds",
                    "Round-trip time of successful probes (UD: the network round trip, see "
@@ -177,21 +196,7 @@ void SeriesStats::add_metrics(MetricSink& sink, ProbeClock::time_point now) cons
   }
 
   const std::lock_guard lock(mutex_);
-  if (const PairWindow::Totals w = window_.totals(now); w.lost + w.failed > 0) {
-    const char* const window =
-        " in the last two minutes (kept in 10 s steps: 110 to 120 s), "
-        "of pairs that lost or failed one in them only (docs/probe.md, "
-        "\"Pair series\").";
-    sink.gauge("rdma_probe_pair_window_sent", std::string("Probes posted") + window, labels_,
-               static_cast<double>(w.sent));
-    sink.gauge("rdma_probe_pair_window_lost",
-               std::string("Probes without a reply in time (lost, or RC timeouts)") + window,
-               labels_, static_cast<double>(w.lost));
-    sink.gauge(
-        "rdma_probe_pair_window_failed",
-        std::string("Probes or sessions that failed (rdma_probe_errors_total's reasons)") + window,
-        labels_, static_cast<double>(w.failed));
-  }
+  if (window) add_window_metrics(sink, window_.totals(now), window_.path_lost(now));
   if (shape_.up) {
     sink.gauge("rdma_probe_up", "1 when the target's last probe of this class succeeded.", labels_,
                up_ ? 1.0 : 0.0);
@@ -230,6 +235,34 @@ void SeriesStats::add_metrics(MetricSink& sink, ProbeClock::time_point now) cons
   if (last_success_ > 0) {
     sink.gauge("rdma_probe_last_success_timestamp_seconds",
                "Unix time of the last successful probe.", labels_, last_success_);
+  }
+}
+
+void SeriesStats::add_window_metrics(MetricSink& sink, const PairWindow::Totals& w,
+                                     const PairWindow::PathCounts& paths) const {
+  const char* const window =
+      " in the last two minutes (kept in 10 s steps: 110 to 120 s), by every class of the "
+      "pairs that lost or failed one in them, only (docs/probe.md, \"Pair series\").";
+  sink.gauge("rdma_probe_pair_window_sent", std::string("Probes posted") + window, labels_,
+             static_cast<double>(w.sent));
+  sink.gauge("rdma_probe_pair_window_answered", std::string("Probes answered in time") + window,
+             labels_, static_cast<double>(w.answered));
+  sink.gauge("rdma_probe_pair_window_lost",
+             std::string("Probes without a reply in time (lost, or RC timeouts)") + window, labels_,
+             static_cast<double>(w.lost));
+  sink.gauge(
+      "rdma_probe_pair_window_failed",
+      std::string("Probes or sessions that failed (rdma_probe_errors_total's reasons)") + window,
+      labels_, static_cast<double>(w.failed));
+  for (std::size_t p = 0; p < paths.size(); ++p) {
+    if (paths[p] == 0) continue;
+    Labels l = labels_;
+    l.emplace_back("path", std::to_string(p));
+    sink.gauge("rdma_probe_pair_window_path_lost",
+               std::string("UD probes without a reply in time, by path (the flow label the "
+                           "request was sent with; paths that lost one only)") +
+                   window,
+               std::move(l), static_cast<double>(paths[p]));
   }
 }
 
@@ -357,8 +390,14 @@ void ProbeStats::set_pinglist(const PinglistReport& report) {
 void ProbeStats::retain(const std::vector<std::shared_ptr<SeriesStats>>& keep,
                         ProbeClock::time_point now) {
   const std::lock_guard lock(mutex_);
-  keep_only(series_, keep,
-            [now](const SeriesStats& s) { return !s.shape().counters && s.failing(now); });
+  std::set<std::string> failing;
+  for (const auto& [key, s] : series_) {
+    if (s->failing(now)) failing.insert(s->pair());
+  }
+  // Every class of a failing pair, so that its window gauges stay whole.
+  keep_only(series_, keep, [&failing](const SeriesStats& s) {
+    return !s.shape().counters && failing.contains(s.pair());
+  });
 }
 
 void TargetStats::answered(std::size_t ports) {
@@ -563,7 +602,13 @@ void ProbeStats::add_metrics(MetricSink& sink, ProbeClock::time_point now) const
     for (const auto& [labels, sc] : scopes_) scopes.push_back(sc);
   }
   for (const auto& t : targets) t->add_metrics(sink);
-  for (const auto& s : series) s->add_metrics(sink, now);
+  // A pair's window gauges come with every class probing it, once one of
+  // them fails: a class without them is one that does not probe it.
+  std::set<std::string> failing;
+  for (const auto& s : series) {
+    if (s->failing(now)) failing.insert(s->pair());
+  }
+  for (const auto& s : series) s->add_metrics(sink, now, failing.contains(s->pair()));
   for (const auto& h : histograms) h->add_metrics(sink);
   for (const auto& u : ud_ports) u->add_metrics(sink);
   for (const auto& sc : scopes) sc->add_metrics(sink, now);

@@ -113,7 +113,7 @@ class SeriesStats {
   void set_scope(std::shared_ptr<ScopeStats> scope);
 
   void sent(ProbeClock::time_point now = ProbeClock::now());
-  void success(double seconds, double unix_now);
+  void success(double seconds, double unix_now, ProbeClock::time_point now = ProbeClock::now());
   void timeout(ProbeClock::time_point now = ProbeClock::now());
   // A UD probe that got no reply in time, on path (flow label) `path`:
   // counted as a timeout, and by path once a path has lost one.
@@ -122,15 +122,28 @@ class SeriesStats {
   // A probe neither lost nor timed because a stall touched it (invalid::).
   void invalid(const char* why);
 
-  void add_metrics(MetricSink& sink, ProbeClock::time_point now = ProbeClock::now()) const;
+  // With its window gauges when `window` (its pair fails in some class:
+  // ProbeStats::add_metrics).
+  void add_metrics(MetricSink& sink, ProbeClock::time_point now, bool window) const;
+  // With its window gauges while it fails itself.
+  void add_metrics(MetricSink& sink, ProbeClock::time_point now = ProbeClock::now()) const {
+    add_metrics(sink, now, failing(now));
+  }
   const Labels& labels() const { return labels_; }
   const SeriesShape& shape() const { return shape_; }
+  // Its labels but the class's (op, size, tclass): the same for every class
+  // probing one pair of ports.
+  const std::string& pair() const { return pair_; }
   // A probe lost or failed within the window ending at `now`.
   bool failing(ProbeClock::time_point now) const;
 
  private:
+  void add_window_metrics(MetricSink& sink, const PairWindow::Totals& w,
+                          const PairWindow::PathCounts& paths) const;
+
   const Labels labels_;
   const SeriesShape shape_;
+  const std::string pair_;
   prometheus::Histogram latency_;
   mutable std::mutex mutex_;
   std::shared_ptr<ScopeStats> scope_;

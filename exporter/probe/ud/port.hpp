@@ -37,6 +37,7 @@ namespace rdma_exporter::probe {
 // Paths a UD class has at most (probe.classes[].flows): a request naming
 // another path is malformed.
 inline constexpr uint8_t kMaxUdPaths = 16;
+static_assert(kMaxUdPaths <= PairWindow::kPaths, "a pair's window keeps the losses of every path");
 
 struct UdPortSettings {
   uint32_t max_size = 4096;  // largest datagram; at most the port's MTU

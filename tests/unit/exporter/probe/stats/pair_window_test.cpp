@@ -16,14 +16,50 @@ using Totals = PairWindow::Totals;
 // The start of a 10 s step, far from the clock's epoch.
 const PairWindow::Clock::time_point kStart = PairWindow::Clock::time_point{} + 1000h;
 
-TEST(PairWindow, CountsWhatWasSentLostAndFailedInTheWindow) {
+TEST(PairWindow, CountsWhatWasSentLostFailedAndAnsweredInTheWindow) {
   PairWindow w;
   for (int i = 0; i < 7; ++i) w.sent(kStart + std::chrono::seconds(i));
   w.lost(kStart + 3s);
   w.lost(kStart + 15s);
   w.failed(kStart + 31s);
-  EXPECT_EQ(w.totals(kStart + 40s), (Totals{7, 2, 1}));
+  for (int i = 0; i < 4; ++i) w.answered(kStart + std::chrono::seconds(20 + i));
+  EXPECT_EQ(w.totals(kStart + 40s), (Totals{7, 2, 1, 4}));
   EXPECT_TRUE(w.failing(kStart + 40s));
+}
+
+TEST(PairWindow, KeepsLossesByPathInTheWindow) {
+  PairWindow w;
+  EXPECT_EQ(w.path_lost(kStart), PairWindow::PathCounts{});
+  w.lost(kStart + 1s, 2);
+  w.lost(kStart + 2s, 2);
+  w.lost(kStart + 15s, 7);
+  w.lost(kStart + 16s, 15);
+  w.lost(kStart + 17s, 16);  // beyond the paths: lost only
+  w.lost(kStart + 18s);      // an RC timeout: no path
+  PairWindow::PathCounts expected{};
+  expected[2] = 2;
+  expected[7] = 1;
+  expected[15] = 1;
+  EXPECT_EQ(w.path_lost(kStart + 20s), expected);
+  EXPECT_EQ(w.totals(kStart + 20s).lost, 6u);
+  // Step 0 leaves the window; step 1's losses stay.
+  expected[2] = 0;
+  EXPECT_EQ(w.path_lost(kStart + 120s), expected);
+  // Its slot, reused by a later step, starts empty.
+  w.lost(kStart + 121s, 3);
+  expected[3] = 1;
+  EXPECT_EQ(w.path_lost(kStart + 121s), expected);
+  EXPECT_EQ(w.path_lost(kStart + 1h), PairWindow::PathCounts{});
+}
+
+TEST(PairWindow, AnswersAloneAreNotAFailure) {
+  PairWindow w;
+  w.sent(kStart);
+  w.answered(kStart + 1s);
+  EXPECT_EQ(w.totals(kStart + 2s), (Totals{1, 0, 0, 1}));
+  EXPECT_FALSE(w.failing(kStart + 2s));
+  // Answers leave the window with their step, as losses do.
+  EXPECT_EQ(w.totals(kStart + 120s), (Totals{0, 0, 0, 0}));
 }
 
 TEST(PairWindow, APairThatFailsThenHealsLeavesItStepByStep) {

@@ -52,7 +52,7 @@ TEST(ProbeUdStats, PairWindowSeriesOnlyWhileFailing) {
   ProbeStats stats;
   auto s = stats.series(pair, SeriesShape{false, false, false});
   for (int i = 0; i < 9; ++i) s->sent(t0 + std::chrono::seconds(i));
-  s->success(20e-6, 1700000000.0);
+  for (int i = 0; i < 5; ++i) s->success(20e-6, 1700000000.0, t0 + std::chrono::seconds(i));
   const auto at = [&](std::chrono::seconds when) {
     MetricSink sink;
     stats.add_metrics(sink, t0 + when);
@@ -69,7 +69,11 @@ TEST(ProbeUdStats, PairWindowSeriesOnlyWhileFailing) {
   s->error("unreachable", t0 + std::chrono::seconds(12));
   Snapshot failing = at(std::chrono::seconds(12));
   EXPECT_EQ(sample(failing, "rdma_probe_pair_window_sent", pair), 9.0);
+  EXPECT_EQ(sample(failing, "rdma_probe_pair_window_answered", pair), 5.0);
   EXPECT_EQ(sample(failing, "rdma_probe_pair_window_lost", pair), 2.0);
+  EXPECT_EQ(sample(failing, "rdma_probe_pair_window_path_lost", {{"path", "1"}}), 1.0);
+  EXPECT_EQ(sample(failing, "rdma_probe_pair_window_path_lost", {{"path", "3"}}), 1.0);
+  EXPECT_EQ(series_count(failing, "rdma_probe_pair_window_path_lost"), 2u);
   EXPECT_EQ(sample(failing, "rdma_probe_pair_window_failed", pair), 1.0);
   EXPECT_EQ(series_count(failing, "rdma_probe_timeouts_total"), 0u);
   EXPECT_EQ(series_count(failing, "rdma_probe_errors_total"), 0u);
@@ -131,6 +135,53 @@ TEST(ProbeUdStats, OnlySparsePairsThatFailLingerAfterTheyLeaveThePlan) {
   f.reset();
   stats.retain({}, t0 + std::chrono::seconds(120));
   EXPECT_TRUE(gone_f.expired());
+}
+
+// Once one class of a pair fails, every class probing that pair shows its
+// window (a pair is down when none of them answered), and they linger
+// together; another pair of the same port shows nothing.
+TEST(ProbeUdStats, EveryClassOfAFailingPairShowsItsWindow) {
+  const ProbeClock::time_point t0 = ProbeClock::time_point{} + std::chrono::hours(1000);
+  const Labels pair_a = {{"target", "t:1"}, {"device", "rxe0"}, {"op", "ud"}, {"tclass", "0"}};
+  const Labels pair_b = {{"target", "t:1"}, {"device", "rxe0"}, {"op", "ud"}, {"tclass", "106"}};
+  const Labels other = {{"target", "t:2"}, {"device", "rxe0"}, {"op", "ud"}, {"tclass", "0"}};
+  ProbeStats stats;
+  auto a = stats.series(pair_a, SeriesShape{false, false, false});
+  auto b = stats.series(pair_b, SeriesShape{false, false, false});
+  auto o = stats.series(other, SeriesShape{false, false, false});
+  for (int i = 0; i < 6; ++i) {
+    const ProbeClock::time_point at = t0 + std::chrono::seconds(i);
+    a->sent(at);
+    b->sent(at);
+    o->sent(at);
+    a->success(20e-6, 1.0, at);
+    o->success(20e-6, 1.0, at);
+  }
+  for (int i = 0; i < 4; ++i) b->lost(0, t0 + std::chrono::seconds(i));
+  b->error("qp_error", t0 + std::chrono::seconds(5));
+  MetricSink sink;
+  stats.add_metrics(sink, t0 + std::chrono::seconds(7));
+  Snapshot snap;
+  snap.families = sink.take();
+  EXPECT_EQ(sample(snap, "rdma_probe_pair_window_answered", pair_a), 6.0);
+  EXPECT_EQ(sample(snap, "rdma_probe_pair_window_lost", pair_a), 0.0);
+  EXPECT_EQ(sample(snap, "rdma_probe_pair_window_sent", pair_b), 6.0);
+  EXPECT_EQ(sample(snap, "rdma_probe_pair_window_answered", pair_b), 0.0);
+  EXPECT_EQ(sample(snap, "rdma_probe_pair_window_lost", pair_b), 4.0);
+  EXPECT_EQ(sample(snap, "rdma_probe_pair_window_failed", pair_b), 1.0);
+  EXPECT_EQ(series_count(snap, "rdma_probe_pair_window_sent"), 2u);
+
+  // The pair leaves the plan: both classes stay while one of them fails.
+  const std::weak_ptr<SeriesStats> gone_a = a;
+  const std::weak_ptr<SeriesStats> gone_o = o;
+  a.reset();
+  b.reset();
+  o.reset();
+  stats.retain({}, t0 + std::chrono::seconds(60));
+  EXPECT_FALSE(gone_a.expired());
+  EXPECT_TRUE(gone_o.expired());
+  stats.retain({}, t0 + std::chrono::seconds(120));
+  EXPECT_TRUE(gone_a.expired());
 }
 
 TEST(ProbeUdStats, SharedHistogramsAreKeptWhileWanted) {
