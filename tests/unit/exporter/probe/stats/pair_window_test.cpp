@@ -34,14 +34,16 @@ TEST(PairWindow, KeepsLossesByPathInTheWindow) {
   w.lost(kStart + 2s, 2);
   w.lost(kStart + 15s, 7);
   w.lost(kStart + 16s, 15);
-  w.lost(kStart + 17s, 16);  // beyond the paths: lost only
+  w.lost(kStart + 25s, 5);   // step 2, counted before the late ones of step 1
+  w.lost(kStart + 17s, 16);  // beyond the paths: lost only, no other path touched
   w.lost(kStart + 18s);      // an RC timeout: no path
   PairWindow::PathCounts expected{};
   expected[2] = 2;
+  expected[5] = 1;
   expected[7] = 1;
   expected[15] = 1;
-  EXPECT_EQ(w.path_lost(kStart + 20s), expected);
-  EXPECT_EQ(w.totals(kStart + 20s).lost, 6u);
+  EXPECT_EQ(w.path_lost(kStart + 25s), expected);
+  EXPECT_EQ(w.totals(kStart + 25s).lost, 7u);
   // Step 0 leaves the window; step 1's losses stay.
   expected[2] = 0;
   EXPECT_EQ(w.path_lost(kStart + 120s), expected);
