@@ -60,11 +60,11 @@ inline bool has_family(const Snapshot& s, const std::string& name) {
   return series_count(s, name) > 0;
 }
 
-// What `source.add_metrics(sink)` adds, as a snapshot.
-template <typename T>
-Snapshot metrics_of(const T& source) {
+// What `source.add_metrics(sink, args...)` adds, as a snapshot.
+template <typename T, typename... Args>
+Snapshot metrics_of(const T& source, const Args&... args) {
   MetricSink sink;
-  source.add_metrics(sink);
+  source.add_metrics(sink, args...);
   Snapshot s;
   s.families = sink.take();
   return s;

@@ -97,14 +97,6 @@ TEST(ProbeStatsTest, SeriesCarryTargetClassAndTargetLabels) {
   EXPECT_EQ(series_count(metrics_of(stats), "rdma_probe_sent_total"), 0u);
 }
 
-Snapshot metrics_at(const ProbeStats& stats, ProbeClock::time_point now) {
-  MetricSink sink;
-  stats.add_metrics(sink, now);
-  Snapshot s;
-  s.families = sink.take();
-  return s;
-}
-
 // A UD pair of `local` to `target`'s mlx5_<remote> port 1, counted in `scope`.
 std::shared_ptr<SeriesStats> ud_pair(ProbeStats& stats, const std::shared_ptr<ScopeStats>& scope,
                                      const std::string& target, int remote) {
@@ -151,7 +143,7 @@ TEST(ProbeStatsTest, ScopesSumTheirPairsAndCountPeersProbedAndFailingInTheWindow
   r5->invalid(invalid::responder_stall);
   r5->invalid(invalid::local_stall);
 
-  Snapshot snap = metrics_at(stats, t0 + seconds(60));
+  Snapshot snap = metrics_of(stats, t0 + seconds(60));
   EXPECT_EQ(sample(snap, "rdma_probe_scope_sent_total", group_labels), 15);
   EXPECT_EQ(sample(snap, "rdma_probe_scope_timeouts_total", group_labels), 2);
   EXPECT_EQ(sample(snap, "rdma_probe_scope_invalid_total", group_labels), 1);
@@ -168,13 +160,13 @@ TEST(ProbeStatsTest, ScopesSumTheirPairsAndCountPeersProbedAndFailingInTheWindow
 
   // 2 minutes after a1's last probe it is still in the window; a second
   // later it is not. a4's loss leaves the window 2 minutes after it.
-  snap = metrics_at(stats, t0 + seconds(120));
+  snap = metrics_of(stats, t0 + seconds(120));
   EXPECT_EQ(sample(snap, "rdma_probe_scope_peers", group_labels), 3);
-  snap = metrics_at(stats, t0 + seconds(121));
+  snap = metrics_of(stats, t0 + seconds(121));
   EXPECT_EQ(sample(snap, "rdma_probe_scope_peers", group_labels), 2);
   EXPECT_EQ(sample(snap, "rdma_probe_scope_peers_failing", group_labels), 1);
   a4->sent(t0 + seconds(150));
-  snap = metrics_at(stats, t0 + seconds(162));
+  snap = metrics_of(stats, t0 + seconds(162));
   EXPECT_EQ(sample(snap, "rdma_probe_scope_peers", group_labels), 1);
   EXPECT_EQ(sample(snap, "rdma_probe_scope_peers_failing", group_labels), 0);
   // Counters only grow.
@@ -199,7 +191,7 @@ TEST(ProbeStatsTest, ScopesOutliveRotatedPairsAndForgetTheirPorts) {
     stats.retain(pairs);
   }
   EXPECT_LE(remote->remembered(), 4u * 5u);
-  const Snapshot snap = metrics_at(stats, t0 + seconds(60 * 49 + 10));
+  const Snapshot snap = metrics_of(stats, t0 + seconds(60 * 49 + 10));
   EXPECT_EQ(
       sample(snap, "rdma_probe_scope_sent_total", {{"device", "mlx5_2"}, {"scope", "remote"}}),
       200);

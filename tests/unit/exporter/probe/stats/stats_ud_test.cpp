@@ -53,13 +53,7 @@ TEST(ProbeUdStats, PairWindowSeriesOnlyWhileFailing) {
   auto s = stats.series(pair, SeriesShape{false, false, false});
   for (int i = 0; i < 9; ++i) s->sent(t0 + std::chrono::seconds(i));
   for (int i = 0; i < 5; ++i) s->success(20e-6, 1700000000.0, t0 + std::chrono::seconds(i));
-  const auto at = [&](std::chrono::seconds when) {
-    MetricSink sink;
-    stats.add_metrics(sink, t0 + when);
-    Snapshot snap;
-    snap.families = sink.take();
-    return snap;
-  };
+  const auto at = [&](std::chrono::seconds when) { return metrics_of(stats, t0 + when); };
   Snapshot healthy = at(std::chrono::seconds(9));
   EXPECT_EQ(series_count(healthy, "rdma_probe_pair_window_sent"), 0u);
   EXPECT_EQ(series_count(healthy, "rdma_probe_sent_total"), 0u);
@@ -89,10 +83,7 @@ TEST(ProbeUdStats, PairWindowSeriesOnlyWhileFailing) {
   c->sent(t0);
   c->sent(t0 + std::chrono::seconds(1));
   c->timeout(t0 + std::chrono::seconds(2));
-  MetricSink sink;
-  all.add_metrics(sink, t0 + std::chrono::seconds(3));
-  Snapshot both;
-  both.families = sink.take();
+  const Snapshot both = metrics_of(all, t0 + std::chrono::seconds(3));
   EXPECT_EQ(sample(both, "rdma_probe_sent_total", pair), 2.0);
   EXPECT_EQ(sample(both, "rdma_probe_timeouts_total", pair), 1.0);
   EXPECT_EQ(sample(both, "rdma_probe_pair_window_sent", pair), 2.0);
@@ -123,10 +114,7 @@ TEST(ProbeUdStats, OnlySparsePairsThatFailLingerAfterTheyLeaveThePlan) {
   stats.retain({}, t0 + std::chrono::seconds(60));
   EXPECT_TRUE(gone_h.expired());
   EXPECT_TRUE(gone_c.expired());
-  MetricSink sink;
-  stats.add_metrics(sink, t0 + std::chrono::seconds(60));
-  Snapshot snap;
-  snap.families = sink.take();
+  const Snapshot snap = metrics_of(stats, t0 + std::chrono::seconds(60));
   EXPECT_EQ(sample(snap, "rdma_probe_pair_window_lost", failing), 1.0);
   EXPECT_EQ(series_count(snap, "rdma_probe_pair_window_lost"), 1u);
   // Back in the plan, it is the same series.
@@ -159,10 +147,7 @@ TEST(ProbeUdStats, EveryClassOfAFailingPairShowsItsWindow) {
   }
   for (int i = 0; i < 4; ++i) b->lost(0, t0 + std::chrono::seconds(i));
   b->error("qp_error", t0 + std::chrono::seconds(5));
-  MetricSink sink;
-  stats.add_metrics(sink, t0 + std::chrono::seconds(7));
-  Snapshot snap;
-  snap.families = sink.take();
+  const Snapshot snap = metrics_of(stats, t0 + std::chrono::seconds(7));
   EXPECT_EQ(sample(snap, "rdma_probe_pair_window_answered", pair_a), 6.0);
   EXPECT_EQ(sample(snap, "rdma_probe_pair_window_lost", pair_a), 0.0);
   EXPECT_EQ(sample(snap, "rdma_probe_pair_window_sent", pair_b), 6.0);
