@@ -740,25 +740,34 @@ probe:
 
     def test_the_data_has_what_the_dashboards_need(self):
         # The two sources together cover netlink and sysfs metrics, per-QP
-        # sets of several processes and one host without rdma netlink.
+        # sets of several processes and one host without rdma netlink. Each
+        # series as its last scrape in the last minute had it: a scrape that
+        # times out (1 s) on a loaded machine marks its series stale, and an
+        # instant selector would then miss them.
+        def last(selector):
+            return f"last_over_time({selector}[1m])"
+
         for expr, expected in (
-                ('count(count by (instance) (rdma_exporter_build_info))', 2),
-                ('count(rdma_exporter_netlink_available == 0)', 1),
-                ('count(count by (comm) (rdma_qp_stat_rx_write_requests_total))', 3),
-                ('count(rdma_port_state < 4)', 1),
-                ('count(rdma_port_hw_sent_pkts_total)', 1),
+                ("count(count by (instance) (" + last("rdma_exporter_build_info") + "))", 2),
+                ("count(" + last("rdma_exporter_netlink_available") + " == 0)", 1),
+                ("count(count by (comm) (" + last("rdma_qp_stat_rx_write_requests_total") + "))",
+                 3),
+                ("count(" + last("rdma_port_state") + " < 4)", 1),
+                ("count(" + last("rdma_port_hw_sent_pkts_total") + ")", 1),
                 # Two pods' processes, each with its own labels; their devices.
-                ('count(count by (namespace, pod, container) '
-                 '(rdma_qp_stat_rx_write_requests_total{pod!=""}))', 2),
-                ('count(rdma_qp_stat_rx_write_requests_total{namespace="train", pod="job-a", '
-                 'container="worker", pid="100"})', 1),
-                ('count(rdma_device_pod_info{device="mlx5_1", pod="job-a", '
-                 'device_id="0000:11:00.0"})', 1),
-                ('count(rdma_device_pod_info{device="rxe0", pod="cache-b"})', 1),
-                ('count(rdma_qps{pod="cache-b", namespace="store"})', 1),
-                ('count(rdma_device_allocatable_info)', 3),
-                ('count(rdma_device_allocatable_info{device="mlx5_0", resource="example.com/rdma"} '
-                 'unless on (instance, device, resource, device_id) rdma_device_pod_info)', 1)):
+                ("count(count by (namespace, pod, container) (" +
+                 last('rdma_qp_stat_rx_write_requests_total{pod!=""}') + "))", 2),
+                ("count(" + last('rdma_qp_stat_rx_write_requests_total{namespace="train", '
+                                 'pod="job-a", container="worker", pid="100"}') + ")", 1),
+                ("count(" + last('rdma_device_pod_info{device="mlx5_1", pod="job-a", '
+                                 'device_id="0000:11:00.0"}') + ")", 1),
+                ("count(" + last('rdma_device_pod_info{device="rxe0", pod="cache-b"}') + ")", 1),
+                ("count(" + last('rdma_qps{pod="cache-b", namespace="store"}') + ")", 1),
+                ("count(" + last("rdma_device_allocatable_info") + ")", 3),
+                ("count(" + last('rdma_device_allocatable_info{device="mlx5_0", '
+                                 'resource="example.com/rdma"}') +
+                 " unless on (instance, device, resource, device_id) " +
+                 last("rdma_device_pod_info") + ")", 1)):
             r = self.prometheus.query(expr)
             self.assertEqual(r["status"], "success", expr)
             self.assertEqual(float(r["data"]["result"][0]["value"][1]), expected, expr)
