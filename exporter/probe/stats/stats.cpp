@@ -390,14 +390,18 @@ void ProbeStats::set_pinglist(const PinglistReport& report) {
 void ProbeStats::retain(const std::vector<std::shared_ptr<SeriesStats>>& keep,
                         ProbeClock::time_point now) {
   const std::lock_guard lock(mutex_);
+  // Every class of a failing pair, so that its window gauges stay whole.
+  keep_only(series_, keep, [failing = failing_pairs(now)](const SeriesStats& s) {
+    return !s.shape().counters && failing.contains(s.pair());
+  });
+}
+
+std::set<std::string> ProbeStats::failing_pairs(ProbeClock::time_point now) const {
   std::set<std::string> failing;
   for (const auto& [key, s] : series_) {
     if (s->failing(now)) failing.insert(s->pair());
   }
-  // Every class of a failing pair, so that its window gauges stay whole.
-  keep_only(series_, keep, [&failing](const SeriesStats& s) {
-    return !s.shape().counters && failing.contains(s.pair());
-  });
+  return failing;
 }
 
 void TargetStats::answered(std::size_t ports) {
@@ -586,6 +590,9 @@ void ProbeStats::add_metrics(MetricSink& sink, ProbeClock::time_point now) const
   std::vector<std::shared_ptr<HistogramStats>> histograms;
   std::vector<std::shared_ptr<UdPortStats>> ud_ports;
   std::vector<std::shared_ptr<ScopeStats>> scopes;
+  // A pair's window gauges come with every class probing it, once one of
+  // them fails: a class without them is one that does not probe it.
+  std::set<std::string> failing;
   {
     // The probe's own state under the lock; the per-series objects (each
     // with a lock of its own) after it.
@@ -600,14 +607,9 @@ void ProbeStats::add_metrics(MetricSink& sink, ProbeClock::time_point now) const
     for (const auto& [key, h] : histograms_) histograms.push_back(h);
     for (const auto& [labels, u] : ud_ports_) ud_ports.push_back(u);
     for (const auto& [labels, sc] : scopes_) scopes.push_back(sc);
+    failing = failing_pairs(now);
   }
   for (const auto& t : targets) t->add_metrics(sink);
-  // A pair's window gauges come with every class probing it, once one of
-  // them fails: a class without them is one that does not probe it.
-  std::set<std::string> failing;
-  for (const auto& s : series) {
-    if (s->failing(now)) failing.insert(s->pair());
-  }
   for (const auto& s : series) s->add_metrics(sink, now, failing.contains(s->pair()));
   for (const auto& h : histograms) h->add_metrics(sink);
   for (const auto& u : ud_ports) u->add_metrics(sink);

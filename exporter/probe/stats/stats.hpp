@@ -9,6 +9,7 @@
 #include <memory>
 #include <mutex>
 #include <optional>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -335,6 +336,9 @@ class ProbeStats {
   void add_target_metrics(MetricSink& sink) const;
   void add_responder_metrics(MetricSink& sink) const;
   void add_pinglist_metrics(MetricSink& sink) const;
+  // The pairs (SeriesStats::pair) of which some class lost or failed a
+  // probe in the window at `now`; mutex_ held.
+  std::set<std::string> failing_pairs(ProbeClock::time_point now) const;
 
   const std::shared_ptr<StallWatch> stalls_ = std::make_shared<StallWatch>();
   mutable std::mutex mutex_;
