@@ -74,12 +74,7 @@ int run_once(const Config& config, const CommandLine& cli) {
   return snapshot->all_succeeded() && !snapshot->text.empty() ? kExitOk : kExitFailure;
 }
 
-}  // namespace
-}  // namespace rdma_exporter
-
-int main(int argc, char** argv) {
-  using namespace rdma_exporter;
-  std::signal(SIGPIPE, SIG_IGN);
+int run(int argc, char** argv) {
   CommandLine cli;
   std::vector<std::string> errors = parse_command_line(argc, argv, cli);
   if (!errors.empty()) {
@@ -134,4 +129,22 @@ int main(int argc, char** argv) {
     log::error("fatal", {{"err", e.what()}});
     return kExitFailure;
   }
+}
+
+}  // namespace
+}  // namespace rdma_exporter
+
+// What escapes run() before the daemon's own handler (the command line, the
+// configuration: out of memory) ends the program with its message and
+// status 1, not std::terminate.
+int main(int argc, char** argv) {
+  std::signal(SIGPIPE, SIG_IGN);
+  try {
+    return rdma_exporter::run(argc, argv);
+  } catch (const std::exception& e) {
+    std::fprintf(stderr, "rdma_exporter: fatal: %s\n", e.what());
+  } catch (...) {
+    std::fprintf(stderr, "rdma_exporter: fatal: an unknown exception\n");
+  }
+  return rdma_exporter::kExitFailure;
 }
