@@ -300,10 +300,10 @@ def dashboard():
                                                            "Value"))]), w=8)
     b.add(timeseries("UD peers admitted and probes answered", "Probers admitted to each local "
                      "port's UD queue pair (`rdma_probe_ud_peers`, one per open UD session), "
-                     "and the UD probes the port answered per second "
-                     "(`rdma_probe_ud_answered_total`).",
+                     "of this host's group and of others, and the UD probes the port answered "
+                     "per second (`rdma_probe_ud_answered_total`).",
                      [target(f"rdma_probe_ud_peers{{{dsel}}}",
-                             "{{instance}} {{device}}/{{port}} peers"),
+                             "{{instance}} {{device}}/{{port}} {{scope}} peers"),
                       target(f"sum by (instance, device, port) "
                              f"({rate('rdma_probe_ud_answered_total', dsel)})",
                              "{{instance}} {{device}}/{{port}} answered/s")], "short"), w=8)

@@ -349,8 +349,14 @@ void ProbeService::run_probers(const std::string& self_group) {
   for (const auto& [key, w] : watched_) {
     plan_targets.push_back({w.address, w.name, w.target, w.ports, w.rails});
   }
-  const auto planned = plan_probers({plan_ports, plan_targets, classes, options_.cross_rail,
-                                     options_.pinglist.group_label, self_group});
+  const PlanInputs inputs{
+      plan_ports, plan_targets, classes, options_.cross_rail, options_.pinglist.group_label,
+      self_group};
+  const auto planned = plan_probers(inputs);
+  const std::set<Gid> group_gids = group_port_gids(inputs);
+  for (const LocalPort& p : ports) {
+    if (p.ud) p.ud->set_group_peers(group_gids);
+  }
   std::map<ProberKey, std::shared_ptr<ControlClient>> next;
   std::vector<std::shared_ptr<SeriesStats>> keep;
   std::vector<std::shared_ptr<HistogramStats>> keep_histograms;

@@ -219,13 +219,20 @@ class BedUdTest(BedTestCase):
         # session that a loaded 1-vCPU guest let go idle is set up again
         # (the prober's last success may still be recent while it is), so
         # wait for the state and record what the probers saw meanwhile.
+        # vm0 and vm1 are of rack1, vm2 of rack2: vm2 counts both as remote
+        # probers, and each of them the other as one of its group (by the
+        # GIDs its group's hellos listed).
         def both_admitted():
             prom = self.scrape("vm2")
-            return all(prom.value("rdma_probe_ud_peers", device=f"rxe{r}") == 2
+            return all(prom.value("rdma_probe_ud_peers", device=f"rxe{r}", scope="remote") == 2
+                       and prom.value("rdma_probe_ud_peers", device=f"rxe{r}", scope="group") == 0
                        for r in (0, 1))
         waited = time.monotonic()
         self.wait_until("vm2 admitting vm0 and vm1 on both rails", both_admitted, timeout=60)
         self.record["vm2_both_admitted_after_s"] = round(time.monotonic() - waited, 1)
+        self.wait_until("vm0 and vm1 admitting each other as probers of their group", lambda: all(
+            self.scrape(vm).value("rdma_probe_ud_peers", device=f"rxe{r}", scope="group") == 1
+            for vm in ("vm0", "vm1") for r in (0, 1)), timeout=60)
         self.record["probe_errors_when_healthy"] = {
             vm: sum(v for _, v in proms[vm].series("rdma_probe_errors_total"))
             for vm in self.bed.names}
@@ -249,7 +256,8 @@ class BedUdTest(BedTestCase):
         try:
             peers = 2 + 2 * EXTRA_PROBERS
             self.wait_until(f"{peers} peers admitted on vm2's rxe0", lambda: self.scrape(
-                "vm2").value("rdma_probe_ud_peers", device="rxe0") == peers, timeout=120)
+                "vm2").value("rdma_probe_ud_peers", device="rxe0", scope="remote") == peers,
+                timeout=120)
             pid = bed.run("vm2", "pidof -s rdma_exporter").check().out.strip()
             cpu = f"awk '{{print $14 + $15}}' /proc/{pid}/stat"
             def answered_since(prom):
@@ -506,10 +514,11 @@ class BedUdTest(BedTestCase):
         # What vm2's ports say of the way in: the requests held back were all
         # received, late; none is missing.
         for r in (0, 1):
+            # (vm0 and vm1 probe it from rack1: remote probers of vm2's.)
             expected = delta("vm2", after, "rdma_probe_ud_requests_expected_total",
-                             device=f"rxe{r}")
+                             device=f"rxe{r}", scope="remote")
             received = delta("vm2", after, "rdma_probe_ud_requests_received_total",
-                             device=f"rxe{r}")
+                             device=f"rxe{r}", scope="remote")
             record[f"vm2_rxe{r}_requests"] = {"expected": expected, "received": received}
             # Both probers' pairs to it on the rail made SETTLE_PROBES since
             # vm2 went on, each counted by the sequence numbers.

@@ -96,7 +96,9 @@ class ProbeSecurityTest(VmTestCase):
         log = self.text("a.log")
         self.assertNotIn("level=error", log)
         end = self.prom("end.prom")
-        self.assertEqual(end.value("rdma_probe_ud_peers", device="rxe0"), 0)
+        peers = end.series("rdma_probe_ud_peers", device="rxe0")
+        self.assertEqual(sorted(l["scope"] for l, _ in peers), ["group", "remote"])
+        self.assertEqual(sum(v for _, v in peers), 0)
 
 
 if __name__ == "__main__":

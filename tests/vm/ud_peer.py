@@ -47,12 +47,14 @@ def datagram(seq, magic=b"RXU"):
 
 
 def ud_peers(metrics, device):
-    """rdma_probe_ud_peers of DEVICE in the exporter's /metrics at METRICS."""
+    """rdma_probe_ud_peers of DEVICE in the exporter's /metrics at METRICS,
+    both scopes."""
     with urllib.request.urlopen(f"http://{metrics}/metrics", timeout=10) as resp:
-        for line in resp.read().decode().splitlines():
-            if line.startswith("rdma_probe_ud_peers{") and f'device="{device}"' in line:
-                return float(line.rsplit(" ", 1)[1])
-    raise ValueError(f"no rdma_probe_ud_peers for {device} at {metrics}")
+        found = [float(line.rsplit(" ", 1)[1]) for line in resp.read().decode().splitlines()
+                 if line.startswith("rdma_probe_ud_peers{") and f'device="{device}"' in line]
+    if not found:
+        raise ValueError(f"no rdma_probe_ud_peers for {device} at {metrics}")
+    return sum(found)
 
 
 def main(device, gid_index, host, port, remote_device, count, metrics):

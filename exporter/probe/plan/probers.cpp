@@ -1,6 +1,7 @@
 #include "exporter/probe/plan/probers.hpp"
 
 #include <algorithm>
+#include <string_view>
 
 namespace rdma_exporter::probe {
 
@@ -30,6 +31,21 @@ Labels scope_labels(const RailPort& local, const ProbeClass& cls, const char* sc
           {"scope", scope}};
 }
 
+const char* target_scope(const PlanTarget& target, const PlanInputs& in) {
+  const auto group_label = target.target.labels.find(in.group_label);
+  const std::string group = group_label == target.target.labels.end() ? "" : group_label->second;
+  return target.name == kLoopbackTarget || group == in.self_group ? "group" : "remote";
+}
+
+std::set<std::array<uint8_t, 16>> group_port_gids(const PlanInputs& in) {
+  std::set<std::array<uint8_t, 16>> gids;
+  for (const PlanTarget& target : in.targets) {
+    if (std::string_view(target_scope(target, in)) != "group") continue;
+    for (const wire::PortAd& port : target.ports) gids.insert(port.gid);
+  }
+  return gids;
+}
+
 std::vector<PlannedProber> plan_probers(const PlanInputs& in) {
   std::vector<RailPort> rail_ports;
   for (const auto& p : in.ports) rail_ports.push_back(p.port);
@@ -37,13 +53,10 @@ std::vector<PlannedProber> plan_probers(const PlanInputs& in) {
   std::set<ProberKey> seen;
   for (std::size_t t = 0; t < in.targets.size(); ++t) {
     const PlanTarget& target = in.targets[t];
-    const auto group_label = target.target.labels.find(in.group_label);
-    const std::string group = group_label == target.target.labels.end() ? "" : group_label->second;
     // Latency histograms of UD classes are kept per scope: this host's own
     // group, or another (which rotate every epoch: their own histograms
     // would be new series every epoch).
-    const char* scope =
-        target.name == kLoopbackTarget || group == in.self_group ? "group" : "remote";
+    const char* scope = target_scope(target, in);
     for (const auto& [l, r] :
          rail_pairs(rail_ports, target.ports, in.cross_rail, target.target.rail)) {
       const PlanPort& local = in.ports[l];

@@ -81,6 +81,14 @@ struct PlanInputs {
   std::string self_group;   // this host's group
 };
 
+// A target's scope: "group" for the loopback target and the targets of
+// this host's own group (by the group label), "remote" for the others.
+const char* target_scope(const PlanTarget& target, const PlanInputs& in);
+// The GIDs of the ports the targets of scope "group" listed: the probers
+// this host's UD ports count in scope group as responders (the pinglist
+// probes every host of the group, so each of them is a target here).
+std::set<std::array<uint8_t, 16>> group_port_gids(const PlanInputs& in);
+
 // Every prober to run: for each target, each pair of a local port and a
 // target port that rail_pairs() pairs (on the target's rails for this epoch),
 // each class the target names (all when it names none) and the local port

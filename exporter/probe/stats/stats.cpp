@@ -324,15 +324,19 @@ void UdPortStats::answered() {
   ++answered_;
 }
 
-void UdPortStats::request(uint64_t expected) {
-  const std::lock_guard lock(mutex_);
-  expected_ += expected;
-  ++received_;
+const char* prober_scope_name(ProberScope scope) {
+  return scope == ProberScope::group ? "group" : "remote";
 }
 
-void UdPortStats::set_peers(std::size_t n) {
+void UdPortStats::request(ProberScope scope, uint64_t expected) {
   const std::lock_guard lock(mutex_);
-  peers_ = n;
+  expected_[static_cast<std::size_t>(scope)] += expected;
+  ++received_[static_cast<std::size_t>(scope)];
+}
+
+void UdPortStats::set_peers(std::size_t group, std::size_t remote) {
+  const std::lock_guard lock(mutex_);
+  peers_ = {group, remote};
 }
 
 void UdPortStats::set_address_handles(std::size_t n) {
@@ -342,24 +346,29 @@ void UdPortStats::set_address_handles(std::size_t n) {
 
 void UdPortStats::add_metrics(MetricSink& sink) const {
   const std::lock_guard lock(mutex_);
-  sink.gauge("rdma_probe_ud_peers",
-             "Probers admitted to the port's UD queue pair (one per open UD session's queue "
-             "pair).",
-             labels_, static_cast<double>(peers_));
+  for (const ProberScope scope : {ProberScope::group, ProberScope::remote}) {
+    const auto i = static_cast<std::size_t>(scope);
+    Labels l = labels_;
+    l.emplace_back("scope", prober_scope_name(scope));
+    sink.gauge("rdma_probe_ud_peers",
+               "Probers admitted to the port's UD queue pair (one per open UD session's queue "
+               "pair), by scope: group (a port of a host of this host's group), remote.",
+               l, static_cast<double>(peers_[i]));
+    sink.counter("rdma_probe_ud_requests_expected_total",
+                 "UD probe requests of admitted probers that their sequence numbers say were sent "
+                 "to this port, by the probers' scope: with rdma_probe_ud_requests_received_total, "
+                 "the loss on the way in.",
+                 l, static_cast<double>(expected_[i]));
+    sink.counter("rdma_probe_ud_requests_received_total",
+                 "UD probe requests of admitted probers this port received, by the probers' scope.",
+                 std::move(l), static_cast<double>(received_[i]));
+  }
   sink.gauge("rdma_probe_ud_address_handles",
              "Address handles the port's UD queue pair holds (cached, or waiting for their sends "
              "to complete).",
              labels_, static_cast<double>(address_handles_));
   sink.counter("rdma_probe_ud_answered_total", "UD probe requests the port answered.", labels_,
                static_cast<double>(answered_));
-  sink.counter("rdma_probe_ud_requests_expected_total",
-               "UD probe requests of admitted probers that their sequence numbers say were sent "
-               "to this port: with rdma_probe_ud_requests_received_total, the loss on the way "
-               "in.",
-               labels_, static_cast<double>(expected_));
-  sink.counter("rdma_probe_ud_requests_received_total",
-               "UD probe requests of admitted probers this port received.", labels_,
-               static_cast<double>(received_));
   for (const auto& [why, n] : dropped_) {
     Labels l = labels_;
     l.emplace_back("reason", why);

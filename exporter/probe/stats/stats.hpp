@@ -2,6 +2,7 @@
 
 #include <prometheus/histogram.h>
 
+#include <array>
 #include <chrono>
 #include <compare>
 #include <cstdint>
@@ -187,15 +188,24 @@ inline constexpr const char* queue_pair_failed = "queue_pair_failed";
 }  // namespace ud_drop
 
 // One local port's UD queue pair.
+// Where a prober probing this host's port is, as the responder tells it:
+// `group` when its port is one that a host of this host's own group
+// listed in its hello (the probe's pinglist probes every host of the
+// group), `remote` otherwise.
+enum class ProberScope : uint8_t { group = 0, remote = 1 };
+const char* prober_scope_name(ProberScope scope);
+
 class UdPortStats {
  public:
   explicit UdPortStats(Labels labels) : labels_(std::move(labels)) {}
   void dropped(const char* why);
   void answered();
-  // An admitted request, and how many requests its sequence number says
-  // were sent up to it that were not counted yet (UdSequences).
-  void request(uint64_t expected);
-  void set_peers(std::size_t n);
+  // An admitted request from a prober of `scope`, and how many requests its
+  // sequence number says were sent up to it that were not counted yet
+  // (UdSequences).
+  void request(ProberScope scope, uint64_t expected);
+  // Prober queue pairs admitted, of each scope.
+  void set_peers(std::size_t group, std::size_t remote);
   // Address handles the queue pair holds (cached, and retired ones whose
   // sends are still in flight).
   void set_address_handles(std::size_t n);
@@ -206,9 +216,10 @@ class UdPortStats {
   mutable std::mutex mutex_;
   std::map<std::string, uint64_t> dropped_;
   uint64_t answered_ = 0;
-  uint64_t expected_ = 0;
-  uint64_t received_ = 0;
-  std::size_t peers_ = 0;
+  // By ProberScope.
+  std::array<uint64_t, 2> expected_{};
+  std::array<uint64_t, 2> received_{};
+  std::array<std::size_t, 2> peers_{};
   std::size_t address_handles_ = 0;
 };
 

@@ -92,4 +92,10 @@ std::vector<UdAdmission> UdAdmissions::of(const Gid& gid, uint32_t qpn) const {
   return out;
 }
 
+std::pair<std::size_t, std::size_t> UdAdmissions::peers_split(const std::set<Gid>& gids) const {
+  std::size_t in = 0;
+  for (const auto& [peer, destination] : peers_) in += gids.contains(peer.first) ? 1 : 0;
+  return {in, peers_.size() - in};
+}
+
 }  // namespace rdma_exporter::probe

@@ -6,6 +6,7 @@
 #include <cstdint>
 #include <map>
 #include <optional>
+#include <set>
 #include <span>
 #include <utility>
 #include <vector>
@@ -89,6 +90,8 @@ class UdAdmissions {
 
   // Prober queue pairs admitted (distinct GID and QPN).
   std::size_t peers() const { return peers_.size(); }
+  // Of those, how many have a GID in `gids`, and how many not.
+  std::pair<std::size_t, std::size_t> peers_split(const std::set<Gid>& gids) const;
   // Admissions in all.
   std::size_t size() const { return by_id_.size(); }
   // The admissions of (gid, qpn), oldest first.

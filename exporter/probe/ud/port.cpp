@@ -63,7 +63,7 @@ std::optional<uint64_t> UdPort::admit(const wire::UdPeer& prober, uint8_t sl, ui
                                       std::chrono::milliseconds interval) {
   auto id = admissions_.admit(prober.gid, prober.qpn,
                               UdAdmission{prober.qkey, sl, tclass, interval}, Clock::now());
-  stats_->set_peers(admissions_.peers());
+  count_peers();
   return id;
 }
 
@@ -71,7 +71,17 @@ void UdPort::revoke(uint64_t admission) {
   // A queue pair without admissions left: its sessions' numbers go.
   if (auto gone = admissions_.revoke(admission, Clock::now()))
     sequences_.forget(gone->first, gone->second);
-  stats_->set_peers(admissions_.peers());
+  count_peers();
+}
+
+void UdPort::set_group_peers(std::set<Gid> gids) {
+  group_peers_ = std::move(gids);
+  count_peers();
+}
+
+void UdPort::count_peers() {
+  const auto [group, remote] = admissions_.peers_split(group_peers_);
+  stats_->set_peers(group, remote);
 }
 
 void UdPort::count_address_handles() {
@@ -237,7 +247,8 @@ void UdPort::on_request(const wire::Datagram& request, std::span<const uint8_t> 
     return stats_->dropped(ud_drop::rate_limited);
   }
   // Only within its rate: a flood of session numbers costs at most that.
-  stats_->request(sequences_.received(from, c.src_qp, request.session, request.seq));
+  stats_->request(group_peers_.contains(from) ? ProberScope::group : ProberScope::remote,
+                  sequences_.received(from, c.src_qp, request.session, request.seq));
   for (const UdAdmissions::Reply& r : a.list()) {
     answer(request, bytes, from, c.src_qp, c.slid, r.qkey, r.sl, c.timestamp, polled, stalled);
   }

@@ -10,6 +10,7 @@
 #include <map>
 #include <memory>
 #include <optional>
+#include <set>
 #include <span>
 #include <string>
 #include <tuple>
@@ -82,6 +83,10 @@ class UdPort final : public UdProbePort {
   void revoke(uint64_t admission);
   // Prober queue pairs admitted.
   std::size_t admitted() const { return admissions_.peers(); }
+  // The GIDs of the ports of this host's own group (as their hellos list
+  // them): the probers whose requests and admissions count in scope
+  // `group`; every other prober counts as `remote`.
+  void set_group_peers(std::set<Gid> gids);
 
   // Prober: a number for a new session, which requests carry and replies
   // are routed by.
@@ -141,6 +146,7 @@ class UdPort final : public UdProbePort {
   Status post(uint32_t slot, uint32_t size, ibv_ah* ah, uint32_t qpn, uint32_t qkey);
   void fail(const std::string& what);
   void count_address_handles();
+  void count_peers();
 
   boost::asio::io_context& io_;
   const LocalPort port_;
@@ -153,6 +159,7 @@ class UdPort final : public UdProbePort {
   AddressHandles ahs_{kMaxAddressHandlesPerDestination, kMaxAddressHandles,
                       [](ibv_ah* h) { ibv_destroy_ah(h); }};
   UdAdmissions admissions_;
+  std::set<Gid> group_peers_;
   UdSequences sequences_;
   std::map<uint32_t, Session> sessions_;
   std::vector<SendSlot> send_slots_;

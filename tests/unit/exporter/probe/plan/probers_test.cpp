@@ -6,6 +6,8 @@
 
 #include <gtest/gtest.h>
 
+#include <array>
+#include <set>
 #include <string>
 #include <tuple>
 #include <vector>
@@ -147,6 +149,38 @@ TEST(PlanProbers, Table) {
     const PlanInputs in{ports, c.targets, cls, c.cross_rail, "rack", "r1"};
     EXPECT_EQ(rows(in), c.expected) << c.name;
   }
+}
+
+// The responder's scope of a prober: the ports the targets of this host's
+// group listed (and the loopback target's), not those of other groups.
+TEST(PlanProbers, GroupPortGidsAreThoseTheTargetsOfTheOwnGroupListed) {
+  const auto ports = local_ports();
+  const auto cls = classes();
+  PlanTarget same = target("h1:1", "r1");
+  same.ports[0].gid[15] = 0x11;
+  same.ports[1].gid[15] = 0x12;
+  same.ports[2].gid[15] = 0x13;
+  PlanTarget other = target("h2:1", "r2");
+  other.ports[0].gid[15] = 0x21;
+  PlanTarget loopback = target("127.0.0.1:1", "");
+  loopback.name = std::string(kLoopbackTarget);
+  loopback.ports = {remote_port("mlx5_0", 1, "a")};
+  loopback.ports[0].gid[15] = 0x0a;
+  PlanTarget unlabelled = target("h3:1", "");
+  unlabelled.ports[0].gid[15] = 0x31;
+  const std::vector<PlanTarget> targets = {same, other, loopback, unlabelled};
+  const PlanInputs in{ports, targets, cls, false, "rack", "r1"};
+  EXPECT_STREQ(target_scope(same, in), "group");
+  EXPECT_STREQ(target_scope(other, in), "remote");
+  EXPECT_STREQ(target_scope(loopback, in), "group");
+  EXPECT_STREQ(target_scope(unlabelled, in), "remote");
+  std::set<std::array<uint8_t, 16>> want;
+  for (uint8_t last : {0x11, 0x12, 0x13, 0x0a}) {
+    std::array<uint8_t, 16> gid{};
+    gid[15] = last;
+    want.insert(gid);
+  }
+  EXPECT_EQ(group_port_gids(in), want);
 }
 
 TEST(PlanProbers, TheKeyHoldsTheSeriesLabelsAndTheLocalPortsGidAndUdQueuePair) {

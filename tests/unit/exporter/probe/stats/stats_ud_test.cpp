@@ -207,15 +207,36 @@ TEST(ProbeUdStats, PortCountsDropsByReasonAnswersAndPeers) {
   u->dropped(ud_drop::not_admitted);
   u->dropped(ud_drop::malformed);
   u->answered();
-  u->set_peers(7);
+  u->set_peers(7, 2);
   Snapshot snap = metrics_of(stats);
   EXPECT_EQ(sample(snap, "rdma_probe_ud_dropped_total", {{"reason", "not_admitted"}}), 2.0);
   EXPECT_EQ(sample(snap, "rdma_probe_ud_dropped_total", {{"reason", "malformed"}}), 1.0);
   EXPECT_EQ(sample(snap, "rdma_probe_ud_answered_total", port), 1.0);
-  EXPECT_EQ(sample(snap, "rdma_probe_ud_peers", port), 7.0);
+  EXPECT_EQ(sample(snap, "rdma_probe_ud_peers", {{"device", "rxe0"}, {"scope", "group"}}), 7.0);
+  EXPECT_EQ(sample(snap, "rdma_probe_ud_peers", {{"device", "rxe0"}, {"scope", "remote"}}), 2.0);
   stats.retain_ud_ports({});
   snap = metrics_of(stats);
   EXPECT_EQ(series_count(snap, "rdma_probe_ud_peers"), 0u);
+}
+
+// The requests a port received and those its probers' sequence numbers say
+// were sent, by the probers' scope.
+TEST(ProbeUdStats, PortCountsRequestsByTheProbersScope) {
+  ProbeStats stats;
+  auto u = stats.ud_port({{"device", "rxe0"}, {"port", "1"}});
+  u->request(ProberScope::group, 5);
+  u->request(ProberScope::group, 4);
+  u->request(ProberScope::group, 1);
+  u->request(ProberScope::remote, 9);
+  const Snapshot snap = metrics_of(stats);
+  const Labels group = {{"device", "rxe0"}, {"scope", "group"}};
+  const Labels remote = {{"device", "rxe0"}, {"scope", "remote"}};
+  EXPECT_EQ(sample(snap, "rdma_probe_ud_requests_expected_total", group), 10.0);
+  EXPECT_EQ(sample(snap, "rdma_probe_ud_requests_received_total", group), 3.0);
+  EXPECT_EQ(sample(snap, "rdma_probe_ud_requests_expected_total", remote), 9.0);
+  EXPECT_EQ(sample(snap, "rdma_probe_ud_requests_received_total", remote), 1.0);
+  // Both scopes are always there: a port no remote prober reaches says 0.
+  EXPECT_EQ(sample(snap, "rdma_probe_ud_peers", remote), 0.0);
 }
 
 TEST(ProbeUdStats, PinglistReport) {
