@@ -6,8 +6,10 @@
 // spine picked by the flow label, the far leaf, the far RNIC) and is lost
 // with the faults active on them; hosts that stall delay their probes and
 // replies, which count as the exporter counts them (invalid when it notices
-// the stall in time); the series are the probe's own ProbeStats, rendered at
-// every scrape.
+// the stall in time); each target's responder counts the requests that
+// reach it and those its probers' sequence numbers say were sent, by the
+// probers' scope, as its UD port does; the series are the probe's own
+// ProbeStats, rendered at every scrape.
 //
 //   build/bench/fleet_faults_sim SCENARIO.yml OUT_DIR --start UNIX_SECONDS
 //
@@ -261,6 +263,8 @@ struct Pair {
   std::size_t target;
   std::size_t rail;
   uint64_t seq = 0;
+  // The highest sequence number the target's responder received of it.
+  uint64_t highest = 0;
   // By flow label: the spine the request and the reply hash to.
   std::array<uint16_t, 16> request_spine{}, reply_spine{};
 };
@@ -268,6 +272,9 @@ struct Pair {
 struct Host {
   std::unique_ptr<ProbeStats> stats;
   std::vector<Pair> pairs;
+  // Its responder's account of each rail's port (UdPortStats, as the UD
+  // port keeps it), while the host is up.
+  std::vector<std::shared_ptr<UdPortStats>> responders;
   // [from, to), sorted, apart (stalls that overlap are merged), within the run
   std::vector<std::pair<double, double>> stalls;
   std::vector<std::pair<double, double>> downs;  // [from, to) the host is down
@@ -287,6 +294,10 @@ const std::map<std::string, std::pair<std::string, std::string>>& families() {
       {"rdma_probe_scope_timeouts_total", {"rdma_probe_scope_timeouts", "counter"}},
       {"rdma_probe_scope_peers", {"rdma_probe_scope_peers", "gauge"}},
       {"rdma_probe_scope_peers_failing", {"rdma_probe_scope_peers_failing", "gauge"}},
+      {"rdma_probe_ud_peers", {"rdma_probe_ud_peers", "gauge"}},
+      {"rdma_probe_ud_requests_expected_total", {"rdma_probe_ud_requests_expected", "counter"}},
+      {"rdma_probe_ud_requests_received_total", {"rdma_probe_ud_requests_received", "counter"}},
+      {"rdma_probe_port_rail_info", {"rdma_probe_port_rail_info", "gauge"}},
   };
   return f;
 }
@@ -346,18 +357,25 @@ class Simulation {
     for (uint64_t tick = 0; tick <= ticks; ++tick) {
       const double t = static_cast<double>(tick) * s_.probe.interval;
       const auto e = static_cast<uint64_t>((start_ + t) / s_.probe.epoch);
+      bool planned = false;
       for (std::size_t h = 0; h < hosts_.size(); ++h) {
         const bool up = !down(h, t);
         if (!up) {
+          planned = planned || hosts_[h].stats != nullptr;
           hosts_[h].stats.reset();  // the host and its exporter are off
           hosts_[h].pairs.clear();
+          hosts_[h].responders.clear();
         } else if (!hosts_[h].stats) {
-          hosts_[h].stats = std::make_unique<ProbeStats>();
+          start_exporter(h);
+          if (tick > 0) forget_sessions_to(h);
           plan(h, e);
+          planned = true;
         } else if (e != epoch) {
           plan(h, e);
+          planned = true;
         }
       }
+      if (planned) count_probers();
       epoch = e;
       for (std::size_t h = 0; h < hosts_.size(); ++h) probe(h, t);
       if (tick % scrape_every == 0) scrape(t, out);
@@ -412,6 +430,61 @@ class Simulation {
            std::chrono::duration<double>(kStallThreshold).count();
   }
 
+  // A host's exporter starts: its ports, and its responder on each.
+  void start_exporter(std::size_t h) {
+    Host& host = hosts_[h];
+    host.stats = std::make_unique<ProbeStats>();
+    std::vector<PortReport> ports;
+    for (std::size_t r = 0; r < s_.shape.rails; ++r) {
+      ports.push_back({device_name(r), 1, port_state::probing, rail_names(r)});
+      host.responders.push_back(host.stats->ud_port({{"device", device_name(r)}, {"port", "1"}}));
+    }
+    host.stats->set_local({}, std::move(ports), "");
+  }
+
+  // A responder that starts again knows no session: each prober's next
+  // request that reaches it counts itself.
+  void forget_sessions_to(std::size_t h) {
+    for (Host& other : hosts_) {
+      for (Pair& p : other.pairs) {
+        if (p.target == h) p.highest = 0;
+      }
+    }
+  }
+
+  static ProberScope scope_between(std::size_t prober_group, std::size_t target_group) {
+    return prober_group == target_group ? ProberScope::group : ProberScope::remote;
+  }
+
+  // Every responder's admitted probers by scope: one per pair that probes it
+  // (one class).
+  void count_probers() {
+    std::vector<std::array<std::size_t, 2>> counts(hosts_.size() * s_.shape.rails);
+    for (std::size_t h = 0; h < hosts_.size(); ++h) {
+      for (const Pair& p : hosts_[h].pairs) {
+        const auto scope = scope_between(group_of_[h], group_of_[p.target]);
+        ++counts[p.target * s_.shape.rails + p.rail][static_cast<std::size_t>(scope)];
+      }
+    }
+    for (std::size_t h = 0; h < hosts_.size(); ++h) {
+      for (std::size_t r = 0; r < hosts_[h].responders.size(); ++r) {
+        const auto& c = counts[h * s_.shape.rails + r];
+        hosts_[h].responders[r]->set_peers(c[0], c[1]);
+      }
+    }
+  }
+
+  // A request of pair p from host h reached its target's responder: counted
+  // as the UD port counts it (UdSequences: the first of a session counts
+  // itself, each later one the numbers since the highest received).
+  void arrived(std::size_t h, Pair& p) {
+    const Host& target = hosts_[p.target];
+    if (p.rail >= target.responders.size()) return;
+    const uint64_t expected = p.highest == 0 ? 1 : p.seq - p.highest;
+    p.highest = p.seq;
+    target.responders[p.rail]->request(scope_between(group_of_[h], group_of_[p.target]), expected);
+  }
+
   void plan(std::size_t h, uint64_t epoch) {
     const Pinglist list = compute_pinglist(members_, address_of(h), "", rails_,
                                            PinglistSettings{s_.probe.remote_per_rail, epoch});
@@ -441,7 +514,10 @@ class Simulation {
       }
       // A pair kept from the last epoch keeps its place in the flow cycle.
       for (const Pair& old : host.pairs) {
-        if (old.series == p.series) p.seq = old.seq;
+        if (old.series == p.series) {
+          p.seq = old.seq;
+          p.highest = old.highest;
+        }
       }
       keep.push_back(p.series);
       pairs.push_back(std::move(p));
@@ -510,6 +586,7 @@ class Simulation {
       if (!lost) {
         const auto [far_from, far_to] = stall_at(p.target, t);
         if (far_to > 0 && noticed(far_to - far_from)) {
+          arrived(h, p);  // a stalled responder receives it, late
           if (far_to - t < wait) {
             p.series->invalid(invalid::responder_stall);
             continue;
@@ -521,8 +598,15 @@ class Simulation {
         const std::size_t g = group_of_[h], tg = group_of_[p.target];
         const Leg request{h, p.target, g, tg, p.rail, p.request_spine[flow], true};
         const Leg reply{p.target, h, tg, g, p.rail, p.reply_spine[flow], false};
-        const double survive = survival(request, t) * survival(reply, t);
+        const double to = survival(request, t), back = survival(reply, t);
+        const double survive = to * back;
         lost = survive < 1 && std::uniform_real_distribution<double>(0, 1)(rng_) >= survive;
+        // Which way a lost probe went, from a stream of its own, so that the
+        // losses are drawn as they were before the responder was counted:
+        // the request with probability (1 - to) / (1 - to back).
+        std::uniform_real_distribution<double> direction(0, 1);
+        const bool request_lost = lost && direction(direction_rng_) < (1 - to) / (1 - survive);
+        if (!request_lost) arrived(h, p);
       }
       if (!lost) {
         p.series->success(10e-6, start_ + t, clock_at(t));
@@ -620,6 +704,7 @@ class Simulation {
   std::vector<std::string> rails_;
   std::vector<Host> hosts_;
   std::mt19937_64 rng_{s_.seed};
+  std::mt19937_64 direction_rng_{s_.seed + 1};
 };
 
 }  // namespace
