@@ -1,9 +1,11 @@
 #!/usr/bin/env python3
 """Splits the files clang-tidy checks into the units scripts/test --tidy runs.
 
-    scripts/tidy-units.py BUILD_DIR OUT_DIR FILE...
+    git ls-files '*.cpp' | scripts/tidy-units.py BUILD_DIR OUT_DIR
 
-Prints one path per line: each unit clang-tidy is run on, with
+Reads the files from standard input, one per line (all in one call: the
+units and their compilation database are written at once). Prints one path
+per line: each unit clang-tidy is run on, with
 `-p OUT_DIR`. Most of clang-tidy's time on a file is parsing the headers it
 includes (Boost.Asio and Beast, prometheus-cpp: 5 to 6 s), so the files of a
 folder whose .clang-tidy leaves the static analyzer off are checked
@@ -55,14 +57,20 @@ def analyzer_on(chain):
 
 
 def main():
-    build_dir, out_dir, files = sys.argv[1], sys.argv[2], sys.argv[3:]
+    if len(sys.argv) != 3:
+        sys.exit("usage: tidy-units.py BUILD_DIR OUT_DIR < FILES")
+    build_dir, out_dir = sys.argv[1], sys.argv[2]
+    files = sys.stdin.read().split()
     source_dir = os.getcwd()
     with open(os.path.join(build_dir, "compile_commands.json"), encoding="utf-8") as f:
         commands = {c["file"]: c for c in json.load(f)}
     groups = {}  # (config folder, target, folder) -> files, in the order given
     units, database = [], []
     for path in files:
-        command = commands[os.path.join(source_dir, path)]
+        command = commands.get(os.path.join(source_dir, path))
+        if command is None:
+            sys.exit("tidy-units.py: %s is in no target of %s/compile_commands.json"
+                     % (path, build_dir))
         chain = config_chain(source_dir, os.path.dirname(path))
         if analyzer_on(chain):
             units.append(path)
